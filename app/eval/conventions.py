@@ -1,0 +1,87 @@
+"""The evaluation conventions of misstriage, decided once (DESIGN.md, "Evaluation conventions").
+
+Every number the product shows is computed under these rules, and the rules travel with the
+numbers (``Conventions.as_dict``) so that the CLI, the API and the UI can echo them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Order(StrEnum):
+    """How the lines of a run become a ranking."""
+
+    #: trec_eval: score descending (parsed as a double), ties by docno in descending byte order;
+    #: the rank column is ignored.
+    TREC_EVAL = "trec_eval"
+    #: the rank column ascending; equal ranks keep file order.
+    RANK = "rank"
+    #: the order of the lines in the file.
+    FILE = "file"
+
+
+class Gain(StrEnum):
+    """The gain of a relevant document of grade g in nDCG."""
+
+    #: 2^g - 1 (Burges et al.); the default.
+    EXP = "exp"
+    #: g, as trec_eval's ``ndcg_cut``.
+    LINEAR = "linear"
+
+
+#: The recall depths of the depth curve; any requested depth is added to them.
+DEFAULT_DEPTHS: tuple[int, ...] = (10, 20, 50, 100, 200, 1000)
+DEFAULT_K = 10
+DEFAULT_DEPTH = 50
+DEFAULT_MIN_GRADE = 1
+
+#: The ideal ranking of nDCG: the k highest judged grades of the query, retrieved or not
+#: (trec_eval ``ndcg_cut``).
+IDEAL = "strict"
+#: Which queries are averaged.
+AVERAGED_QUERIES = "golden queries with at least one relevant document; absent from the run = 0"
+AVERAGING = "macro (mean of per-query values); micro (pooled hits / pooled relevant) beside it"
+DUPLICATES = "first occurrence in the file wins; later ones are dropped and counted"
+
+
+@dataclass(frozen=True, slots=True)
+class Conventions:
+    """The settings that decide every number, echoed next to every number."""
+
+    order: Order = Order.TREC_EVAL
+    gain: Gain = Gain.EXP
+    min_grade: int = DEFAULT_MIN_GRADE
+
+    def is_relevant(self, grade: int) -> bool:
+        """A judged document is relevant when its grade is at least ``min_grade``."""
+        return grade >= self.min_grade
+
+    def as_dict(self) -> dict[str, str | int]:
+        """The conventions as the API and the CLI print them."""
+        return {
+            "order": self.order.value,
+            "gain": self.gain.value,
+            "ideal": IDEAL,
+            "min_grade": self.min_grade,
+            "relevant": f"grade >= {self.min_grade}",
+            "averaging": AVERAGING,
+            "averaged_queries": AVERAGED_QUERIES,
+            "duplicates": DUPLICATES,
+        }
+
+
+def parse_depths(text: str) -> tuple[int, ...]:
+    """Parse ``"10,20,50"`` into sorted unique positive depths."""
+    depths: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or int(part) < 1:
+            raise ValueError(f"depth {part!r} is not a positive integer")
+        depths.add(int(part))
+    if not depths:
+        raise ValueError("no depth given")
+    return tuple(sorted(depths))

@@ -1,0 +1,201 @@
+"""Evaluate a ranked run against a golden set: per query, macro and micro, depth curve."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Any
+
+import polars as pl
+
+from app.eval.conventions import DEFAULT_DEPTHS, Conventions
+from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
+from app.eval.golden import GoldenSet
+from app.eval.measures import (
+    Judged,
+    Measure,
+    MeasureKind,
+    candidate_ndcg_at,
+    ndcg_at,
+    recall_at,
+)
+from app.eval.ranking import RankedRun, RunReport
+
+
+@dataclass(frozen=True, slots=True)
+class QueryEvaluation:
+    """One golden query under one run."""
+
+    qid: str
+    text: str | None
+    relevant: int
+    retrieved: int
+    recall_k: float
+    recall_depth: float
+    ndcg_k: float
+    ndcg_cand_k: float | None
+    misses: int
+    diagnosis: Diagnosis
+
+    @property
+    def absent(self) -> bool:
+        """The run returned nothing for this query."""
+        return self.retrieved == 0
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """A run's numbers at (k, depth), with the conventions and the import report."""
+
+    name: str
+    k: int
+    depth: int
+    conventions: Conventions
+    thresholds: Thresholds
+    queries: list[QueryEvaluation]
+    measures: dict[str, float]
+    micro: dict[str, float]
+    depth_curve: dict[int, float]
+    micro_depth_curve: dict[int, float]
+    misses: int
+    relevant: int
+    report: RunReport
+
+    @property
+    def diagnosis_counts(self) -> dict[str, int]:
+        counts = Counter(q.diagnosis for q in self.queries)
+        return {d.value: counts.get(d, 0) for d in Diagnosis}
+
+    def as_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+        """The documented JSON shape (see docs/evaluate.md)."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "k": self.k,
+            "depth": self.depth,
+            "conventions": self.conventions.as_dict(),
+            "thresholds": {"recall": self.thresholds.recall, "ndcg": self.thresholds.ndcg},
+            "queries": len(self.queries),
+            "relevant": self.relevant,
+            "measures": self.measures,
+            "micro": self.micro,
+            "depth_curve": {str(d): v for d, v in self.depth_curve.items()},
+            "micro_depth_curve": {str(d): v for d, v in self.micro_depth_curve.items()},
+            "misses": self.misses,
+            "diagnosis": self.diagnosis_counts,
+            "report": self.report.as_dict(),
+        }
+        if per_query:
+            data["per_query"] = [query_row(q, self.k, self.depth) for q in self.queries]
+        return data
+
+
+def query_row(query: QueryEvaluation, k: int, depth: int) -> dict[str, Any]:
+    """A per-query row with canonical measure names as keys."""
+    return {
+        "qid": query.qid,
+        "text": query.text,
+        "relevant": query.relevant,
+        "retrieved": query.retrieved,
+        str(Measure(MeasureKind.RECALL, k)): query.recall_k,
+        str(Measure(MeasureKind.RECALL, depth)): query.recall_depth,
+        str(Measure(MeasureKind.NDCG, k)): query.ndcg_k,
+        str(Measure(MeasureKind.NDCG_CANDIDATE, k)): query.ndcg_cand_k,
+        "misses": query.misses,
+        "diagnosis": query.diagnosis.value,
+    }
+
+
+def relevant_ranks(golden: GoldenSet, ranked: RankedRun) -> dict[str, list[tuple[int, int | None]]]:
+    """For every averaged query, its relevant documents as (grade, rank or None)."""
+    joined = golden.relevant.join(
+        ranked.judged.select("qid", "doc_id", "rank"), on=["qid", "doc_id"], how="left"
+    )
+    by_query: dict[str, list[tuple[int, int | None]]] = {q: [] for q in golden.evaluated_qids}
+    for qid, grade, rank in joined.select("qid", "grade", "rank").iter_rows():
+        by_query[qid].append((grade, rank))
+    return by_query
+
+
+def _recall_hits(relevant: Judged, cutoff: int) -> int:
+    return sum(1 for _, rank in relevant if rank is not None and rank <= cutoff)
+
+
+def evaluate_run(
+    golden: GoldenSet,
+    ranked: RankedRun,
+    *,
+    k: int,
+    depth: int,
+    depths: tuple[int, ...] = DEFAULT_DEPTHS,
+    conventions: Conventions | None = None,
+    thresholds: Thresholds | None = None,
+) -> RunEvaluation:
+    """All measures of one run: per query, macro means, micro (pooled) recall, depth curve."""
+    for name, value in (("k", k), ("depth", depth)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    conventions = conventions or Conventions(min_grade=golden.min_grade)
+    if conventions.min_grade != golden.min_grade:
+        raise ValueError("conventions.min_grade differs from the golden set's min_grade")
+    thresholds = thresholds or Thresholds()
+    gain = conventions.gain
+    curve_depths = tuple(sorted({*depths, k, depth}))
+    by_query = relevant_ranks(golden, ranked)
+
+    rows: list[QueryEvaluation] = []
+    hits: Counter[int] = Counter()
+    total_relevant = 0
+    curve: dict[int, list[float]] = {d: [] for d in curve_depths}
+    for qid, relevant in by_query.items():
+        r_depth = recall_at(relevant, depth)
+        n_k = ndcg_at(relevant, k, gain)
+        total_relevant += len(relevant)
+        for d in curve_depths:
+            found = _recall_hits(relevant, d)
+            hits[d] += found
+            curve[d].append(found / len(relevant))
+        rows.append(
+            QueryEvaluation(
+                qid=qid,
+                text=golden.query_text(qid),
+                relevant=len(relevant),
+                retrieved=ranked.retrieved.get(qid, 0),
+                recall_k=recall_at(relevant, k),
+                recall_depth=r_depth,
+                ndcg_k=n_k,
+                ndcg_cand_k=candidate_ndcg_at(relevant, k, gain),
+                misses=len(relevant) - _recall_hits(relevant, depth),
+                diagnosis=diagnose(r_depth, n_k, thresholds),
+            )
+        )
+    defined_cand = [q.ndcg_cand_k for q in rows if q.ndcg_cand_k is not None]
+    r_k, r_depth_name = f"R@{k}", f"R@{depth}"
+    measures = {
+        r_k: fmean(q.recall_k for q in rows),
+        r_depth_name: fmean(q.recall_depth for q in rows),
+        f"nDCG@{k}": fmean(q.ndcg_k for q in rows),
+        f"nDCG_cand@{k}": fmean(defined_cand) if defined_cand else 0.0,
+    }
+    micro = {r_k: hits[k] / total_relevant, r_depth_name: hits[depth] / total_relevant}
+    return RunEvaluation(
+        name=ranked.name,
+        k=k,
+        depth=depth,
+        conventions=conventions,
+        thresholds=thresholds,
+        queries=rows,
+        measures=measures,
+        micro=micro,
+        depth_curve={d: fmean(values) for d, values in curve.items()},
+        micro_depth_curve={d: hits[d] / total_relevant for d in curve_depths},
+        misses=total_relevant - hits[depth],
+        relevant=total_relevant,
+        report=ranked.report,
+    )
+
+
+def per_query_frame(evaluation: RunEvaluation) -> pl.DataFrame:
+    """The per-query rows as a frame (for CSV output and further analysis)."""
+    rows = [query_row(q, evaluation.k, evaluation.depth) for q in evaluation.queries]
+    return pl.DataFrame(rows, infer_schema_length=None)

@@ -1,0 +1,237 @@
+"""JSON Lines inputs: runs, BEIR queries and corpus files (plain or gzip).
+
+Runs come in two shapes, decided by the first non-blank line:
+
+* one ranking a line: ``{"qid": "q1", "docs": ["d3", "d1", ...]}`` (list order is the ranking;
+  entries may also be ``{"doc_id": .., "score": ..}`` objects);
+* one hit a line: ``{"qid": "q1", "doc_id": "d3", "score": 12.5}`` (optional ``"rank"``),
+  ordered like a TREC run.
+
+The reader is a plain line loop: it checks every value and names the line of the first bad one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from app.eval.errors import InputError
+from app.eval.textio import ProgressFn, plain_file
+
+LIST_FORMAT = "jsonl-lists"
+HIT_FORMAT = "jsonl-hits"
+
+
+def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
+    """Yield (line number, byte length, parsed JSON value) for every non-blank line."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
+                ) from None
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(source, number, f"not valid JSON ({exc.msg})") from None
+            yield number, len(raw), value
+
+
+def _identifier(value: Any, *, source: str, line: int, field: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InputError(
+            source, line, f'"{field}" must be a string or an integer, got {_kind(value)}'
+        )
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise InputError(source, line, f'"{field}" {text!r} is empty or contains whitespace')
+    return text
+
+
+def _number(value: Any, *, source: str, line: int, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(source, line, f'"{field}" must be a number, got {_kind(value)}')
+    number = float(value)
+    if not math.isfinite(number):
+        raise InputError(source, line, f'"{field}" {value!r} is not a finite number')
+    return number + 0.0
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", str: "a string", list: "a list", dict: "an object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _object(value: Any, *, source: str, line: int, required: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(source, line, f"expected a JSON object, got {_kind(value)}")
+    missing = [key for key in required if key not in value]
+    if missing:
+        raise InputError(source, line, f"missing field {', '.join(repr(m) for m in missing)}")
+    return value
+
+
+def read_jsonl_run(path: Path, *, progress: ProgressFn | None = None) -> tuple[pl.DataFrame, str]:
+    """Read a JSONL run: (frame with qid, doc_id, score (or null), rank (or null), line; format)."""
+    source = str(path)
+    qids: list[str] = []
+    docs: list[str] = []
+    scores: list[float | None] = []
+    ranks: list[int | None] = []
+    lines: list[int] = []
+    fmt: str | None = None
+    with plain_file(path) as plain:
+        for line, size, value in _lines(plain, source):
+            if progress is not None:
+                progress(size)
+            if fmt is None:
+                is_dict = isinstance(value, dict)
+                fmt = LIST_FORMAT if is_dict and "docs" in value else HIT_FORMAT
+            if fmt == LIST_FORMAT:
+                obj = _object(value, source=source, line=line, required=("qid", "docs"))
+                qid = _identifier(obj["qid"], source=source, line=line, field="qid")
+                entries = obj["docs"]
+                if not isinstance(entries, list):
+                    raise InputError(source, line, f'"docs" must be a list, got {_kind(entries)}')
+                for entry in entries:
+                    score: float | None = None
+                    if isinstance(entry, dict):
+                        entry_obj = _object(entry, source=source, line=line, required=("doc_id",))
+                        doc = _identifier(
+                            entry_obj["doc_id"], source=source, line=line, field="doc_id"
+                        )
+                        if "score" in entry_obj:
+                            score = _number(
+                                entry_obj["score"], source=source, line=line, field="score"
+                            )
+                    else:
+                        doc = _identifier(entry, source=source, line=line, field="docs[]")
+                    qids.append(qid)
+                    docs.append(doc)
+                    scores.append(score)
+                    ranks.append(None)
+                    lines.append(line)
+            else:
+                obj = _object(value, source=source, line=line, required=("qid", "doc_id", "score"))
+                qids.append(_identifier(obj["qid"], source=source, line=line, field="qid"))
+                docs.append(_identifier(obj["doc_id"], source=source, line=line, field="doc_id"))
+                scores.append(_number(obj["score"], source=source, line=line, field="score"))
+                rank = obj.get("rank")
+                if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+                    raise InputError(source, line, f'"rank" must be an integer, got {_kind(rank)}')
+                ranks.append(rank)
+                lines.append(line)
+    frame = pl.DataFrame(
+        {"qid": qids, "doc_id": docs, "score": scores, "rank": ranks, "line": lines},
+        schema={
+            "qid": pl.String,
+            "doc_id": pl.String,
+            "score": pl.Float64,
+            "rank": pl.Int64,
+            "line": pl.UInt32,
+        },
+    )
+    return frame, fmt or HIT_FORMAT
+
+
+def read_queries(path: Path) -> dict[str, str]:
+    """Read query texts: BEIR ``queries.jsonl`` (``_id``, ``text``) or TSV ``qid<TAB>text``."""
+    source = str(path)
+    queries: dict[str, str] = {}
+    with plain_file(path) as plain:
+        with plain.open("rb") as handle:
+            head = handle.read(1 << 12).lstrip()
+        is_json = head.startswith(b"{")
+        if is_json:
+            for line, _size, value in _lines(plain, source):
+                obj = _object(value, source=source, line=line, required=())
+                key = "_id" if "_id" in obj else "qid" if "qid" in obj else None
+                if key is None:
+                    raise InputError(source, line, "missing field '_id'")
+                text = obj.get("text", obj.get("query"))
+                if not isinstance(text, str):
+                    raise InputError(source, line, f'"text" must be a string, got {_kind(text)}')
+                qid = _identifier(obj[key], source=source, line=line, field=key)
+                _add_query(queries, qid, text, source=source, line=line)
+        else:
+            with plain.open("rb") as handle:
+                for line, raw in enumerate(handle, start=1):
+                    try:
+                        decoded = raw.decode("utf-8").rstrip("\r\n")
+                    except UnicodeDecodeError:
+                        raise InputError(source, line, "not valid UTF-8 text") from None
+                    if not decoded.strip():
+                        continue
+                    qid, sep, text = decoded.partition("\t")
+                    if not sep:
+                        raise InputError(
+                            source, line, "expected 2 tab-separated columns (qid text)"
+                        )
+                    if line == 1 and qid.strip().lower() in ("qid", "query-id", "query_id", "id"):
+                        continue
+                    _add_query(queries, qid.strip(), text.strip(), source=source, line=line)
+    return queries
+
+
+def _add_query(queries: dict[str, str], qid: str, text: str, *, source: str, line: int) -> None:
+    if not qid or any(c.isspace() for c in qid):
+        raise InputError(source, line, f"query id {qid!r} is empty or contains whitespace")
+    if qid in queries and queries[qid] != text:
+        raise InputError(source, line, f"query {qid!r} appears twice with different texts")
+    queries[qid] = text
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A corpus entry: the index manifest, and context for reviewers."""
+
+    doc_id: str
+    title: str
+    text: str
+    parent_id: str | None = None
+    chunk_index: int | None = None
+    cluster_id: str | None = None
+
+
+def read_corpus(path: Path) -> Iterator[Document]:
+    """Stream a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``; optional ``parent_id``,
+    ``chunk_index``, ``cluster_id``), one document at a time."""
+    source = str(path)
+    seen: set[str] = set()
+    with plain_file(path) as plain:
+        for line, _size, value in _lines(plain, source):
+            obj = _object(value, source=source, line=line, required=("_id",))
+            doc_id = _identifier(obj["_id"], source=source, line=line, field="_id")
+            if doc_id in seen:
+                raise InputError(source, line, f"document {doc_id!r} appears twice")
+            seen.add(doc_id)
+            fields: dict[str, Any] = {}
+            for name in ("title", "text"):
+                text = obj.get(name, "")
+                if not isinstance(text, str):
+                    raise InputError(source, line, f'"{name}" must be a string, got {_kind(text)}')
+                fields[name] = text
+            for name in ("parent_id", "cluster_id"):
+                raw = obj.get(name)
+                fields[name] = (
+                    None if raw is None else _identifier(raw, source=source, line=line, field=name)
+                )
+            chunk = obj.get("chunk_index")
+            if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):
+                raise InputError(
+                    source, line, f'"chunk_index" must be an integer, got {_kind(chunk)}'
+                )
+            yield Document(doc_id=doc_id, chunk_index=chunk, **fields)

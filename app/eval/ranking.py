@@ -1,0 +1,260 @@
+"""From the lines of a run to rankings, under the conventions.
+
+Only two things about a run are needed for every measure at every cutoff: the rank of each
+judged document, and how many results each query got. ``rank_run`` computes exactly those,
+without sorting the whole run: the rank of a judged document is one plus the number of results
+of its query that precede it in the chosen order. ``top_candidates`` sorts, for callers that
+keep the head of each ranking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import polars as pl
+
+from app.eval.conventions import Order
+from app.eval.errors import InputError
+from app.eval.golden import GoldenSet
+from app.eval.jsonl import LIST_FORMAT
+
+#: Multiplier that spreads query hashes before they are mixed with document hashes.
+_MIX = 0x9E3779B97F4A7C15
+_STREAMING: Final[Literal["streaming"]] = "streaming"
+_ABSENT_IDS_SHOWN = 50
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """What importing a run found, counted (never silently dropped)."""
+
+    source: str
+    format: str
+    order: str
+    lines: int
+    queries: int
+    duplicates_dropped: int
+    unknown_queries: int
+    unknown_query_lines: int
+    golden_queries_absent: int
+    golden_queries_absent_ids: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "format": self.format,
+            "order": self.order,
+            "lines": self.lines,
+            "queries": self.queries,
+            "duplicates_dropped": self.duplicates_dropped,
+            "unknown_queries": self.unknown_queries,
+            "unknown_query_lines": self.unknown_query_lines,
+            "golden_queries_absent": self.golden_queries_absent,
+            "golden_queries_absent_ids": self.golden_queries_absent_ids[:_ABSENT_IDS_SHOWN],
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class RankedRun:
+    """A run reduced to what evaluation needs.
+
+    ``judged``: qid, doc_id, grade, rank (1-based) of every judged document the run returned.
+    ``retrieved``: the number of results per query of the golden set (absent queries: none).
+    ``results``: the deduplicated lines of the golden set's queries (qid, doc_id, score, rank,
+    pos), kept only when asked for, for ``top_candidates``.
+    """
+
+    name: str
+    order: Order
+    judged: pl.DataFrame
+    retrieved: dict[str, int]
+    report: RunReport
+    results: pl.DataFrame | None = None
+
+
+def effective_order(order: Order, fmt: str) -> Order:
+    """JSON lists carry their ranking in list order, whatever order was asked for."""
+    return Order.FILE if fmt == LIST_FORMAT else order
+
+
+def rank_run(
+    frame: pl.DataFrame,
+    golden: GoldenSet,
+    *,
+    order: Order,
+    name: str,
+    source: str,
+    fmt: str,
+    keep_results: bool = False,
+) -> RankedRun:
+    """Apply the conventions to parsed run lines (qid, doc_id, score, rank, line).
+
+    Lines of unknown queries and repeated documents are not copied out of the frame: they are
+    excluded by a filter inside each (streaming) query, which keeps memory flat on large runs.
+    """
+    order = effective_order(order, fmt)
+    _check_order_columns(frame, order, source)
+    frame = frame.with_row_index("pos")
+    per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
+    known = pl.concat(
+        [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
+    ).unique()
+    is_known = pl.col("qid").is_in(known.implode())
+    unknown = per_query.filter(~is_known)
+    dropped = _repeated_lines(frame)
+    keep: list[pl.Expr] = []
+    if unknown.height:
+        keep.append(is_known)
+    if dropped.len():
+        keep.append(~pl.col("pos").is_in(dropped.implode()))
+    kept = frame.lazy().filter(*keep) if keep else frame.lazy()
+
+    dropped_per_query = dict(
+        frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
+    )
+    retrieved = {
+        qid: n - dropped_per_query.get(qid, 0) for qid, n in per_query.filter(is_known).iter_rows()
+    }
+    judged = _judged_ranks(kept, golden.judgments, order)
+    absent = [qid for qid in golden.evaluated_qids if qid not in retrieved]
+    unknown_lines = int(unknown.get_column("n").sum())
+    report = RunReport(
+        source=source,
+        format=fmt,
+        order=order.value,
+        lines=frame.height,
+        queries=per_query.height,
+        duplicates_dropped=dropped.len(),
+        unknown_queries=unknown.height,
+        unknown_query_lines=unknown_lines,
+        golden_queries_absent=len(absent),
+        golden_queries_absent_ids=absent,
+        warnings=_warnings(len(absent), unknown.height, unknown_lines, dropped.len()),
+    )
+    return RankedRun(
+        name=name,
+        order=order,
+        judged=judged,
+        retrieved=retrieved,
+        report=report,
+        results=kept.collect() if keep_results else None,
+    )
+
+
+def _warnings(absent: int, unknown: int, unknown_lines: int, duplicates: int) -> list[str]:
+    warnings: list[str] = []
+    if absent:
+        warnings.append(
+            f"{absent} golden queries are absent from the run: they count 0 and all their "
+            "relevant documents are misses (not retrieved)"
+        )
+    if unknown:
+        warnings.append(
+            f"{unknown} run queries are not in the golden set ({unknown_lines} lines ignored)"
+        )
+    if duplicates:
+        warnings.append(
+            f"{duplicates} repeated documents within a query were dropped (first occurrence kept)"
+        )
+    return warnings
+
+
+def _check_order_columns(frame: pl.DataFrame, order: Order, source: str) -> None:
+    needed = {Order.TREC_EVAL: "score", Order.RANK: "rank"}.get(order)
+    if needed is None:
+        return
+    missing = frame.filter(pl.col(needed).is_null())
+    if missing.height:
+        line = int(missing.get_column("line")[0])
+        raise InputError(source, line, f"order '{order.value}' needs a {needed} on every result")
+
+
+def _repeated_lines(frame: pl.DataFrame) -> pl.Series:
+    """Positions (``pos``) of the lines that repeat an earlier (qid, doc_id): the first wins.
+
+    A 64-bit hash of the pair finds candidates cheaply (sorting hashes costs far less than a
+    hash table of string pairs); only rows whose hash repeats are compared exactly, so a hash
+    collision can never drop a line.
+    """
+    keys = frame.select(((pl.col("qid").hash() * _MIX) ^ pl.col("doc_id").hash()).alias("key"))
+    ordered = keys.get_column("key").sort()
+    repeated = ordered.filter(ordered == ordered.shift(1)).unique()
+    if not repeated.len():
+        return pl.Series("pos", [], dtype=pl.UInt32)
+    candidates = frame.filter(keys.get_column("key").is_in(repeated.implode()))
+    return candidates.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
+
+
+def _precedes(order: Order) -> pl.Expr:
+    """True where a result (left columns) comes before the judged document (``_j`` columns)."""
+    if order is Order.TREC_EVAL:
+        return (pl.col("score") > pl.col("score_j")) | (
+            (pl.col("score") == pl.col("score_j")) & (pl.col("doc_id") > pl.col("doc_id_j"))
+        )
+    if order is Order.RANK:
+        return (pl.col("rank") < pl.col("rank_j")) | (
+            (pl.col("rank") == pl.col("rank_j")) & (pl.col("pos") < pl.col("pos_j"))
+        )
+    return pl.col("pos") < pl.col("pos_j")
+
+
+def _judged_ranks(kept: pl.LazyFrame, judgments: pl.DataFrame, order: Order) -> pl.DataFrame:
+    # Filtering on the (few) judged document ids first avoids hashing every (qid, doc_id) pair.
+    judged_docs = judgments.get_column("doc_id").unique().implode()
+    judged = (
+        kept.filter(pl.col("doc_id").is_in(judged_docs))
+        .join(judgments.lazy(), on=["qid", "doc_id"], how="inner")
+        .collect()
+    )
+    targets = judged.select(
+        "qid",
+        pl.col("doc_id").alias("doc_id_j"),
+        pl.col("score").alias("score_j"),
+        pl.col("rank").alias("rank_j"),
+        pl.col("pos").alias("pos_j"),
+    )
+    before = (
+        kept.select("qid", "doc_id", "score", "rank", "pos")
+        .join(targets.lazy(), on="qid")
+        .filter(_precedes(order))
+        .group_by("qid", "doc_id_j")
+        .agg(pl.len().alias("before"))
+        .collect(engine=_STREAMING)
+    )
+    return (
+        judged.join(before, left_on=["qid", "doc_id"], right_on=["qid", "doc_id_j"], how="left")
+        .select(
+            "qid",
+            "doc_id",
+            "grade",
+            (pl.col("before").fill_null(0) + 1).cast(pl.UInt32).alias("rank"),
+        )
+        .sort("qid", "rank")
+    )
+
+
+def sort_key(order: Order) -> tuple[list[str], list[bool]]:
+    """Columns and directions that sort results into ranking order within a query."""
+    if order is Order.TREC_EVAL:
+        return ["qid", "score", "doc_id"], [False, True, True]
+    if order is Order.RANK:
+        return ["qid", "rank", "pos"], [False, False, False]
+    return ["qid", "pos"], [False, False]
+
+
+def top_candidates(ranked: RankedRun, depth: int) -> pl.DataFrame:
+    """The first ``depth`` results of every query: qid, rank, doc_id, score."""
+    if ranked.results is None:
+        raise ValueError("rank_run(..., keep_results=True) is needed for top_candidates")
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    columns, descending = sort_key(ranked.order)
+    return (
+        ranked.results.sort(columns, descending=descending)
+        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
+        .filter(pl.col("rank") <= depth)
+        .select("qid", "rank", "doc_id", "score")
+    )

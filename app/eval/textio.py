@@ -1,0 +1,250 @@
+"""Whitespace-separated text tables (TREC runs and qrels), read column-wise.
+
+Two paths give the same result:
+
+* the fast path hands the file to polars' CSV reader, streaming, when the file uses one
+  separator character (space or tab) consistently; polars keeps one row per line (a blank line
+  is a row of nulls), so row ``i`` is line ``i + 1``. Anything unexpected sends the file to
+* the tolerant path, which splits lines on runs of blanks and tabs, chunk by chunk, with line
+  numbers tracked explicitly. It handles what the fast path refuses (runs of spaces, mixed
+  separators) and is the one that words the errors (bad values, wrong column counts).
+
+Gzip input is recognised by its magic bytes and decompressed to a temporary file, streaming.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import re
+import shutil
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from app.eval.errors import InputError
+from app.eval.values import float_column, int_column
+
+GZIP_MAGIC = b"\x1f\x8b"
+CHUNK_BYTES = 32 << 20
+#: Fields are separated by runs of blanks and tabs, as trec_eval's whitespace splitting does.
+_SEP = r"[ \t\v\f]+"
+_FIELD = r"([^ \t\v\f\r\n]+)"
+_BLANK_CHARS = " \t\v\f\r"
+
+ProgressFn = Callable[[int], None]
+
+
+def is_gzip(path: Path) -> bool:
+    """True when the file starts with the gzip magic bytes, whatever its name."""
+    with path.open("rb") as handle:
+        return handle.read(2) == GZIP_MAGIC
+
+
+@contextlib.contextmanager
+def plain_file(path: Path) -> Iterator[Path]:
+    """Yield a path to the uncompressed bytes of ``path`` (itself, or a temporary copy)."""
+    if not path.exists():
+        raise InputError(path, None, "file not found")
+    if not path.is_file():
+        raise InputError(path, None, "not a file")
+    if not is_gzip(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="misstriage-") as tmp:
+        target = Path(tmp) / (path.name.removesuffix(".gz") or "input")
+        try:
+            with gzip.open(path, "rb") as src, target.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except EOFError:
+            raise InputError(path, None, "truncated gzip file (unexpected end of data)") from None
+        except (OSError, zlib.error) as exc:
+            raise InputError(path, None, f"not a readable gzip file ({exc})") from None
+        yield target
+
+
+def sniff_separator(path: Path) -> str | None:
+    """The single separator character of the file, or None when the fast path cannot be used.
+
+    Looks at the first 64 KiB: tabs only or single spaces only between fields.
+    """
+    with path.open("rb") as handle:
+        head = handle.read(64 << 10)
+    lines = head.split(b"\n")
+    if len(lines) > 1:
+        lines = lines[:-1]  # the last one may be cut in the middle
+    has_tab = any(b"\t" in line for line in lines)
+    has_space = any(b" " in line for line in lines)
+    if has_tab and has_space:
+        return None
+    if any(b"  " in line or b"\t\t" in line for line in lines):
+        return None
+    if any(line[:1] in (b" ", b"\t") for line in lines):
+        return None
+    return "\t" if has_tab else " "
+
+
+def read_table(
+    path: Path,
+    *,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    expected: str,
+    source: str,
+    floats: Sequence[str] = (),
+    ints: Sequence[str] = (),
+    progress: ProgressFn | None = None,
+) -> pl.DataFrame:
+    """Read a whitespace-separated table with exactly ``len(columns)`` fields a line.
+
+    Returns the ``keep`` columns plus ``line`` (UInt32, 1-based): ``floats`` as finite doubles
+    (-0.0 folded into 0.0, so that they tie), ``ints`` as Int64, the rest as strings. Blank
+    lines are skipped. ``expected`` describes a line for error messages
+    (``qid Q0 docno rank score tag``).
+    """
+    separator = sniff_separator(path)
+    if separator is not None:
+        frame = _read_fast(
+            path, columns=columns, keep=keep, separator=separator, floats=floats, ints=ints
+        )
+        if frame is not None:
+            if progress is not None:
+                progress(path.stat().st_size)
+            return frame
+    frame = _read_tolerant(
+        path, columns=columns, keep=keep, expected=expected, source=source, progress=progress
+    )
+    for column in floats:
+        frame = float_column(frame, column, source=source, what=column)
+    for column in ints:
+        frame = int_column(frame, column, source=source, what=column)
+    return frame
+
+
+def _read_fast(
+    path: Path,
+    *,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    separator: str,
+    floats: Sequence[str],
+    ints: Sequence[str],
+) -> pl.DataFrame | None:
+    """polars' CSV reader, streaming; None when anything is off (too many or too few fields,
+    a value that does not parse): the tolerant path then finds and words the problem."""
+    typed = [
+        *(pl.col(c).cast(pl.Float64, strict=False) + 0.0 for c in floats),
+        *(pl.col(c).cast(pl.Int64, strict=False) for c in ints),
+    ]
+    try:
+        frame = (
+            pl.scan_csv(
+                path,
+                separator=separator,
+                has_header=False,
+                # One column more than a line may have: with projection pushdown polars stops
+                # reading a line at the last column it needs, so extra fields must be asked for.
+                new_columns=[*columns, "_extra"],
+                schema=dict.fromkeys([*columns, "_extra"], pl.String),
+                missing_columns="insert",
+                quote_char=None,
+                raise_if_empty=False,
+                encoding="utf8",
+            )
+            .with_row_index("line", offset=1)
+            # A blank line is a row of nulls; a short line has a null last field, a long one
+            # a value in "_extra".
+            .filter(pl.col(columns[0]).is_not_null())
+            .with_columns(
+                *typed,
+                (pl.col(columns[-1]).is_null() | pl.col("_extra").is_not_null()).alias("_bad"),
+            )
+            .select(*keep, "line", "_bad")
+            .collect(engine="streaming")
+        )
+    except (pl.exceptions.PolarsError, UnicodeDecodeError, OSError):
+        return None
+    anomalies = [pl.col("_bad")]
+    anomalies += [~pl.col(c).is_finite().fill_null(False) for c in floats]
+    anomalies += [pl.col(c).is_null() for c in ints]
+    if frame.select(pl.any_horizontal(anomalies).any()).item():
+        return None
+    return frame.drop("_bad")
+
+
+def _more(count: int) -> str:
+    return f" (and {count - 1} more such lines)" if count > 1 else ""
+
+
+def _read_tolerant(
+    path: Path,
+    *,
+    columns: Sequence[str],
+    keep: Sequence[str],
+    expected: str,
+    source: str,
+    progress: ProgressFn | None,
+) -> pl.DataFrame:
+    ncols = len(columns)
+    pattern = "^" + f"[ \\t\\v\\f]*{_FIELD}" + f"{_SEP}{_FIELD}" * (ncols - 1) + "[ \\t\\v\\f\\r]*$"
+    parts: list[pl.DataFrame] = []
+    for first_line, text in _chunks(path, source=source, progress=progress):
+        lines = pl.DataFrame({"raw": pl.Series([text]).str.split("\n").explode()})
+        lines = lines.with_row_index("line", offset=first_line)
+        blank = pl.col("raw").str.strip_chars(_BLANK_CHARS) == ""
+        lines = lines.filter(~blank)
+        fields = lines.select(
+            "line", "raw", pl.col("raw").str.extract_groups(pattern).alias("f")
+        ).unnest("f")
+        names = {str(i + 1): name for i, name in enumerate(columns)}
+        fields = fields.rename(names)
+        bad = fields.filter(pl.col(columns[0]).is_null())
+        if bad.height:
+            first = bad.row(0, named=True)
+            found = len(re.split(_SEP, first["raw"].strip(_BLANK_CHARS)))
+            raise InputError(
+                source,
+                int(first["line"]),
+                f"expected {ncols} columns ({expected}), found {found}" + _more(bad.height),
+            )
+        parts.append(fields.select(*keep, pl.col("line").cast(pl.UInt32)))
+    if not parts:
+        return pl.DataFrame(schema={**dict.fromkeys(keep, pl.String), "line": pl.UInt32})
+    return pl.concat(parts, rechunk=True)
+
+
+def _chunks(path: Path, *, source: str, progress: ProgressFn | None) -> Iterator[tuple[int, str]]:
+    """Yield (number of the chunk's first line, decoded text) over whole lines of the file."""
+    line = 1
+    rest = b""
+    with path.open("rb") as handle:
+        while True:
+            block = handle.read(CHUNK_BYTES)
+            if progress is not None and block:
+                progress(len(block))
+            data = rest + block
+            if block:
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    rest = data
+                    continue
+                rest, data = data[cut + 1 :], data[:cut]
+            elif not data:
+                return
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad_line = line + data.count(b"\n", 0, exc.start)
+                column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+                raise InputError(
+                    source,
+                    bad_line,
+                    f"not valid UTF-8 text (byte 0x{data[exc.start]:02x} at column {column})",
+                ) from None
+            yield line, text
+            line += data.count(b"\n") + 1
+            if not block:
+                return

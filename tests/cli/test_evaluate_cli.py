@@ -1,0 +1,188 @@
+"""``misstriage evaluate`` as a user runs it: a real process, its output, its exit status."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import WriteFile
+
+QRELS = "q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq3 0 z 0\n"
+QUERIES = '{"_id": "q1", "text": "rate limits"}\n{"_id": "q2", "text": "sso login"}\n'
+# good: a at 1, b at 3, c at 2; weak: b at 1, a at 12 (outside depth 10), c not retrieved.
+GOOD = "q1 Q0 a 1 9 t\nq1 Q0 x 2 8 t\nq1 Q0 b 3 7 t\nq2 Q0 y 1 5 t\nq2 Q0 c 2 4 t\n"
+WEAK = "q1 Q0 b 1 20 t\n" + "".join(f"q1 Q0 n{i} {i + 1} {19 - i} t\n" for i in range(10))
+WEAK += "q1 Q0 a 12 1 t\nq2 Q0 y 1 5 t\nq9 Q0 c 1 1 t\n"
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def inputs(write_file: WriteFile) -> dict[str, Path]:
+    return {
+        "qrels": write_file("qrels.txt", QRELS),
+        "queries": write_file("queries.jsonl", QUERIES),
+        "good": write_file("good.trec", GOOD),
+        "weak": write_file("weak.trec.gz", WEAK, gz=True),
+    }
+
+
+def base(inputs: dict[str, Path]) -> list[str | Path]:
+    return [
+        "evaluate",
+        "--qrels",
+        inputs["qrels"],
+        "--queries",
+        inputs["queries"],
+        "--run",
+        f"good={inputs['good']}",
+        "--run",
+        f"weak={inputs['weak']}",
+        "--k",
+        "2",
+        "--depth",
+        "10",
+    ]
+
+
+def test_table_has_one_row_per_run(inputs: dict[str, Path]) -> None:
+    result = cli(*base(inputs))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["run", "R@2", "R@10", "nDCG@2", "micro", "R@10", "misses@10"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:4]}
+    # good: q1 has a@1, b@3 -> R@2 = 1/2, R@10 = 1; q2 has c@2 -> 1, 1.
+    assert rows["good"][:2] == ["0.7500", "1.0000"]
+    assert rows["good"][4] == "0/3"
+    # weak: q1 has b@1 (R@2 = 1/2) and a@12; q2's c is not retrieved: R@10 = (1/2 + 0) / 2.
+    assert rows["weak"][:2] == ["0.2500", "0.2500"]
+    assert rows["weak"][3:] == ["0.3333", "2/3"]
+    assert "1 run queries are not in the golden set" in result.stdout
+    assert "1 judged queries have no document with grade >= 1" in result.stderr
+
+
+def test_json_output_schema(inputs: dict[str, Path]) -> None:
+    result = cli(*base(inputs), "--format", "json", "--per-query", "--gain", "linear")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert set(doc) >= {"misstriage", "k", "depth", "depths", "conventions", "golden_set", "runs"}
+    assert doc["conventions"]["gain"] == "linear"
+    assert doc["conventions"]["order"] == "trec_eval"
+    assert doc["conventions"]["ideal"] == "strict"
+    assert doc["golden_set"]["report"]["evaluated_queries"] == 2
+    good, weak = doc["runs"]
+    assert set(good) >= {
+        "name",
+        "measures",
+        "micro",
+        "depth_curve",
+        "misses",
+        "report",
+        "per_query",
+    }
+    assert good["measures"]["R@2"] == 0.75
+    assert weak["report"]["unknown_queries"] == 1
+    assert weak["report"]["format"] == "trec"
+    assert list(weak["depth_curve"]) == ["2", "10", "20", "50", "100", "200", "1000"]
+    assert [row["qid"] for row in weak["per_query"]] == ["q1", "q2"]
+    assert weak["per_query"][1]["text"] == "sso login"
+    assert weak["per_query"][1]["nDCG_cand@2"] is None
+    assert weak["per_query"][1]["diagnosis"] == "ingestion"
+
+
+def test_csv_output(inputs: dict[str, Path]) -> None:
+    result = cli(*base(inputs), "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["run"] for r in rows] == ["good", "weak"]
+    assert float(rows[1]["micro R@10"]) == pytest.approx(1 / 3)
+    assert rows[1]["misses@10"] == "2"
+
+
+def test_misses_out(inputs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "misses.csv"
+    assert cli(*base(inputs), "--misses-out", out).returncode == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["run"], r["qid"], r["doc_id"], r["grade"], r["rank"]) for r in rows] == [
+        ("weak", "q1", "a", "2", "12"),
+        ("weak", "q2", "c", "1", ""),
+    ]
+    jsonl = tmp_path / "misses.jsonl"
+    assert cli(*base(inputs), "--misses-out", jsonl).returncode == 0
+    first = json.loads(jsonl.read_text().splitlines()[0])
+    assert first == {
+        "run": "weak",
+        "qid": "q1",
+        "doc_id": "a",
+        "grade": 2,
+        "rank": 12,
+        "query": "rate limits",
+    }
+
+
+def test_fail_under(inputs: dict[str, Path]) -> None:
+    below = cli(*base(inputs), "--fail-under", "R@10=0.5")
+    assert below.returncode == 1
+    assert "weak: R@10 = 0.2500 is below 0.5" in below.stderr
+    assert "good" not in below.stderr
+    assert cli(*base(inputs), "--fail-under", "R@10=0.25,nDCG@2=0.1").returncode == 0
+    # A recall cutoff outside the curve is computed for the check.
+    assert cli(*base(inputs), "--fail-under", "R@3=0.9").returncode == 1
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--fail-under", "R@10"],
+        ["--fail-under", "P@10=0.5"],
+        ["--fail-under", "R@10=2"],
+        ["--fail-under", "nDCG@5=0.5"],
+        ["--depths", "ten"],
+        ["--k", "0"],
+        ["--order", "score"],
+    ],
+)
+def test_bad_options_exit_2(inputs: dict[str, Path], option: list[str]) -> None:
+    result = cli(*base(inputs), *option)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_input_is_one_clear_line(inputs: dict[str, Path], write_file: WriteFile) -> None:
+    bad = write_file("bad.trec", GOOD + "q2 Q0 d 3 high t\n")
+    result = cli("evaluate", "--qrels", inputs["qrels"], "--run", f"bad={bad}")
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip() == f"misstriage: error: {bad}, line 6: score 'high' is not a number"
+    )
+    assert result.stdout == ""
+
+
+def test_missing_file_exit_2(inputs: dict[str, Path], tmp_path: Path) -> None:
+    result = cli("evaluate", "--qrels", inputs["qrels"], "--run", f"x={tmp_path / 'nope.trec'}")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"misstriage: error: {tmp_path / 'nope.trec'}: file not found"
+
+
+def test_scifact_table_matches_readme(scifact: Path) -> None:
+    args = ["evaluate", "--qrels", scifact]
+    for name in ("bm25", "dense", "hybrid"):
+        args += ["--run", f"{name}={scifact / 'runs' / f'{name}.trec'}"]
+    result = cli(*args)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:5]}
+    assert rows == {
+        "bm25": ["0.8180", "0.8852", "0.6860", "0.8850", "39/339"],
+        "dense": ["0.7833", "0.8920", "0.6451", "0.8938", "36/339"],
+        "hybrid": ["0.8509", "0.9377", "0.7182", "0.9410", "20/339"],
+    }
