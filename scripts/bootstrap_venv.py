@@ -12,11 +12,13 @@ import json
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import urllib.request
 import venv
 from pathlib import Path
 
 MINIMUM = (3, 11)
+PIP_JSON = "https://pypi.org/pypi/pip/json"
 
 
 def has_pip(python: Path) -> bool:
@@ -24,12 +26,13 @@ def has_pip(python: Path) -> bool:
 
 
 def install_pip(python: Path) -> None:
-    with urllib.request.urlopen("https://pypi.org/pypi/pip/json", timeout=60) as response:
+    with urllib.request.urlopen(PIP_JSON, timeout=60) as response:
         release = json.load(response)
     wheel = next(f for f in release["urls"] if f["filename"].endswith(".whl"))
+    url = urllib.parse.urljoin(PIP_JSON, wheel["url"])  # mirrors answer with relative links
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / wheel["filename"]
-        with urllib.request.urlopen(wheel["url"], timeout=120) as response:
+        with urllib.request.urlopen(url, timeout=120) as response:
             data = response.read()
         if hashlib.sha256(data).hexdigest() != wheel["digests"]["sha256"]:
             raise SystemExit("bootstrap: the pip wheel does not match PyPI's sha256")
