@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from app.db import make_engine
+from app.main import create_app
+from app.migrate import upgrade
+from app.models import Role
+from app.services import users as user_service
+from app.settings import Settings
+from tests.db import PostgresServer, truncate_all
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCIFACT = SHARED / "datasets" / "scifact"
@@ -39,3 +50,115 @@ def scifact() -> Path:
             pytest.fail(f"{SCIFACT} is missing in CI")
         pytest.skip("../shared/datasets/scifact is not present")
     return SCIFACT
+
+
+# --- the service: settings, a migrated database per test, the app, users ---
+
+
+TEST_SECRET = "test-secret-key-that-is-long-enough-for-signing"
+PASSWORD = "correct horse battery"
+
+
+def make_settings(database_url: str, **overrides: object) -> Settings:
+    return Settings(
+        DATABASE_URL=database_url,  # type: ignore[call-arg]
+        environment="test",
+        secret_key=TEST_SECRET,
+        **overrides,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_database(postgres: PostgresServer) -> Iterator[str]:
+    """One migrated database for the session; tests truncate it."""
+    name = postgres.create_database()
+    upgrade(make_settings(postgres.url(name)))
+    yield postgres.url(name)
+    postgres.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    upgrade(make_settings(f"sqlite:///{path}"))
+    return path
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+    if backend == "sqlite":
+        path = tmp_path / "misstriage.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    url = str(request.getfixturevalue("postgres_database"))
+    engine = make_engine(make_settings(url))
+    truncate_all(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return make_settings(database_url)
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    engine = make_engine(settings)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def client(settings: Settings, engine: Engine) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, engine), base_url="http://testserver") as test_client:
+        yield test_client
+
+
+class Account:
+    def __init__(self, email: str, role: Role, token: str) -> None:
+        self.email, self.role, self.token = email, role, token
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def accounts(engine: Engine) -> dict[Role, Account]:
+    """An admin, a lead and a reviewer, each with an API token."""
+    from sqlmodel import Session
+
+    made: dict[Role, Account] = {}
+    with Session(engine, expire_on_commit=False) as session:
+        for role in Role:
+            email = f"{role.value}@example.com"
+            user = user_service.create_user(
+                session=session, email=email, password=PASSWORD, role=role
+            )
+            issued = user_service.create_token(session=session, user=user, name="tests")
+            made[role] = Account(email, role, issued.secret)
+    return made
+
+
+def login(client: TestClient, email: str, password: str = PASSWORD) -> None:
+    """Log in through the form, as a browser on our own origin would."""
+    response = client.post(
+        "/login",
+        data={"email": email, "password": password, "next": "/"},
+        headers={"Origin": "http://testserver"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303, response.text

@@ -1,0 +1,19 @@
+# misstriage service image: `docker compose up` (see docker-compose.yml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+WORKDIR /srv/misstriage
+
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY migrations ./migrations
+COPY templates ./templates
+RUN pip install . && useradd --system --home /srv/misstriage misstriage \
+    && mkdir -p /srv/misstriage/var && chown misstriage /srv/misstriage/var
+
+USER misstriage
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"
+# `serve` migrates the database first, then starts uvicorn.
+CMD ["misstriage", "serve", "--host", "0.0.0.0", "--port", "8000", "--workers", "2"]

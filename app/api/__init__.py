@@ -1,0 +1,11 @@
+"""The JSON API under /api/v1: one router per resource, gathered here."""
+
+from fastapi import APIRouter
+
+from app.api.routes import accounts, golden_sets, runs, triages
+
+api_router = APIRouter(prefix="/api/v1")
+api_router.include_router(golden_sets.router)
+api_router.include_router(runs.router)
+api_router.include_router(triages.router)
+api_router.include_router(accounts.router)

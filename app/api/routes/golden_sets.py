@@ -1,0 +1,113 @@
+"""/api/v1/golden-sets: import, list, get, delete; and their runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Response, UploadFile
+
+from app.api.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.api.uploads import saved_uploads
+from app.eval import Order
+from app.services import golden_sets as service
+from app.services import runs as run_service
+from app.services.errors import Invalid
+
+router = APIRouter(prefix="/golden-sets", tags=["golden-sets"])
+
+
+@router.post("", status_code=201)
+def import_golden_set(
+    session: SessionDep,
+    principal: LeadDep,
+    name: Annotated[str, Form()],
+    qrels: UploadFile,
+    queries: UploadFile | None = None,
+    corpus: UploadFile | None = None,
+    min_grade: Annotated[int, Form()] = 1,
+    description: Annotated[str, Form()] = "",
+) -> dict[str, Any]:
+    """Import judgments (TREC qrels or BEIR TSV, plain or gzip), optional query texts and an
+    optional corpus (BEIR corpus.jsonl). All or nothing: a bad file answers 400 naming its
+    line and leaves no rows."""
+    with saved_uploads(qrels, queries, corpus) as saved:
+        qrels_path, queries_path, corpus_path = saved.paths
+        if qrels_path is None:
+            raise Invalid("a qrels file is needed", code="qrels_required")
+        golden = service.import_golden_set(
+            session=session,
+            name=name,
+            qrels=qrels_path,
+            queries=queries_path,
+            corpus=corpus_path,
+            min_grade=min_grade,
+            description=description,
+            user=principal.user,
+            source_names=saved.names,
+        )
+    return service.public(golden)
+
+
+@router.get("")
+def list_golden_sets(
+    session: SessionDep, principal: ReviewerDep, page: int = 1, per_page: int = 50
+) -> dict[str, Any]:
+    items = service.list_golden_sets(session=session)
+    start = (max(page, 1) - 1) * per_page
+    return {
+        "items": [service.public(g) for g in items[start : start + per_page]],
+        "total": len(items),
+    }
+
+
+@router.get("/{golden_set_id}")
+def get_golden_set(
+    session: SessionDep, principal: ReviewerDep, golden_set_id: int
+) -> dict[str, Any]:
+    return service.public(service.get_golden_set(session=session, golden_set_id=golden_set_id))
+
+
+@router.delete("/{golden_set_id}", status_code=204)
+def delete_golden_set(session: SessionDep, principal: LeadDep, golden_set_id: int) -> Response:
+    service.delete_golden_set(session=session, golden_set_id=golden_set_id)
+    return Response(status_code=204)
+
+
+@router.post("/{golden_set_id}/runs", status_code=201)
+def import_run(
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: LeadDep,
+    golden_set_id: int,
+    name: Annotated[str, Form()],
+    run: UploadFile,
+    format: Annotated[str | None, Form()] = None,
+    order: Annotated[Order, Form()] = Order.TREC_EVAL,
+    description: Annotated[str, Form()] = "",
+) -> dict[str, Any]:
+    """Import a run (TREC or JSONL, plain or gzip; format detected when absent)."""
+    golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    with saved_uploads(run) as saved:
+        (path,) = saved.paths
+        if path is None:
+            raise Invalid("a run file is needed", code="run_required")
+        stored = run_service.import_run(
+            session=session,
+            golden=golden,
+            name=name,
+            path=path,
+            source_name=run.filename or "run",
+            fmt=format or None,
+            order=order,
+            description=description,
+            keep_depth=settings.keep_depth,
+            user=principal.user,
+        )
+    return run_service.public(stored)
+
+
+@router.get("/{golden_set_id}/runs")
+def list_runs(session: SessionDep, principal: ReviewerDep, golden_set_id: int) -> dict[str, Any]:
+    golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    runs = run_service.list_runs(session=session, golden=golden)
+    return {"items": [run_service.public(r) for r in runs], "total": len(runs)}

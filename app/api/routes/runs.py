@@ -1,0 +1,122 @@
+"""/api/v1/runs: get, delete, metrics, per-query rows, triages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, Field
+
+from app.api.deps import LeadDep, ReviewerDep, SessionDep
+from app.eval import Gain, Thresholds
+from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
+from app.eval.evaluate import query_row
+from app.services import golden_sets as golden_service
+from app.services import runs as service
+from app.services import triages as triage_service
+from app.services.errors import Invalid
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+
+Cutoff = Annotated[int, Query(ge=1, le=100_000)]
+
+
+def _depths(depths: str | None) -> tuple[int, ...]:
+    if not depths:
+        return DEFAULT_DEPTHS
+    try:
+        return parse_depths(depths)
+    except ValueError as exc:
+        raise Invalid(str(exc), code="invalid_depths") from None
+
+
+@router.get("/{run_id}")
+def get_run(session: SessionDep, principal: ReviewerDep, run_id: int) -> dict[str, Any]:
+    return service.public(service.get_run(session=session, run_id=run_id))
+
+
+@router.delete("/{run_id}", status_code=204)
+def delete_run(session: SessionDep, principal: LeadDep, run_id: int) -> Response:
+    service.delete_run(session=session, run_id=run_id)
+    return Response(status_code=204)
+
+
+@router.get("/{run_id}/metrics")
+def run_metrics(
+    session: SessionDep,
+    principal: ReviewerDep,
+    run_id: int,
+    k: Cutoff = 10,
+    depth: Cutoff = 50,
+    gain: Gain = Gain.EXP,
+    depths: str | None = None,
+) -> dict[str, Any]:
+    """Recall@k, recall@depth, nDCG@k (macro and micro), the depth curve and the misses at
+    depth, with the conventions they were computed under."""
+    run = service.get_run(session=session, run_id=run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    evaluation = service.evaluate_stored_run(
+        session=session,
+        run=run,
+        golden=golden,
+        k=k,
+        depth=depth,
+        gain=gain,
+        depths=_depths(depths),
+    )
+    return service.metrics_document(evaluation, run)
+
+
+@router.get("/{run_id}/queries")
+def run_queries(
+    session: SessionDep,
+    principal: ReviewerDep,
+    run_id: int,
+    k: Cutoff = 10,
+    depth: Cutoff = 50,
+    gain: Gain = Gain.EXP,
+    page: Annotated[int, Query(ge=1)] = 1,
+    per_page: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> dict[str, Any]:
+    """Per-query rows: R@k, R@depth, nDCG@k, the candidate-ideal diagnostic, misses and the
+    diagnosis."""
+    run = service.get_run(session=session, run_id=run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    evaluation = service.evaluate_stored_run(
+        session=session,
+        run=run,
+        golden=golden,
+        k=k,
+        depth=depth,
+        gain=gain,
+        depths=(k, depth),
+        thresholds=Thresholds(),
+    )
+    rows = [query_row(q, k, depth) for q in evaluation.queries]
+    start = (page - 1) * per_page
+    return {"items": rows[start : start + per_page], "total": len(rows)}
+
+
+class TriageCreate(BaseModel):
+    depth: int = Field(default=50, ge=1, le=100_000)
+    k: int = Field(default=10, ge=1, le=100_000)
+
+
+@router.post("/{run_id}/triages", status_code=201)
+def create_triage(
+    session: SessionDep, principal: LeadDep, run_id: int, body: TriageCreate
+) -> dict[str, Any]:
+    """Enumerate every miss at ``depth`` and put it on a new work queue."""
+    run = service.get_run(session=session, run_id=run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    triage = triage_service.create_triage(
+        session=session, run=run, golden=golden, depth=body.depth, k=body.k, user=principal.user
+    )
+    return triage_service.public(triage)
+
+
+@router.get("/{run_id}/triages")
+def list_triages(session: SessionDep, principal: ReviewerDep, run_id: int) -> dict[str, Any]:
+    run = service.get_run(session=session, run_id=run_id)
+    items = triage_service.list_triages(session=session, run=run)
+    return {"items": [triage_service.public(t) for t in items], "total": len(items)}

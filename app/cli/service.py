@@ -1,0 +1,225 @@
+"""Commands that work on the service's database: serve, db, users, tokens, imports, triage."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from sqlmodel import Session, select
+
+from app.db import make_engine
+from app.eval import InputError, Order
+from app.eval.sources import resolve_golden
+from app.migrate import upgrade
+from app.models import GoldenSet, Role
+from app.services import golden_sets as golden_service
+from app.services import runs as run_service
+from app.services import triages as triage_service
+from app.services import users as user_service
+from app.services.errors import ServiceError
+from app.settings import Settings, get_settings
+
+
+def _fail(message: str, status: int = 1) -> NoReturn:
+    click.echo(f"misstriage: error: {message}", err=True)
+    sys.exit(status)
+
+
+def _settings() -> Settings:
+    try:
+        return get_settings()
+    except ValueError as exc:
+        _fail(str(exc), 2)
+
+
+@contextmanager
+def database() -> Iterator[Session]:
+    """A session on the migrated database; service errors become one line and exit 1."""
+    settings = _settings()
+    upgrade(settings)
+    engine = make_engine(settings)
+    try:
+        with Session(engine, expire_on_commit=False) as session:
+            yield session
+    except ServiceError as exc:
+        _fail(exc.message)
+    finally:
+        engine.dispose()
+
+
+def _emit(data: dict[str, Any], output: str, text: str) -> None:
+    click.echo(json.dumps(data, indent=2) if output == "json" else text)
+
+
+output_option = click.option(
+    "--format", "output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
+def serve(host: str, port: int, workers: int) -> None:
+    """Migrate the database, then serve the web UI and the API."""
+    import uvicorn
+
+    settings = _settings()
+    upgrade(settings)
+    click.echo(f"misstriage: serving on http://{host}:{port}/", err=True)
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        proxy_headers=True,
+        log_level="info",
+    )
+
+
+@click.group()
+def db() -> None:
+    """Database schema commands."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every migration (Alembic upgrade head)."""
+    upgrade(_settings())
+    click.echo("database is at the latest schema", err=True)
+
+
+@click.command("create-user")
+@click.option("--email", required=True)
+@click.option("--password", required=True, prompt=True, hide_input=True)
+@click.option("--role", type=click.Choice([r.value for r in Role]), required=True)
+def create_user(email: str, password: str, role: str) -> None:
+    """Create an account (exit 1 if the email exists)."""
+    with database() as session:
+        user = user_service.create_user(
+            session=session, email=email, password=password, role=Role(role)
+        )
+    click.echo(f"created {user.role} {user.email}", err=True)
+
+
+@click.command("create-token")
+@click.option("--email", required=True)
+@click.option("--name", default="cli", show_default=True)
+def create_token(email: str, name: str) -> None:
+    """Print a new API token for a user, alone on stdout (shown once)."""
+    with database() as session:
+        user = user_service.get_user_by_email(session=session, email=email)
+        issued = user_service.create_token(session=session, user=user, name=name)
+    click.echo(issued.secret)
+
+
+@click.command("import-golden-set")
+@click.option("--name", required=True)
+@click.option(
+    "--qrels",
+    "qrels",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="TREC qrels, BEIR qrels TSV, or a BEIR folder (queries and corpus too).",
+)
+@click.option("--queries", type=click.Path(path_type=Path))
+@click.option("--corpus", type=click.Path(path_type=Path))
+@click.option("--split", default="test", show_default=True)
+@click.option("--min-grade", default=1, show_default=True, type=int)
+@output_option
+def import_golden_set(
+    name: str,
+    qrels: Path,
+    queries: Path | None,
+    corpus: Path | None,
+    split: str,
+    min_grade: int,
+    output: str,
+) -> None:
+    """Import a golden set (all or nothing)."""
+    try:
+        paths = resolve_golden(qrels, queries=queries, split=split)
+    except InputError as exc:
+        _fail(str(exc), 2)
+    with database() as session:
+        golden = golden_service.import_golden_set(
+            session=session,
+            name=name,
+            qrels=paths.qrels,
+            queries=paths.queries,
+            corpus=corpus or paths.corpus,
+            min_grade=min_grade,
+        )
+    _emit(
+        golden_service.public(golden),
+        output,
+        f"golden set {golden.id} {golden.name!r}: {golden.queries} queries, "
+        f"{golden.judgments} judgments, {golden.relevant} relevant, {golden.documents} documents",
+    )
+
+
+def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
+    if ref.isdigit():
+        return golden_service.get_golden_set(session=session, golden_set_id=int(ref))
+    golden = session.exec(select(GoldenSet).where(GoldenSet.name == ref)).first()
+    if golden is None:
+        _fail(f"no golden set named {ref!r}")
+    return golden
+
+
+@click.command("import-run")
+@click.option("--golden-set", "golden_ref", required=True, help="Golden set id or name.")
+@click.option("--name", required=True)
+@click.option("--run", "run_path", required=True, type=click.Path(path_type=Path))
+@click.option("--run-format", type=click.Choice(["trec", "jsonl"]))
+@click.option(
+    "--order", type=click.Choice([o.value for o in Order]), default="trec_eval", show_default=True
+)
+@output_option
+def import_run(
+    golden_ref: str, name: str, run_path: Path, run_format: str | None, order: str, output: str
+) -> None:
+    """Import a run into a golden set (all or nothing)."""
+    with database() as session:
+        golden = _golden_by_ref(session, golden_ref)
+        run = run_service.import_run(
+            session=session,
+            golden=golden,
+            name=name,
+            path=run_path,
+            source_name=run_path.name,
+            fmt=run_format,
+            order=Order(order),
+            keep_depth=get_settings().keep_depth,
+        )
+    _emit(
+        run_service.public(run),
+        output,
+        f"run {run.id} {run.name!r}: {run.lines} lines, {run.queries} queries",
+    )
+
+
+@click.command("triage")
+@click.option("--run", "run_id", required=True, type=int)
+@click.option("--depth", default=50, show_default=True, type=click.IntRange(min=1))
+@click.option("--k", default=10, show_default=True, type=click.IntRange(min=1))
+@output_option
+def triage(run_id: int, depth: int, k: int, output: str) -> None:
+    """Create a triage: every miss of the run at the depth, on a work queue."""
+    with database() as session:
+        run = run_service.get_run(session=session, run_id=run_id)
+        golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+        created = triage_service.create_triage(
+            session=session, run=run, golden=golden, depth=depth, k=k, user=None
+        )
+    _emit(
+        triage_service.public(created),
+        output,
+        f"triage {created.id}: {created.misses} misses of {run.name!r} at depth {depth}",
+    )

@@ -1,0 +1,67 @@
+"""The database engine: SQLite (zero configuration) or PostgreSQL (teams), one module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, create_engine
+
+from app.settings import Settings
+
+#: SQLite waits this long for a lock instead of failing at once.
+SQLITE_BUSY_MS = 10_000
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``postgres://`` and ``postgresql://`` and use the psycopg 3 driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers run beside the writer; foreign keys are off by default in SQLite.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def make_engine(settings: Settings) -> Engine:
+    url = make_url(normalise_url(settings.database_url))
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_MS / 1000},
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        # Let SQLAlchemy's BEGIN be ours: "BEGIN IMMEDIATE" for writers (see services.queue).
+        event.listen(engine, "connect", _disable_pysqlite_transactions)
+        event.listen(engine, "begin", _emit_begin)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+def _disable_pysqlite_transactions(dbapi_connection: Any, _record: Any) -> None:
+    # pysqlite's own transaction handling defers BEGIN and breaks SAVEPOINT/IMMEDIATE; the
+    # documented remedy is to turn it off and emit BEGIN from the "begin" event.
+    dbapi_connection.isolation_level = None
+
+
+def _emit_begin(connection: Any) -> None:
+    mode = connection.info.pop("sqlite_begin", "BEGIN")
+    connection.exec_driver_sql(mode)
+
+
+def session_scope(engine: Engine) -> Iterator[Session]:
+    with Session(engine, expire_on_commit=False) as session:
+        yield session

@@ -1,0 +1,61 @@
+"""The application factory: ``uvicorn --factory app.main:create_app``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from app import __version__
+from app.api import api_router
+from app.api import errors as api_errors
+from app.api.deps import ReviewerDep
+from app.db import make_engine
+from app.middleware import BodySizeLimit, SecurityHeaders
+from app.settings import Settings, get_settings
+from app.web import accounts as web_accounts
+from app.web import pages as web_pages
+
+STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
+
+
+def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="misstriage",
+        version=__version__,
+        description="Turn recall at the candidate depth into a work queue of misses.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.settings = settings
+    app.state.engine = engine or make_engine(settings)
+
+    api_errors.install(app)
+    app.include_router(api_router)
+    app.include_router(web_accounts.router)
+    app.include_router(web_pages.router)
+
+    @app.get("/openapi.json", include_in_schema=False, name="openapi")
+    def openapi(principal: ReviewerDep) -> dict[str, Any]:
+        return app.openapi()
+
+    @app.get("/healthz", include_in_schema=False, name="healthz")
+    def healthz(request: Request) -> Response:
+        try:
+            with request.app.state.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception:  # any database failure means unhealthy
+            return JSONResponse({"status": "unavailable", "database": "down"}, status_code=503)
+        return JSONResponse({"status": "ok", "database": "up", "version": __version__})
+
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    app.add_middleware(BodySizeLimit, max_bytes=settings.upload_max_bytes)
+    app.add_middleware(SecurityHeaders)
+    return app

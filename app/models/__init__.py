@@ -1,0 +1,29 @@
+"""The tables. Importing this package registers every table on ``SQLModel.metadata``."""
+
+from app.models.base import utcnow
+from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
+from app.models.runs import Run, RunJudged, RunQuery, RunResult
+from app.models.triage import OTHER, LabelEvent, Miss, MissState, Triage
+from app.models.users import ApiToken, Role, User, UserSession
+
+__all__ = [
+    "DEFAULT_CAUSES",
+    "OTHER",
+    "ApiToken",
+    "Document",
+    "GoldenQuery",
+    "GoldenSet",
+    "Judgment",
+    "LabelEvent",
+    "Miss",
+    "MissState",
+    "Role",
+    "Run",
+    "RunJudged",
+    "RunQuery",
+    "RunResult",
+    "Triage",
+    "User",
+    "UserSession",
+    "utcnow",
+]

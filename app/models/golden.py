@@ -1,0 +1,79 @@
+"""Golden sets: queries, graded judgments, and the optional corpus manifest."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from app.models.base import UTCDateTime, utcnow
+
+DEFAULT_CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+
+
+def _golden_fk() -> Column[int]:
+    return Column(
+        Integer, ForeignKey("golden_set.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+
+
+class GoldenSet(SQLModel, table=True):
+    __tablename__ = "golden_set"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_column=Column(String(200), unique=True, nullable=False))
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    min_grade: int = 1
+    causes: list[str] = Field(default_factory=lambda: list(DEFAULT_CAUSES), sa_type=JSON)
+    queries: int = 0
+    judgments: int = 0
+    relevant: int = 0
+    documents: int = 0
+    report: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    created_by_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+
+
+class GoldenQuery(SQLModel, table=True):
+    __tablename__ = "golden_query"
+    __table_args__ = (UniqueConstraint("golden_set_id", "qid"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    golden_set_id: int = Field(sa_column=_golden_fk())
+    qid: str = Field(sa_column=Column(String(200), nullable=False))
+    text: str | None = Field(default=None, sa_column=Column(Text))
+
+
+class Judgment(SQLModel, table=True):
+    __tablename__ = "judgment"
+    __table_args__ = (UniqueConstraint("golden_set_id", "qid", "doc_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    golden_set_id: int = Field(sa_column=_golden_fk())
+    qid: str = Field(sa_column=Column(String(200), nullable=False))
+    doc_id: str = Field(sa_column=Column(String(300), nullable=False))
+    grade: int
+
+
+class Document(SQLModel, table=True):
+    """The corpus / index manifest: review context, and evidence for "not indexed"."""
+
+    __tablename__ = "document"
+    __table_args__ = (
+        UniqueConstraint("golden_set_id", "doc_id"),
+        Index("ix_document_parent", "golden_set_id", "parent_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    golden_set_id: int = Field(sa_column=_golden_fk())
+    doc_id: str = Field(sa_column=Column(String(300), nullable=False))
+    title: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    text: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    parent_id: str | None = Field(default=None, sa_column=Column(String(300)))
+    chunk_index: int | None = None
+    cluster_id: str | None = Field(default=None, sa_column=Column(String(300)))

@@ -1,0 +1,102 @@
+"""Triages: the misses of a run at a depth, their labels, and the audit trail."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from app.models.base import UTCDateTime, utcnow
+
+OTHER = "other"
+
+
+class MissState(StrEnum):
+    OPEN = "open"
+    LABELLED = "labelled"
+
+
+class Triage(SQLModel, table=True):
+    __tablename__ = "triage"
+    __table_args__ = (UniqueConstraint("run_id", "depth", "k"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(
+        sa_column=Column(
+            Integer, ForeignKey("run.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    depth: int
+    k: int
+    misses: int = 0
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    created_by_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    closed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class Miss(SQLModel, table=True):
+    """A relevant document outside the run's top ``depth``: one item of the work queue."""
+
+    __tablename__ = "miss"
+    __table_args__ = (
+        UniqueConstraint("triage_id", "qid", "doc_id"),
+        Index("ix_miss_queue", "triage_id", "state", "position"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    triage_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("triage.id", ondelete="CASCADE"), nullable=False)
+    )
+    qid: str = Field(sa_column=Column(String(200), nullable=False))
+    doc_id: str = Field(sa_column=Column(String(300), nullable=False))
+    grade: int
+    #: Rank in the run when returned deeper than ``depth``; None: not retrieved.
+    rank: int | None = None
+    #: Queue order: the misses of one query together, then grade descending.
+    position: int
+    state: str = Field(default=MissState.OPEN.value, sa_column=Column(String(16), nullable=False))
+    category: str | None = Field(default=None, sa_column=Column(String(100)))
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    version: int = 1
+    lease_holder_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    lease_expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    labelled_by_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class LabelEvent(SQLModel, table=True):
+    """Append-only audit: every label, relabel, release, skip and undo."""
+
+    __tablename__ = "label_event"
+    __table_args__ = (Index("ix_label_event_triage", "triage_id", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    miss_id: int = Field(
+        sa_column=Column(
+            Integer, ForeignKey("miss.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    triage_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("triage.id", ondelete="CASCADE"), nullable=False)
+    )
+    user_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    action: str = Field(sa_column=Column(String(32), nullable=False))
+    before: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    after: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))

@@ -1,0 +1,71 @@
+"""Accounts: users with a role, their API tokens and browser sessions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import Column, ForeignKey, Integer, String
+from sqlmodel import Field, SQLModel
+
+from app.models.base import UTCDateTime, utcnow
+
+
+class Role(StrEnum):
+    REVIEWER = "reviewer"
+    LEAD = "lead"
+    ADMIN = "admin"
+
+    @property
+    def level(self) -> int:
+        return {Role.REVIEWER: 1, Role.LEAD: 2, Role.ADMIN: 3}[self]
+
+    def allows(self, needed: Role) -> bool:
+        """A role can do what every lower role can."""
+        return self.level >= needed.level
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "user_account"
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(sa_column=Column(String(320), unique=True, nullable=False))
+    password_hash: str = Field(sa_column=Column(String(255), nullable=False))
+    role: str = Field(sa_column=Column(String(16), nullable=False))
+    is_active: bool = True
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class ApiToken(SQLModel, table=True):
+    """A bearer token: only its sha256 is stored; ``prefix`` identifies it in lists."""
+
+    __tablename__ = "api_token"
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(
+        sa_column=Column(
+            Integer, ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    name: str = Field(sa_column=Column(String(100), nullable=False))
+    prefix: str = Field(sa_column=Column(String(16), nullable=False))
+    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class UserSession(SQLModel, table=True):
+    """A browser session; the cookie carries a signed random id whose sha256 is stored."""
+
+    __tablename__ = "user_session"
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(
+        sa_column=Column(
+            Integer, ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)

@@ -1,0 +1,60 @@
+"""Secrets at rest: password hashes (argon2id), API tokens and session ids (sha256)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from itsdangerous import BadSignature, URLSafeSerializer
+
+_hasher = PasswordHasher()
+TOKEN_PREFIX = "mt_"
+MIN_PASSWORD_LENGTH = 8
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def verify_password(password_hash: str, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+def needs_rehash(password_hash: str) -> bool:
+    return _hasher.check_needs_rehash(password_hash)
+
+
+def new_token() -> str:
+    """A new API token: ``mt_`` and 43 URL-safe characters (256 random bits)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def digest(secret: str) -> str:
+    """sha256 of a high-entropy secret (tokens, session ids): enough, and fast to look up."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_session_id() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class CookieSigner:
+    """Signs the session id placed in the cookie, so a forged cookie fails before any query."""
+
+    def __init__(self, secret_key: str) -> None:
+        self._serializer = URLSafeSerializer(secret_key, salt="misstriage-session")
+
+    def sign(self, session_id: str) -> str:
+        return str(self._serializer.dumps(session_id))
+
+    def unsign(self, cookie: str) -> str | None:
+        try:
+            value = self._serializer.loads(cookie)
+        except BadSignature:
+            return None
+        return value if isinstance(value, str) else None

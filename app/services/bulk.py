@@ -1,0 +1,42 @@
+"""Bulk writes inside the caller's transaction: COPY on PostgreSQL, executemany on SQLite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from sqlmodel import Session, SQLModel
+
+COPY_SLICE_ROWS = 200_000
+
+
+def bulk_insert(
+    session: Session, model: type[SQLModel], frame: pl.DataFrame, *, batch_rows: int = 50_000
+) -> int:
+    """Insert every row of ``frame`` (columns named as the table's) into ``model``'s table.
+
+    Runs on the session's connection, so it commits or rolls back with everything else.
+    """
+    if frame.height == 0:
+        return 0
+    columns = frame.columns
+    table = str(model.__tablename__)
+    connection = session.connection()
+    driver: Any = connection.connection.driver_connection
+    if connection.dialect.name == "postgresql":
+        names = ", ".join(f'"{c}"' for c in columns)
+        statement = f'COPY "{table}" ({names}) FROM STDIN WITH (FORMAT csv)'
+        with driver.cursor() as cursor, cursor.copy(statement) as copy:
+            for part in frame.iter_slices(COPY_SLICE_ROWS):
+                copy.write(part.write_csv(include_header=False))
+        return frame.height
+    names = ", ".join(f'"{c}"' for c in columns)
+    marks = ", ".join("?" for _ in columns)
+    statement = f'INSERT INTO "{table}" ({names}) VALUES ({marks})'
+    cursor = driver.cursor()
+    try:
+        for part in frame.iter_slices(batch_rows):
+            cursor.executemany(statement, part.iter_rows())
+    finally:
+        cursor.close()
+    return frame.height

@@ -1,0 +1,208 @@
+"""Golden sets: import (all or nothing), list, get, delete, and the evaluation view of one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from app.eval import GoldenSet as EvalGoldenSet
+from app.eval import InputError, golden_from_frame, load_golden
+from app.eval.jsonl import read_corpus
+from app.models import Document, GoldenQuery, GoldenSet, Judgment, User
+from app.services.bulk import bulk_insert
+from app.services.errors import BadInput, Conflict, Invalid, NotFound
+
+
+def bad_input(error: InputError, names: dict[str, str] | None = None) -> BadInput:
+    """An InputError from app.eval as a 400 naming the uploaded file (not its temp path)."""
+    source = (names or {}).get(error.source or "", error.source)
+    message = (
+        f"{source}, line {error.line}: {error.message}"
+        if error.line
+        else (f"{source}: {error.message}")
+    )
+    return BadInput(
+        message,
+        code="bad_input",
+        details={"file": source, "line": error.line, "problem": error.message},
+    )
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise Invalid("a name of 1 to 200 characters is needed", code="invalid_name")
+    return name
+
+
+def import_golden_set(
+    *,
+    session: Session,
+    name: str,
+    qrels: Path,
+    queries: Path | None = None,
+    corpus: Path | None = None,
+    min_grade: int = 1,
+    description: str = "",
+    user: User | None = None,
+    source_names: dict[str, str] | None = None,
+) -> GoldenSet:
+    """Parse everything first, then write in one transaction: a bad file leaves no rows."""
+    name = _check_name(name)
+    if session.exec(select(GoldenSet).where(GoldenSet.name == name)).first() is not None:
+        raise Conflict(f"a golden set named {name!r} exists already", code="name_taken")
+    try:
+        gold = load_golden(qrels, queries=queries, min_grade=min_grade)
+        documents = _read_documents(corpus) if corpus is not None else None
+    except InputError as error:
+        raise bad_input(error, source_names) from None
+    report: dict[str, Any] = {"judgments": gold.report.as_dict()}
+    if documents is not None:
+        relevant_ids = gold.relevant.select("doc_id").unique()
+        absent = relevant_ids.join(documents.select("doc_id"), on="doc_id", how="anti")
+        report["corpus"] = {
+            "documents": documents.height,
+            "relevant_documents_not_in_corpus": absent.height,
+        }
+    golden = GoldenSet(
+        name=name,
+        description=description.strip(),
+        min_grade=min_grade,
+        queries=gold.report.queries,
+        judgments=gold.report.judgments,
+        relevant=gold.report.relevant,
+        documents=documents.height if documents is not None else 0,
+        report=report,
+        created_by_id=user.id if user else None,
+    )
+    try:
+        session.add(golden)
+        session.flush()
+        assert golden.id is not None
+        judged = gold.judgments.get_column("qid").unique(maintain_order=True).to_list()
+        qids = judged + [q for q in gold.queries if q not in set(judged)]
+        bulk_insert(
+            session,
+            GoldenQuery,
+            pl.DataFrame(
+                {
+                    "golden_set_id": golden.id,
+                    "qid": qids,
+                    "text": [gold.queries.get(q) for q in qids],
+                },
+                schema={"golden_set_id": pl.Int64, "qid": pl.String, "text": pl.String},
+            ),
+        )
+        bulk_insert(
+            session,
+            Judgment,
+            gold.judgments.select(
+                pl.lit(golden.id).alias("golden_set_id"), "qid", "doc_id", "grade"
+            ),
+        )
+        if documents is not None:
+            bulk_insert(
+                session,
+                Document,
+                documents.select(pl.lit(golden.id).alias("golden_set_id"), pl.all()),
+            )
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    session.refresh(golden)
+    return golden
+
+
+def _read_documents(path: Path) -> pl.DataFrame:
+    rows = [
+        (d.doc_id, d.title, d.text, d.parent_id, d.chunk_index, d.cluster_id)
+        for d in read_corpus(path)
+    ]
+    return pl.DataFrame(
+        rows,
+        schema={
+            "doc_id": pl.String,
+            "title": pl.String,
+            "text": pl.String,
+            "parent_id": pl.String,
+            "chunk_index": pl.Int64,
+            "cluster_id": pl.String,
+        },
+        orient="row",
+    )
+
+
+def list_golden_sets(*, session: Session) -> list[GoldenSet]:
+    return list(session.exec(select(GoldenSet).order_by(col(GoldenSet.id))))
+
+
+def count_golden_sets(*, session: Session) -> int:
+    return int(session.exec(select(func.count()).select_from(GoldenSet)).one())
+
+
+def get_golden_set(*, session: Session, golden_set_id: int) -> GoldenSet:
+    golden = session.get(GoldenSet, golden_set_id)
+    if golden is None:
+        raise NotFound(f"no golden set {golden_set_id}", code="golden_set_not_found")
+    return golden
+
+
+def delete_golden_set(*, session: Session, golden_set_id: int) -> None:
+    golden = get_golden_set(session=session, golden_set_id=golden_set_id)
+    session.delete(golden)
+    session.commit()
+
+
+def eval_golden_set(*, session: Session, golden: GoldenSet) -> EvalGoldenSet:
+    """The stored golden set as app.eval sees it (judgments and query texts)."""
+    rows = session.exec(
+        select(Judgment.qid, Judgment.doc_id, Judgment.grade)
+        .where(Judgment.golden_set_id == golden.id)
+        .order_by(col(Judgment.id))
+    ).all()
+    frame = pl.DataFrame(
+        rows, schema={"qid": pl.String, "doc_id": pl.String, "grade": pl.Int64}, orient="row"
+    )
+    texts = session.exec(
+        select(GoldenQuery.qid, GoldenQuery.text).where(GoldenQuery.golden_set_id == golden.id)
+    ).all()
+    return golden_from_frame(
+        frame,
+        queries={qid: text for qid, text in texts if text is not None},
+        min_grade=golden.min_grade,
+        source=golden.name,
+        fmt="stored",
+    )
+
+
+def query_texts(*, session: Session, golden: GoldenSet, qids: set[str]) -> dict[str, str]:
+    if not qids:
+        return {}
+    rows = session.exec(
+        select(GoldenQuery.qid, GoldenQuery.text).where(
+            GoldenQuery.golden_set_id == golden.id, col(GoldenQuery.qid).in_(sorted(qids))
+        )
+    ).all()
+    return {qid: text for qid, text in rows if text is not None}
+
+
+def public(golden: GoldenSet) -> dict[str, Any]:
+    """The API shape of a golden set (API.md)."""
+    return {
+        "id": golden.id,
+        "name": golden.name,
+        "description": golden.description,
+        "min_grade": golden.min_grade,
+        "queries": golden.queries,
+        "judgments": golden.judgments,
+        "relevant": golden.relevant,
+        "documents": golden.documents,
+        "causes": list(golden.causes),
+        "report": golden.report,
+        "created_at": golden.created_at.isoformat(),
+    }

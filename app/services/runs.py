@@ -1,0 +1,226 @@
+"""Runs: import (all or nothing), list, get, delete, and metrics at any k and depth."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from sqlmodel import Session, col, select
+
+from app.eval import (
+    Conventions,
+    Gain,
+    InputError,
+    Order,
+    RankedRun,
+    RunEvaluation,
+    RunReport,
+    Thresholds,
+    evaluate_run,
+    load_run,
+    top_candidates,
+)
+from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval.golden import GoldenSet as EvalGoldenSet
+from app.models import GoldenSet, Run, RunJudged, RunQuery, RunResult, User
+from app.services.bulk import bulk_insert
+from app.services.errors import Conflict, Invalid, NotFound
+from app.services.golden_sets import bad_input, eval_golden_set
+
+RUN_FORMATS = ("trec", "jsonl")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def import_run(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    name: str,
+    path: Path,
+    source_name: str,
+    fmt: str | None = None,
+    order: Order = Order.TREC_EVAL,
+    description: str = "",
+    keep_depth: int = 200,
+    user: User | None = None,
+) -> Run:
+    """Parse and rank the file first, then write in one transaction: a bad file leaves no
+    rows. Keeps the rank of every judged document and the first ``keep_depth`` results."""
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise Invalid("a run name of 1 to 200 characters is needed", code="invalid_name")
+    if fmt is not None and fmt not in RUN_FORMATS:
+        raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
+    taken = session.exec(
+        select(Run).where(Run.golden_set_id == golden.id, Run.name == name)
+    ).first()
+    if taken is not None:
+        raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
+    gold = eval_golden_set(session=session, golden=golden)
+    try:
+        ranked = load_run(path, gold, name=name, order=order, fmt=fmt, keep_results=True)
+    except InputError as error:
+        raise bad_input(error, {str(path): source_name}) from None
+    top = top_candidates(ranked, keep_depth)
+    report = ranked.report.as_dict()
+    report["source"] = source_name
+    run = Run(
+        golden_set_id=golden.id,  # type: ignore[arg-type]
+        name=name,
+        description=description.strip(),
+        source_name=source_name,
+        sha256=sha256_of(path),
+        format=ranked.report.format,
+        order=ranked.order.value,
+        lines=ranked.report.lines,
+        queries=ranked.report.queries,
+        keep_depth=keep_depth,
+        report=report,
+        created_by_id=user.id if user else None,
+    )
+    try:
+        session.add(run)
+        session.flush()
+        run_id = pl.lit(run.id, dtype=pl.Int64).alias("run_id")
+        bulk_insert(
+            session,
+            RunQuery,
+            pl.DataFrame(
+                {"qid": list(ranked.retrieved), "retrieved": list(ranked.retrieved.values())},
+                schema={"qid": pl.String, "retrieved": pl.Int64},
+            ).select(run_id, pl.all()),
+        )
+        bulk_insert(
+            session,
+            RunJudged,
+            ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
+        )
+        bulk_insert(
+            session,
+            RunResult,
+            top.select(run_id, "qid", pl.col("rank").cast(pl.Int64), "doc_id", "score"),
+        )
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    session.refresh(run)
+    return run
+
+
+def list_runs(*, session: Session, golden: GoldenSet) -> list[Run]:
+    return list(
+        session.exec(select(Run).where(Run.golden_set_id == golden.id).order_by(col(Run.id)))
+    )
+
+
+def get_run(*, session: Session, run_id: int) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}", code="run_not_found")
+    return run
+
+
+def delete_run(*, session: Session, run_id: int) -> None:
+    session.delete(get_run(session=session, run_id=run_id))
+    session.commit()
+
+
+def stored_ranking(*, session: Session, run: Run, gold: EvalGoldenSet) -> RankedRun:
+    """The run as app.eval sees it, rebuilt from the stored ranks."""
+    judged_rows = session.exec(
+        select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(RunJudged.run_id == run.id)
+    ).all()
+    judged = (
+        pl.DataFrame(
+            judged_rows,
+            schema={"qid": pl.String, "doc_id": pl.String, "rank": pl.UInt32},
+            orient="row",
+        )
+        .join(gold.judgments, on=["qid", "doc_id"])
+        .select("qid", "doc_id", "grade", "rank")
+    )
+    retrieved = dict(
+        session.exec(
+            select(RunQuery.qid, RunQuery.retrieved).where(RunQuery.run_id == run.id)
+        ).all()
+    )
+    fields = RunReport.__dataclass_fields__
+    report = RunReport(**{k: v for k, v in run.report.items() if k in fields})
+    return RankedRun(
+        name=run.name, order=Order(run.order), judged=judged, retrieved=retrieved, report=report
+    )
+
+
+def evaluate_stored_run(
+    *,
+    session: Session,
+    run: Run,
+    golden: GoldenSet,
+    k: int = 10,
+    depth: int = 50,
+    gain: Gain = Gain.EXP,
+    depths: tuple[int, ...] = DEFAULT_DEPTHS,
+    thresholds: Thresholds | None = None,
+) -> RunEvaluation:
+    """Every measure of a stored run, under the same conventions as ``misstriage evaluate``."""
+    if k < 1 or depth < 1 or any(d < 1 for d in depths):
+        raise Invalid("k, depth and depths must be positive integers", code="invalid_cutoff")
+    gold = eval_golden_set(session=session, golden=golden)
+    ranked = stored_ranking(session=session, run=run, gold=gold)
+    conventions = Conventions(order=Order(run.order), gain=gain, min_grade=golden.min_grade)
+    return evaluate_run(
+        gold,
+        ranked,
+        k=k,
+        depth=depth,
+        depths=depths,
+        conventions=conventions,
+        thresholds=thresholds,
+    )
+
+
+def public(run: Run) -> dict[str, Any]:
+    """The API shape of a run (API.md)."""
+    return {
+        "id": run.id,
+        "name": run.name,
+        "golden_set_id": run.golden_set_id,
+        "description": run.description,
+        "source_name": run.source_name,
+        "sha256": run.sha256,
+        "format": run.format,
+        "order": run.order,
+        "queries": run.queries,
+        "lines": run.lines,
+        "keep_depth": run.keep_depth,
+        "report": run.report,
+        "created_at": run.created_at.isoformat(),
+    }
+
+
+def metrics_document(evaluation: RunEvaluation, run: Run) -> dict[str, Any]:
+    """The API shape of a run's metrics (API.md)."""
+    return {
+        "run_id": run.id,
+        "k": evaluation.k,
+        "depth": evaluation.depth,
+        "conventions": evaluation.conventions.as_dict(),
+        "queries": len(evaluation.queries),
+        "relevant": evaluation.relevant,
+        "measures": evaluation.measures,
+        "micro": evaluation.micro,
+        "depth_curve": {str(d): v for d, v in evaluation.depth_curve.items()},
+        "micro_depth_curve": {str(d): v for d, v in evaluation.micro_depth_curve.items()},
+        "misses": evaluation.misses,
+        "diagnosis": evaluation.diagnosis_counts,
+    }

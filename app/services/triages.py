@@ -1,0 +1,199 @@
+"""Triages: the misses of a run at a candidate depth, materialised for the work queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from app.eval import misses_frame
+from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
+from app.services.bulk import bulk_insert
+from app.services.errors import Conflict, Invalid, NotFound
+from app.services.golden_sets import eval_golden_set
+from app.services.runs import stored_ranking
+
+MAX_DEPTH = 100_000
+
+
+def create_triage(
+    *, session: Session, run: Run, golden: GoldenSet, depth: int, k: int, user: User | None
+) -> Triage:
+    """Enumerate the run's misses at ``depth`` and put them on a new queue, in queue order:
+    the misses of one query together (golden-set order), then grade descending."""
+    if not 1 <= depth <= MAX_DEPTH or not 1 <= k <= MAX_DEPTH:
+        raise Invalid(f"depth and k must be within 1..{MAX_DEPTH}", code="invalid_cutoff")
+    existing = session.exec(
+        select(Triage).where(Triage.run_id == run.id, Triage.depth == depth, Triage.k == k)
+    ).first()
+    if existing is not None:
+        raise Conflict(
+            f"run {run.name!r} has a triage at depth {depth}, k {k} already",
+            code="triage_exists",
+            details={"triage_id": existing.id},
+        )
+    gold = eval_golden_set(session=session, golden=golden)
+    misses = misses_frame(gold, stored_ranking(session=session, run=run, gold=gold), depth)
+    triage = Triage(
+        run_id=run.id,  # type: ignore[arg-type]
+        depth=depth,
+        k=k,
+        misses=misses.height,
+        created_by_id=user.id if user else None,
+    )
+    try:
+        session.add(triage)
+        session.flush()
+        bulk_insert(
+            session,
+            Miss,
+            misses.with_row_index("position", offset=1).select(
+                pl.lit(triage.id, dtype=pl.Int64).alias("triage_id"),
+                "qid",
+                "doc_id",
+                "grade",
+                pl.col("rank").cast(pl.Int64),
+                pl.col("position").cast(pl.Int64),
+                pl.lit(MissState.OPEN.value).alias("state"),
+                pl.lit("").alias("note"),
+                pl.lit(1, dtype=pl.Int64).alias("version"),
+            ),
+        )
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    session.refresh(triage)
+    return triage
+
+
+def get_triage(*, session: Session, triage_id: int) -> Triage:
+    triage = session.get(Triage, triage_id)
+    if triage is None:
+        raise NotFound(f"no triage {triage_id}", code="triage_not_found")
+    return triage
+
+
+def list_triages(*, session: Session, run: Run) -> list[Triage]:
+    return list(
+        session.exec(select(Triage).where(Triage.run_id == run.id).order_by(col(Triage.id)))
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts per cause and whether the categories close (DESIGN.md)."""
+
+    misses: int
+    counts: dict[str, int]
+    other: int
+    unlabelled: int
+
+    @property
+    def closes(self) -> bool:
+        return self.other == 0 and self.unlabelled == 0
+
+    @property
+    def closure(self) -> str:
+        return closure_sentence(self.counts, other=self.other, unlabelled=self.unlabelled)
+
+
+def closure_sentence(counts: dict[str, int], *, other: int, unlabelled: int) -> str:
+    """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left."""
+    named = sum(counts.values())
+    total = named + other + unlabelled
+    terms = " + ".join(str(n) for n in counts.values()) or "0"
+    if other == 0 and unlabelled == 0:
+        return f"{terms} = {named} of {total} misses accounted for: the categories close"
+    left = [f"{n} {what}" for n, what in ((other, OTHER), (unlabelled, "unlabelled")) if n]
+    return f"{terms} = {named} of {total} misses in named causes: does not close: " + ", ".join(
+        left
+    )
+
+
+def summarise(*, session: Session, triage: Triage, causes: list[str]) -> Summary:
+    """One aggregate query: misses by state and category."""
+    rows = session.exec(
+        select(Miss.state, Miss.category, func.count())
+        .where(Miss.triage_id == triage.id)
+        .group_by(col(Miss.state), col(Miss.category))
+    ).all()
+    counts = dict.fromkeys(causes, 0)
+    other = unlabelled = 0
+    for state, category, n in rows:
+        if state != MissState.LABELLED.value or category is None:
+            unlabelled += n
+        elif category == OTHER:
+            other += n
+        else:
+            counts[category] = counts.get(category, 0) + n
+    return Summary(misses=triage.misses, counts=counts, other=other, unlabelled=unlabelled)
+
+
+def list_misses(
+    *,
+    session: Session,
+    triage: Triage,
+    state: str | None = None,
+    category: str | None = None,
+    qid: str | None = None,
+    page: int = 1,
+    per_page: int = 50,
+) -> tuple[list[Miss], int]:
+    if page < 1 or not 1 <= per_page <= 1000:
+        raise Invalid("page >= 1 and per_page within 1..1000", code="invalid_page")
+    where: list[Any] = [Miss.triage_id == triage.id]
+    if state:
+        where.append(Miss.state == state)
+    if category:
+        where.append(Miss.category == category)
+    if qid:
+        where.append(Miss.qid == qid)
+    total = session.exec(select(func.count()).select_from(Miss).where(*where)).one()
+    items = session.exec(
+        select(Miss)
+        .where(*where)
+        .order_by(col(Miss.position))
+        .offset((page - 1) * per_page)
+        .limit(per_page)
+    ).all()
+    return list(items), int(total)
+
+
+def public(triage: Triage, summary: Summary | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": triage.id,
+        "run_id": triage.run_id,
+        "depth": triage.depth,
+        "k": triage.k,
+        "misses": triage.misses,
+        "created_at": triage.created_at.isoformat(),
+    }
+    if summary is not None:
+        data |= {
+            "counts": summary.counts,
+            "other": summary.other,
+            "unlabelled": summary.unlabelled,
+            "closes": summary.closes,
+            "closure": summary.closure,
+        }
+    return data
+
+
+def public_miss(miss: Miss) -> dict[str, Any]:
+    return {
+        "id": miss.id,
+        "qid": miss.qid,
+        "doc_id": miss.doc_id,
+        "grade": miss.grade,
+        "rank": miss.rank,
+        "state": miss.state,
+        "category": miss.category,
+        "note": miss.note,
+        "version": miss.version,
+        "lease_holder": miss.lease_holder_id,
+        "lease_expires_at": miss.lease_expires_at.isoformat() if miss.lease_expires_at else None,
+    }

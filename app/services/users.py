@@ -1,0 +1,161 @@
+"""Accounts: users, API tokens and browser sessions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlmodel import Session, col, delete, select
+
+from app import security
+from app.models import ApiToken, Role, User, UserSession, utcnow
+from app.services.errors import Conflict, Invalid, NotFound
+
+#: A token's last use is written at most this often (a write per request would contend).
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def normalise_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def create_user(*, session: Session, email: str, password: str, role: Role) -> User:
+    email = normalise_email(email)
+    if "@" not in email or len(email) > 320:
+        raise Invalid(f"{email!r} is not an email address", code="invalid_email")
+    if len(password) < security.MIN_PASSWORD_LENGTH:
+        raise Invalid(
+            f"the password needs at least {security.MIN_PASSWORD_LENGTH} characters",
+            code="weak_password",
+        )
+    if session.exec(select(User).where(User.email == email)).first() is not None:
+        raise Conflict(f"a user with email {email} exists already", code="user_exists")
+    user = User(email=email, password_hash=security.hash_password(password), role=role.value)
+    session.add(user)
+    session.commit()
+    session.refresh(user)
+    return user
+
+
+def list_users(*, session: Session) -> list[User]:
+    return list(session.exec(select(User).order_by(col(User.id))))
+
+
+def get_user_by_email(*, session: Session, email: str) -> User:
+    user = session.exec(select(User).where(User.email == normalise_email(email))).first()
+    if user is None:
+        raise NotFound(f"no user with email {normalise_email(email)}", code="user_not_found")
+    return user
+
+
+def authenticate(*, session: Session, email: str, password: str) -> User | None:
+    """The active user with these credentials, or None (same answer for both mistakes)."""
+    user = session.exec(select(User).where(User.email == normalise_email(email))).first()
+    if user is None:
+        # Spend the same time as a real check, so response time does not reveal accounts.
+        security.verify_password(_DUMMY_HASH, password)
+        return None
+    if not user.is_active or not security.verify_password(user.password_hash, password):
+        return None
+    if security.needs_rehash(user.password_hash):
+        user.password_hash = security.hash_password(password)
+        session.add(user)
+        session.commit()
+    return user
+
+
+_DUMMY_HASH = security.hash_password("misstriage-timing-equaliser")
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    secret: str
+
+
+def create_token(*, session: Session, user: User, name: str) -> IssuedToken:
+    """A new API token; ``secret`` is shown once and never stored."""
+    secret = security.new_token()
+    assert user.id is not None
+    token = ApiToken(
+        user_id=user.id,
+        name=name.strip() or "token",
+        prefix=secret[:10],
+        token_hash=security.digest(secret),
+    )
+    session.add(token)
+    session.commit()
+    session.refresh(token)
+    return IssuedToken(token=token, secret=secret)
+
+
+def list_tokens(*, session: Session, user: User) -> list[ApiToken]:
+    return list(
+        session.exec(select(ApiToken).where(ApiToken.user_id == user.id).order_by(col(ApiToken.id)))
+    )
+
+
+def revoke_token(*, session: Session, user: User, token_id: int) -> ApiToken:
+    token = session.get(ApiToken, token_id)
+    if token is None or (token.user_id != user.id and Role(user.role) is not Role.ADMIN):
+        raise NotFound(f"no token {token_id}", code="token_not_found")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+        session.add(token)
+        session.commit()
+    return token
+
+
+def user_for_token(*, session: Session, secret: str) -> User | None:
+    """The active user a bearer token belongs to; records the token's last use."""
+    token = session.exec(
+        select(ApiToken).where(ApiToken.token_hash == security.digest(secret))
+    ).first()
+    if token is None or token.revoked_at is not None:
+        return None
+    user = session.get(User, token.user_id)
+    if user is None or not user.is_active:
+        return None
+    now = utcnow()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        token.last_used_at = now
+        session.add(token)
+        session.commit()
+    return user
+
+
+def start_session(*, session: Session, user: User, hours: int) -> str:
+    """A new browser session (a fresh id at every login); returns the id for the cookie."""
+    assert user.id is not None
+    session_id = security.new_session_id()
+    session.add(
+        UserSession(
+            user_id=user.id,
+            token_hash=security.digest(session_id),
+            expires_at=utcnow() + timedelta(hours=hours),
+        )
+    )
+    session.commit()
+    return session_id
+
+
+def user_for_session(*, session: Session, session_id: str) -> User | None:
+    row = session.exec(
+        select(UserSession).where(UserSession.token_hash == security.digest(session_id))
+    ).first()
+    if row is None or row.expires_at <= utcnow():
+        return None
+    user = session.get(User, row.user_id)
+    return user if user is not None and user.is_active else None
+
+
+def end_session(*, session: Session, session_id: str) -> None:
+    session.exec(
+        delete(UserSession).where(col(UserSession.token_hash) == security.digest(session_id))
+    )
+    session.commit()
+
+
+def purge_expired_sessions(*, session: Session, now: datetime | None = None) -> None:
+    session.exec(delete(UserSession).where(col(UserSession.expires_at) <= (now or utcnow())))
+    session.commit()

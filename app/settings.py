@@ -1,0 +1,59 @@
+"""One place for configuration: environment variables (and a .env file), validated once."""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger(__name__)
+
+DEVELOPMENT_SECRET = "misstriage-development-secret-not-for-production"
+
+
+class Settings(BaseSettings):
+    """Every setting, with its environment variable. ``DATABASE_URL`` has no prefix (API.md);
+    the others start with ``MISSTRIAGE_``."""
+
+    model_config = SettingsConfigDict(env_prefix="MISSTRIAGE_", env_file=".env", extra="ignore")
+
+    environment: Literal["development", "production", "test"] = "development"
+    database_url: str = Field(
+        default="sqlite:///./var/misstriage.db", validation_alias="DATABASE_URL"
+    )
+    #: Signs session cookies. Outside development it must be set (and not the default).
+    secret_key: str = DEVELOPMENT_SECRET
+    #: Largest accepted upload, in bytes (a request body over it answers 413).
+    upload_max_bytes: int = 2 * 1024**3
+    #: How long a claimed miss stays leased to its reviewer.
+    lease_seconds: int = 600
+    session_hours: int = 24 * 14
+    #: How many results per query a run keeps for review context.
+    keep_depth: int = 200
+    #: Rows per batch when writing to SQLite.
+    sqlite_batch_rows: int = 50_000
+
+    @model_validator(mode="after")
+    def _secret_outside_development(self) -> Settings:
+        if self.environment == "production" and (
+            self.secret_key == DEVELOPMENT_SECRET or len(self.secret_key) < 32
+        ):
+            raise ValueError(
+                "MISSTRIAGE_SECRET_KEY must be set to a random value of at least 32 "
+                "characters outside development, e.g. the output of "
+                "python -c 'import secrets; print(secrets.token_urlsafe())'"
+            )
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings (tests build their own ``Settings`` and pass them in)."""
+    return Settings()

@@ -1,0 +1,128 @@
+"""Login, logout and the API-token page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.api.deps import (
+    SESSION_COOKIE,
+    OptionalPrincipal,
+    ReviewerDep,
+    SessionDep,
+    SettingsDep,
+    same_origin,
+    session_id_from_cookie,
+)
+from app.security import CookieSigner
+from app.services import users as user_service
+from app.web.render import redirect, render
+
+router = APIRouter(include_in_schema=False)
+
+
+def _local(next_url: str) -> str:
+    """Only same-site paths: never redirect off-site after login."""
+    if next_url.startswith("/") and not next_url.startswith("//") and "\\" not in next_url:
+        return next_url
+    return "/"
+
+
+@router.get("/login", name="login_page")
+def login_page(request: Request, principal: OptionalPrincipal, next: str = "/") -> Response:
+    if principal is not None:
+        return RedirectResponse(_local(next), status_code=303)
+    return render(request, "login.html", {"error": None, "email": "", "next": _local(next)})
+
+
+@router.post("/login", name="login")
+def login(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    email: Annotated[str, Form()],
+    password: Annotated[str, Form()],
+    next: Annotated[str, Form()] = "/",
+) -> Response:
+    if not same_origin(request):
+        return render(
+            request,
+            "login.html",
+            {"error": "Cross-site login refused.", "email": email, "next": _local(next)},
+            status=403,
+            error_code="csrf_failed",
+        )
+    user = user_service.authenticate(session=session, email=email, password=password)
+    if user is None:
+        return render(
+            request,
+            "login.html",
+            {"error": "Wrong email or password.", "email": email, "next": _local(next)},
+            status=400,
+            error_code="invalid_credentials",
+        )
+    old = session_id_from_cookie(request)
+    if old is not None:
+        user_service.end_session(session=session, session_id=old)
+    session_id = user_service.start_session(
+        session=session, user=user, hours=settings.session_hours
+    )
+    response = redirect(request, _local(next))
+    response.set_cookie(
+        SESSION_COOKIE,
+        CookieSigner(settings.secret_key).sign(session_id),
+        max_age=settings.session_hours * 3600,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+@router.post("/logout", name="logout")
+def logout(request: Request, session: SessionDep, principal: ReviewerDep) -> Response:
+    session_id = session_id_from_cookie(request)
+    if session_id is not None:
+        user_service.end_session(session=session, session_id=session_id)
+    response = redirect(request, str(request.url_for("login_page")))
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@router.get("/tokens", name="tokens_page")
+def tokens_page(request: Request, session: SessionDep, principal: ReviewerDep) -> HTMLResponse:
+    tokens = user_service.list_tokens(session=session, user=principal.user)
+    return render(
+        request, "tokens.html", {"tokens": tokens, "new_token": None}, principal=principal
+    )
+
+
+@router.post("/tokens", name="create_token_form")
+def create_token(
+    request: Request,
+    session: SessionDep,
+    principal: ReviewerDep,
+    name: Annotated[str, Form()] = "api",
+) -> HTMLResponse:
+    issued = user_service.create_token(session=session, user=principal.user, name=name)
+    tokens = user_service.list_tokens(session=session, user=principal.user)
+    response = render(
+        request,
+        "tokens.html",
+        {"tokens": tokens, "new_token": issued.secret},
+        principal=principal,
+        status=201,
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.post("/tokens/{token_id}/revoke", name="revoke_token_form")
+def revoke_token(
+    request: Request, session: SessionDep, principal: ReviewerDep, token_id: int
+) -> Response:
+    user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
+    return redirect(request, str(request.url_for("tokens_page")))

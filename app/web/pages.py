@@ -1,0 +1,269 @@
+"""Golden sets, runs with their metrics, and triages, as HTML pages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.api.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
+from app.api.uploads import saved_uploads
+from app.eval import Gain, Order
+from app.models import GoldenSet, Role
+from app.services import golden_sets as golden_service
+from app.services import runs as run_service
+from app.services import triages as triage_service
+from app.services.errors import ServiceError
+from app.web.render import redirect, render
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/", name="home")
+def home(request: Request, principal: ReviewerDep) -> Response:
+    return RedirectResponse(str(request.url_for("golden_sets_page")), status_code=303)
+
+
+def _golden_sets(
+    request: Request,
+    session: Any,
+    principal: Principal,
+    *,
+    error: str | None = None,
+    form: dict[str, Any] | None = None,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
+    return render(
+        request,
+        "golden_sets.html",
+        {
+            "golden_sets": golden_service.list_golden_sets(session=session),
+            "can_import": principal.role.allows(Role.LEAD),
+            "error": error,
+            "form": form or {"name": "", "min_grade": 1},
+        },
+        principal=principal,
+        status=status,
+        error_code=error_code,
+    )
+
+
+@router.get("/golden-sets", name="golden_sets_page")
+def golden_sets_page(request: Request, session: SessionDep, principal: ReviewerDep) -> HTMLResponse:
+    return _golden_sets(request, session, principal)
+
+
+@router.post("/golden-sets", name="import_golden_set_form")
+def import_golden_set(
+    request: Request,
+    session: SessionDep,
+    principal: LeadDep,
+    name: Annotated[str, Form()],
+    qrels: UploadFile,
+    queries: UploadFile | None = None,
+    corpus: UploadFile | None = None,
+    min_grade: Annotated[int, Form()] = 1,
+) -> Response:
+    form = {"name": name, "min_grade": min_grade}
+    try:
+        with saved_uploads(qrels, queries, corpus) as saved:
+            qrels_path, queries_path, corpus_path = saved.paths
+            if qrels_path is None:
+                raise ServiceError("Choose a judgments file.", code="qrels_required")
+            golden = golden_service.import_golden_set(
+                session=session,
+                name=name,
+                qrels=qrels_path,
+                queries=queries_path,
+                corpus=corpus_path,
+                min_grade=min_grade,
+                user=principal.user,
+                source_names=saved.names,
+            )
+    except ServiceError as exc:
+        return _golden_sets(
+            request,
+            session,
+            principal,
+            error=exc.message,
+            form=form,
+            status=exc.status,
+            error_code=exc.code,
+        )
+    return redirect(request, str(request.url_for("golden_set_page", golden_set_id=golden.id)))
+
+
+def _run_rows(
+    session: Any, golden: GoldenSet, *, k: int, depth: int, gain: Gain
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for run in run_service.list_runs(session=session, golden=golden):
+        evaluation = run_service.evaluate_stored_run(
+            session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=(k, depth)
+        )
+        triage = next(
+            (
+                t
+                for t in triage_service.list_triages(session=session, run=run)
+                if t.depth == depth and t.k == k
+            ),
+            None,
+        )
+        rows.append(
+            {
+                "run": run,
+                "recall_k": evaluation.measures[f"R@{k}"],
+                "recall_depth": evaluation.measures[f"R@{depth}"],
+                "ndcg_k": evaluation.measures[f"nDCG@{k}"],
+                "micro_depth": evaluation.micro[f"R@{depth}"],
+                "misses": evaluation.misses,
+                "queries": run.queries,
+                "evaluated": len(evaluation.queries),
+                "relevant": evaluation.relevant,
+                "triage": triage,
+            }
+        )
+    best: dict[str, Any] = {}
+    if rows:
+        for key in ("recall_k", "recall_depth", "ndcg_k", "micro_depth"):
+            best[key] = max(float(r[key]) for r in rows)
+        best["misses"] = min(int(r["misses"]) for r in rows)
+    return rows, best
+
+
+def _golden_set_page(
+    request: Request,
+    session: Any,
+    principal: Principal,
+    golden: GoldenSet,
+    *,
+    k: int = 10,
+    depth: int = 50,
+    gain: Gain = Gain.EXP,
+    error: str | None = None,
+    form: dict[str, Any] | None = None,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
+    rows, best = _run_rows(session, golden, k=k, depth=depth, gain=gain)
+    return render(
+        request,
+        "golden_set.html",
+        {
+            "golden": golden,
+            "rows": rows,
+            "best": best,
+            "k": k,
+            "depth": depth,
+            "gain": gain.value,
+            "can_import": principal.role.allows(Role.LEAD),
+            "error": error,
+            "form": form or {"name": ""},
+        },
+        principal=principal,
+        status=status,
+        error_code=error_code,
+    )
+
+
+@router.get("/golden-sets/{golden_set_id}", name="golden_set_page")
+def golden_set_page(
+    request: Request,
+    session: SessionDep,
+    principal: ReviewerDep,
+    golden_set_id: int,
+    k: int = 10,
+    depth: int = 50,
+    gain: Gain = Gain.EXP,
+) -> HTMLResponse:
+    golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    k, depth = max(1, min(k, 100_000)), max(1, min(depth, 100_000))
+    return _golden_set_page(request, session, principal, golden, k=k, depth=depth, gain=gain)
+
+
+@router.post("/golden-sets/{golden_set_id}/runs", name="import_run_form")
+def import_run(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: LeadDep,
+    golden_set_id: int,
+    name: Annotated[str, Form()],
+    run: UploadFile,
+    format: Annotated[str, Form()] = "",
+    order: Annotated[Order, Form()] = Order.TREC_EVAL,
+) -> Response:
+    golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    try:
+        with saved_uploads(run) as saved:
+            (path,) = saved.paths
+            if path is None:
+                raise ServiceError("Choose a run file.", code="run_required")
+            run_service.import_run(
+                session=session,
+                golden=golden,
+                name=name,
+                path=path,
+                source_name=run.filename or "run",
+                fmt=format or None,
+                order=order,
+                keep_depth=settings.keep_depth,
+                user=principal.user,
+            )
+    except ServiceError as exc:
+        return _golden_set_page(
+            request,
+            session,
+            principal,
+            golden,
+            error=exc.message,
+            form={"name": name},
+            status=exc.status,
+            error_code=exc.code,
+        )
+    return redirect(request, str(request.url_for("golden_set_page", golden_set_id=golden.id)))
+
+
+@router.post("/runs/{run_id}/triages", name="create_triage_form")
+def create_triage(
+    request: Request,
+    session: SessionDep,
+    principal: LeadDep,
+    run_id: int,
+    depth: Annotated[int, Form()] = 50,
+    k: Annotated[int, Form()] = 10,
+) -> Response:
+    run = run_service.get_run(session=session, run_id=run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    triage = triage_service.create_triage(
+        session=session, run=run, golden=golden, depth=depth, k=k, user=principal.user
+    )
+    return redirect(request, str(request.url_for("triage_page", triage_id=triage.id)))
+
+
+@router.get("/triages/{triage_id}", name="triage_page")
+def triage_page(
+    request: Request, session: SessionDep, principal: ReviewerDep, triage_id: int
+) -> HTMLResponse:
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    run = run_service.get_run(session=session, run_id=triage.run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    summary = triage_service.summarise(session=session, triage=triage, causes=list(golden.causes))
+    misses, total = triage_service.list_misses(session=session, triage=triage, per_page=200)
+    texts = golden_service.query_texts(session=session, golden=golden, qids={m.qid for m in misses})
+    return render(
+        request,
+        "triage.html",
+        {
+            "triage": triage,
+            "run": run,
+            "golden": golden,
+            "summary": summary,
+            "misses": misses,
+            "total": total,
+            "texts": texts,
+        },
+        principal=principal,
+    )

@@ -1,0 +1,2 @@
+// misstriage front-end behaviour. No inline scripts anywhere (Content-Security-Policy).
+"use strict";
