@@ -15,6 +15,11 @@ from app.eval.textio import ProgressFn
 from app.eval.trec import read_qrels
 
 
+def count(n: int, singular: str, plural: str) -> str:
+    """``count(1, "query", "queries")`` -> "1 query"; for warnings people read."""
+    return f"{n} {singular if n == 1 else plural}"
+
+
 @dataclass(frozen=True, slots=True)
 class QrelsReport:
     """What reading the judgments found, counted."""
@@ -121,11 +126,14 @@ def golden_from_frame(
     skipped = judged_qids.len() - evaluated
     if skipped:
         warnings.append(
-            f"{skipped} judged queries have no document with grade >= {min_grade}; "
-            "they are not averaged"
+            f"{count(skipped, 'judged query has', 'judged queries have')} no document with "
+            f"grade >= {min_grade}: not averaged"
         )
     if queries and without_text:
-        warnings.append(f"{without_text} judged queries have no text in the queries file")
+        warnings.append(
+            f"{count(without_text, 'judged query has', 'judged queries have')} no text in the "
+            "queries file"
+        )
     if not evaluated:
         raise InputError(
             source, None, f"no judgment has grade >= {min_grade}: there is nothing to evaluate"

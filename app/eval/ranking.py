@@ -16,7 +16,7 @@ import polars as pl
 
 from app.eval.conventions import Order
 from app.eval.errors import InputError
-from app.eval.golden import GoldenSet
+from app.eval.golden import GoldenSet, count
 from app.eval.jsonl import LIST_FORMAT
 
 #: Multiplier that spreads query hashes before they are mixed with document hashes.
@@ -148,16 +148,18 @@ def _warnings(absent: int, unknown: int, unknown_lines: int, duplicates: int) ->
     warnings: list[str] = []
     if absent:
         warnings.append(
-            f"{absent} golden queries are absent from the run: they count 0 and all their "
-            "relevant documents are misses (not retrieved)"
+            f"{count(absent, 'golden query is', 'golden queries are')} absent from the run: "
+            "counted 0, and every relevant document is a miss (not retrieved)"
         )
     if unknown:
         warnings.append(
-            f"{unknown} run queries are not in the golden set ({unknown_lines} lines ignored)"
+            f"{count(unknown, 'run query is', 'run queries are')} not in the golden set "
+            f"({count(unknown_lines, 'line', 'lines')} ignored)"
         )
     if duplicates:
         warnings.append(
-            f"{duplicates} repeated documents within a query were dropped (first occurrence kept)"
+            f"{count(duplicates, 'repeated document', 'repeated documents')} within a query "
+            "dropped (the first occurrence is kept)"
         )
     return warnings
 

@@ -67,8 +67,8 @@ def test_table_has_one_row_per_run(inputs: dict[str, Path]) -> None:
     # weak: q1 has b@1 (R@2 = 1/2) and a@12; q2's c is not retrieved: R@10 = (1/2 + 0) / 2.
     assert rows["weak"][:2] == ["0.2500", "0.2500"]
     assert rows["weak"][3:] == ["0.3333", "2/3"]
-    assert "1 run queries are not in the golden set" in result.stdout
-    assert "1 judged queries have no document with grade >= 1" in result.stderr
+    assert "1 run query is not in the golden set (1 line ignored)" in result.stdout
+    assert "1 judged query has no document with grade >= 1: not averaged" in result.stderr
 
 
 def test_json_output_schema(inputs: dict[str, Path]) -> None:
