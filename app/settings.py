@@ -38,7 +38,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _secret_outside_development(self) -> Settings:
-        if self.environment == "production" and (
+        if self.environment != "development" and (
             self.secret_key == DEVELOPMENT_SECRET or len(self.secret_key) < 32
         ):
             raise ValueError(

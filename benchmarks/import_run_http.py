@@ -80,6 +80,7 @@ class Phases:
     copy_done: float | None = None
     db_write: float | None = None
     answered: float = 0.0
+    rss_peak: float | None = None
     copies: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
@@ -138,6 +139,7 @@ class Sampler(threading.Thread):
         self.pg_database = pg_database
         self.halt = threading.Event()
         self.peak = 0
+        self.peak_at = 0.0
         self.phases = Phases()
         self.wal_mtime = self._wal_mtime()
         self.failure: BaseException | None = None
@@ -181,8 +183,12 @@ class Sampler(threading.Thread):
         """Note the first write to the database (SQLite WAL) and each active COPY (PG)."""
         phases = self.phases
         if self.wal is not None and phases.db_write is None:
+            # Only once the upload is copied: earlier writes (a token's last use) are not
+            # the import's.
             mtime = self._wal_mtime()
-            if mtime is not None and mtime != self.wal_mtime:
+            if phases.copy_done is None:
+                self.wal_mtime = mtime
+            elif mtime != self.wal_mtime:
                 phases.db_write = now
         if connection is not None:
             rows = connection.execute(
@@ -205,7 +211,9 @@ class Sampler(threading.Thread):
                 connection = psycopg.connect(PG_ADMIN, autocommit=True)
             while not self.halt.is_set():
                 now = time.perf_counter()
-                self.peak = max(self.peak, self.rss())
+                rss = self.rss()
+                if rss > self.peak:
+                    self.peak, self.peak_at = rss, now
                 self._upload_copy(now)
                 self._database(now, connection)
                 self.halt.wait(SAMPLE_SECONDS)
@@ -403,6 +411,7 @@ def import_over_http(
         result.rss_peak_mib = sampler.peak / MIB
         phases = sampler.phases
         phases.start, phases.answered, phases.body_sent = start, end, handle.eof_at
+        phases.rss_peak = sampler.peak_at or None
         result.phases = phases
         if sampler.failure is not None:
             print(f"  (sampler failed: {sampler.failure!r})", flush=True)
@@ -570,6 +579,7 @@ def report(
         "| -> answer s | server CPU s | RSS before MB | golden set s |"
     )
     print("|---|---|---|---|---|---|---|---|")
+    notes: list[str] = []
     for r in results:
         p = r.phases
         if p is None:
@@ -580,10 +590,16 @@ def report(
             f"| {number(r.cpu_seconds, 1)} | {number(r.rss_idle_mib)} "
             f"| {number(r.golden_wall, 1)} |"
         )
-        for table, (first, last) in p.copies.items():
-            print(f"  PostgreSQL COPY {table}: seen active {last - first:.1f} s (50 ms samples)")
+        notes.append(
+            f"{r.backend}: sampled RSS peak {span(p.start, p.rss_peak)} s into the request"
+        )
+        notes.extend(
+            f"{r.backend}: COPY {table} seen active {last - first:.1f} s (50 ms samples)"
+            for table, (first, last) in p.copies.items()
+        )
         if r.children_hwm_mib:
-            print(f"  {r.backend}: server children VmHWM sum {r.children_hwm_mib:.0f} MB")
+            notes.append(f"{r.backend}: server children VmHWM sum {r.children_hwm_mib:.0f} MB")
+    print("".join(f"\n- {note}" for note in notes))
 
     ok = all(r.error is None for r in results)
     if copies is not None:

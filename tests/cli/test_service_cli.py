@@ -11,11 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.api.test_imports_api import QRELS, QUERIES, RUN
-from tests.conftest import WriteFile
+from tests.conftest import TEST_SECRET, WriteFile
 
 
 def cli(database_url: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": database_url, "MISSTRIAGE_ENVIRONMENT": "test"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "MISSTRIAGE_ENVIRONMENT": "test",
+        "MISSTRIAGE_SECRET_KEY": TEST_SECRET,
+    }
     return subprocess.run(
         [sys.executable, "-m", "app", *map(str, args)],
         capture_output=True,
