@@ -63,8 +63,8 @@ class RankedRun:
 
     ``judged``: qid, doc_id, grade, rank (1-based) of every judged document the run returned.
     ``retrieved``: the number of results per query of the golden set (absent queries: none).
-    ``results``: the deduplicated lines of the golden set's queries (qid, doc_id, score, rank,
-    pos), kept only when asked for, for ``top_candidates``.
+    ``results``: a lazy view of the deduplicated lines of the golden set's queries (qid,
+    doc_id, score, rank, pos), kept only when asked for, for ``top_candidates``.
     """
 
     name: str
@@ -72,7 +72,7 @@ class RankedRun:
     judged: pl.DataFrame
     retrieved: dict[str, int]
     report: RunReport
-    results: pl.DataFrame | None = None
+    results: pl.LazyFrame | None = None
 
 
 def effective_order(order: Order, fmt: str) -> Order:
@@ -140,7 +140,7 @@ def rank_run(
         judged=judged,
         retrieved=retrieved,
         report=report,
-        results=kept.collect() if keep_results else None,
+        results=kept if keep_results else None,
     )
 
 
@@ -248,15 +248,27 @@ def sort_key(order: Order) -> tuple[list[str], list[bool]]:
 
 
 def top_candidates(ranked: RankedRun, depth: int) -> pl.DataFrame:
-    """The first ``depth`` results of every query: qid, rank, doc_id, score."""
+    """The first ``depth`` results of every query: qid, rank, doc_id, score.
+
+    Sorting seven million lines to keep two hundred per query would copy the run twice; the
+    first sort key alone finds, per query, the value of its ``depth``-th best result, and only
+    the results at least that good (ties included) are sorted.
+    """
     if ranked.results is None:
         raise ValueError("rank_run(..., keep_results=True) is needed for top_candidates")
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     columns, descending = sort_key(ranked.order)
+    first, best_first = columns[1], descending[1]
+    cut = pl.col(first).top_k(depth).min() if best_first else pl.col(first).bottom_k(depth).max()
+    threshold = ranked.results.group_by("qid").agg(cut.alias("_cut"))
+    keep = pl.col(first) >= pl.col("_cut") if best_first else pl.col(first) <= pl.col("_cut")
     return (
-        ranked.results.sort(columns, descending=descending)
+        ranked.results.join(threshold, on="qid")
+        .filter(keep)
+        .sort(columns, descending=descending)
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
         .filter(pl.col("rank") <= depth)
         .select("qid", "rank", "doc_id", "score")
+        .collect(engine=_STREAMING)
     )

@@ -2,7 +2,7 @@
 
 from app.models.base import utcnow
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
-from app.models.runs import Run, RunJudged, RunQuery, RunResult
+from app.models.runs import Run, RunHead, RunJudged, RunQuery
 from app.models.triage import OTHER, LabelEvent, Miss, MissState, Triage
 from app.models.users import ApiToken, Role, User, UserSession
 
@@ -19,9 +19,9 @@ __all__ = [
     "MissState",
     "Role",
     "Run",
+    "RunHead",
     "RunJudged",
     "RunQuery",
-    "RunResult",
     "Triage",
     "User",
     "UserSession",

@@ -2,8 +2,8 @@
 
 The raw file is not kept: the rank of every judged document (``run_judged``) gives recall and
 nDCG at every cutoff; the result count per query (``run_query``) tells "rank 73 of 1000" from
-"not retrieved"; the first ``keep_depth`` results per query (``run_result``) show reviewers
-what won instead.
+"not retrieved"; the head of each ranking (``run_head``: the first ``keep_depth`` results of a
+query in one row) shows reviewers what won instead.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
-    Float,
     ForeignKey,
     Integer,
     PrimaryKeyConstraint,
@@ -82,14 +81,17 @@ class RunJudged(SQLModel, table=True):
     rank: int
 
 
-class RunResult(SQLModel, table=True):
-    """The head of each ranking (ranks 1..keep_depth), for review context."""
+class RunHead(SQLModel, table=True):
+    """The head of one query's ranking (ranks 1..keep_depth), for review context.
 
-    __tablename__ = "run_result"
-    __table_args__ = (PrimaryKeyConstraint("run_id", "qid", "rank"),)
+    One row a query, ``ranking`` = {"doc_ids": [...], "scores": [...]} in rank order (scores
+    null for runs without them): a review page reads one row, and an import writes thousands
+    of rows instead of millions.
+    """
+
+    __tablename__ = "run_head"
+    __table_args__ = (PrimaryKeyConstraint("run_id", "qid"),)
 
     run_id: int = Field(sa_column=_run_fk())
     qid: str = Field(sa_column=Column(String(200), nullable=False))
-    rank: int
-    doc_id: str = Field(sa_column=Column(String(300), nullable=False))
-    score: float | None = Field(default=None, sa_column=Column(Float))
+    ranking: dict[str, Any] = Field(sa_type=JSON)

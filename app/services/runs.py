@@ -24,7 +24,7 @@ from app.eval import (
 )
 from app.eval.conventions import DEFAULT_DEPTHS
 from app.eval.golden import GoldenSet as EvalGoldenSet
-from app.models import GoldenSet, Run, RunJudged, RunQuery, RunResult, User
+from app.models import GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import bad_input, eval_golden_set
@@ -104,17 +104,37 @@ def import_run(
             RunJudged,
             ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
         )
-        bulk_insert(
-            session,
-            RunResult,
-            top.select(run_id, "qid", pl.col("rank").cast(pl.Int64), "doc_id", "score"),
-        )
+        bulk_insert(session, RunHead, heads(top).select(run_id, "qid", "ranking"))
         session.commit()
     except Exception:
         session.rollback()
         raise
     session.refresh(run)
     return run
+
+
+def heads(top: pl.DataFrame) -> pl.DataFrame:
+    """One row a query: qid and the JSON text {"doc_ids": [...], "scores": [...]}."""
+    return (
+        top.sort("qid", "rank")
+        .group_by("qid", maintain_order=True)
+        .agg(pl.col("doc_id").alias("doc_ids"), pl.col("score").alias("scores"))
+        .select("qid", pl.struct("doc_ids", "scores").struct.json_encode().alias("ranking"))
+    )
+
+
+def head_of(*, session: Session, run: Run, qid: str) -> list[tuple[int, str, float | None]]:
+    """The first results of one query as (rank, doc_id, score)."""
+    row = session.get(RunHead, (run.id, qid))
+    if row is None:
+        return []
+    ranking = row.ranking
+    return [
+        (rank, doc_id, score)
+        for rank, (doc_id, score) in enumerate(
+            zip(ranking["doc_ids"], ranking["scores"], strict=True), start=1
+        )
+    ]
 
 
 def list_runs(*, session: Session, golden: GoldenSet) -> list[Run]:

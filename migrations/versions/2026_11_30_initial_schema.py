@@ -1,8 +1,8 @@
 """initial schema
 
-Revision ID: b4301ea65d6d
+Revision ID: d10db1e81aab
 Revises:
-Create Date: 2026-11-30 09:23:48.615211
+Create Date: 2026-11-30 09:42:44.099428
 """
 
 from collections.abc import Sequence
@@ -12,7 +12,7 @@ from alembic import op
 
 import app.models.base
 
-revision: str = "b4301ea65d6d"
+revision: str = "d10db1e81aab"
 down_revision: str | Sequence[str] | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
@@ -200,6 +200,16 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_run_golden_set_id"), ["golden_set_id"], unique=False)
 
     op.create_table(
+        "run_head",
+        sa.Column("run_id", sa.Integer(), nullable=False),
+        sa.Column("qid", sa.String(length=200), nullable=False),
+        sa.Column("ranking", sa.JSON(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["run_id"], ["run.id"], name=op.f("fk_run_head_run_id_run"), ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("run_id", "qid", name=op.f("pk_run_head")),
+    )
+    op.create_table(
         "run_judged",
         sa.Column("run_id", sa.Integer(), nullable=False),
         sa.Column("qid", sa.String(length=200), nullable=False),
@@ -219,18 +229,6 @@ def upgrade() -> None:
             ["run_id"], ["run.id"], name=op.f("fk_run_query_run_id_run"), ondelete="CASCADE"
         ),
         sa.PrimaryKeyConstraint("run_id", "qid", name=op.f("pk_run_query")),
-    )
-    op.create_table(
-        "run_result",
-        sa.Column("run_id", sa.Integer(), nullable=False),
-        sa.Column("qid", sa.String(length=200), nullable=False),
-        sa.Column("rank", sa.Integer(), nullable=False),
-        sa.Column("doc_id", sa.String(length=300), nullable=False),
-        sa.Column("score", sa.Float(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["run_id"], ["run.id"], name=op.f("fk_run_result_run_id_run"), ondelete="CASCADE"
-        ),
-        sa.PrimaryKeyConstraint("run_id", "qid", "rank", name=op.f("pk_run_result")),
     )
     op.create_table(
         "triage",
@@ -347,9 +345,9 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_triage_run_id"))
 
     op.drop_table("triage")
-    op.drop_table("run_result")
     op.drop_table("run_query")
     op.drop_table("run_judged")
+    op.drop_table("run_head")
     with op.batch_alter_table("run", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_run_golden_set_id"))
 

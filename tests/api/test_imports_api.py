@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, select
 
 from app.models import Role
+from app.services import runs as run_service
 from tests.conftest import Account
 
 QRELS = "q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq3 0 z 0\n"
@@ -126,7 +127,9 @@ def test_bad_golden_file_names_line_and_writes_nothing(
     assert sum(row_counts(engine).values()) == 0
 
 
-def test_run_import_metrics_and_report(client: TestClient, accounts: dict[Role, Account]) -> None:
+def test_run_import_metrics_and_report(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine
+) -> None:
     lead = accounts[Role.LEAD]
     golden = import_golden(client, lead)
     response = client.post(
@@ -143,6 +146,13 @@ def test_run_import_metrics_and_report(client: TestClient, accounts: dict[Role, 
     assert run["report"]["duplicates_dropped"] == 1
     assert run["report"]["unknown_queries"] == 1
     assert run["report"]["golden_queries_absent"] == 0
+    with Session(engine) as session:
+        stored = run_service.get_run(session=session, run_id=run["id"])
+        assert run_service.head_of(session=session, run=stored, qid="q1") == [
+            (1, "a", 9.0),
+            (2, "x", 8.0),
+            (3, "b", 7.0),
+        ]
     metrics = client.get(
         f"/api/v1/runs/{run['id']}/metrics?k=2&depth=10&gain=linear",
         headers=accounts[Role.REVIEWER].headers,
