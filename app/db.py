@@ -57,9 +57,25 @@ def _disable_pysqlite_transactions(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None
 
 
+#: Execution option naming the BEGIN statement of a SQLite transaction (see write_transaction).
+SQLITE_BEGIN = "sqlite_begin"
+
+
 def _emit_begin(connection: Any) -> None:
-    mode = connection.info.pop("sqlite_begin", "BEGIN")
-    connection.exec_driver_sql(mode)
+    connection.exec_driver_sql(connection.get_execution_options().get(SQLITE_BEGIN, "BEGIN"))
+
+
+def write_transaction(session: Session) -> None:
+    """Start the session's next transaction as a writer.
+
+    SQLite: ``BEGIN IMMEDIATE`` takes the write lock up front, so two queue operations run one
+    after the other instead of both reading, then one failing to upgrade its lock. PostgreSQL
+    needs nothing here: its queue queries lock rows (``FOR UPDATE SKIP LOCKED``).
+    """
+    session.commit()  # end whatever the request's earlier reads began
+    bind = session.get_bind()
+    if bind.dialect.name == "sqlite":
+        session.connection(execution_options={SQLITE_BEGIN: "BEGIN IMMEDIATE"})
 
 
 def session_scope(engine: Engine) -> Iterator[Session]:

@@ -15,6 +15,7 @@ from app import __version__
 from app.api import api_router
 from app.api import errors as api_errors
 from app.api.deps import ReviewerDep
+from app.clock import Clock
 from app.db import make_engine
 from app.middleware import BodySizeLimit, SecurityHeaders
 from app.settings import Settings, get_settings
@@ -24,7 +25,9 @@ from app.web import pages as web_pages
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
 
 
-def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, engine: Engine | None = None, clock: Clock | None = None
+) -> FastAPI:
     settings = settings or get_settings()
     app = FastAPI(
         title="misstriage",
@@ -36,6 +39,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     )
     app.state.settings = settings
     app.state.engine = engine or make_engine(settings)
+    app.state.clock = clock or Clock()
 
     api_errors.install(app)
     app.include_router(api_router)

@@ -19,6 +19,7 @@ from app.models import Role
 from app.services import users as user_service
 from app.settings import Settings
 from tests.db import PostgresServer, truncate_all
+from tests.live import LiveServer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCIFACT = SHARED / "datasets" / "scifact"
@@ -162,3 +163,11 @@ def login(client: TestClient, email: str, password: str = PASSWORD) -> None:
         follow_redirects=False,
     )
     assert response.status_code == 303, response.text
+
+
+@pytest.fixture
+def live_server(database_url: str, tmp_path: Path) -> Iterator[LiveServer]:
+    """``misstriage serve`` on a free loopback port, on the test's database."""
+    server = LiveServer(database_url, tmp_path, secret=TEST_SECRET)
+    yield server
+    server.stop()

@@ -2,10 +2,11 @@
 
 from fastapi import APIRouter
 
-from app.api.routes import accounts, golden_sets, runs, triages
+from app.api.routes import accounts, golden_sets, misses, runs, triages
 
 api_router = APIRouter(prefix="/api/v1")
 api_router.include_router(golden_sets.router)
 api_router.include_router(runs.router)
 api_router.include_router(triages.router)
+api_router.include_router(misses.router)
 api_router.include_router(accounts.router)

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, Request
 from sqlmodel import Session
 
+from app.clock import Clock
 from app.models import Role, User
 from app.security import CookieSigner
 from app.services import users as user_service
@@ -35,8 +36,14 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
+def get_clock(request: Request) -> Clock:
+    clock: Clock = request.app.state.clock
+    return clock
+
+
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+ClockDep = Annotated[Clock, Depends(get_clock)]
 
 
 @dataclass(frozen=True)

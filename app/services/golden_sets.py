@@ -9,6 +9,7 @@ import polars as pl
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from app.db import write_transaction
 from app.eval import GoldenSet as EvalGoldenSet
 from app.eval import InputError, golden_from_frame, load_golden
 from app.eval.jsonl import read_corpus
@@ -79,6 +80,7 @@ def import_golden_set(
         report=report,
         created_by_id=user.id if user else None,
     )
+    write_transaction(session)
     try:
         session.add(golden)
         session.flush()

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 from sqlmodel import Session, col, select
 
+from app.db import write_transaction
 from app.eval import (
     Conventions,
     Gain,
@@ -87,6 +88,7 @@ def import_run(
         report=report,
         created_by_id=user.id if user else None,
     )
+    write_transaction(session)
     try:
         session.add(run)
         session.flush()

@@ -9,6 +9,7 @@ import polars as pl
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from app.db import write_transaction
 from app.eval import misses_frame
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
 from app.services.bulk import bulk_insert
@@ -44,6 +45,7 @@ def create_triage(
         misses=misses.height,
         created_by_id=user.id if user else None,
     )
+    write_transaction(session)
     try:
         session.add(triage)
         session.flush()
@@ -68,6 +70,19 @@ def create_triage(
         raise
     session.refresh(triage)
     return triage
+
+
+def causes_of(*, session: Session, triage_id: int) -> list[str]:
+    """The named causes of the golden set a triage belongs to."""
+    row = session.exec(
+        select(GoldenSet.causes)
+        .join(Run, col(Run.golden_set_id) == col(GoldenSet.id))
+        .join(Triage, col(Triage.run_id) == col(Run.id))
+        .where(Triage.id == triage_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"no triage {triage_id}", code="triage_not_found")
+    return list(row)
 
 
 def get_triage(*, session: Session, triage_id: int) -> Triage:

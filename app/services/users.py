@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, delete, select, update
 
 from app import security
+from app.db import write_transaction
 from app.models import ApiToken, Role, User, UserSession, utcnow
 from app.services.errors import Conflict, Invalid, NotFound
 
@@ -31,6 +32,7 @@ def create_user(*, session: Session, email: str, password: str, role: Role) -> U
     if session.exec(select(User).where(User.email == email)).first() is not None:
         raise Conflict(f"a user with email {email} exists already", code="user_exists")
     user = User(email=email, password_hash=security.hash_password(password), role=role.value)
+    write_transaction(session)
     session.add(user)
     session.commit()
     session.refresh(user)
@@ -83,6 +85,7 @@ def create_token(*, session: Session, user: User, name: str) -> IssuedToken:
         prefix=secret[:10],
         token_hash=security.digest(secret),
     )
+    write_transaction(session)
     session.add(token)
     session.commit()
     session.refresh(token)
@@ -118,8 +121,8 @@ def user_for_token(*, session: Session, secret: str) -> User | None:
         return None
     now = utcnow()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        token.last_used_at = now
-        session.add(token)
+        write_transaction(session)
+        session.exec(update(ApiToken).where(col(ApiToken.id) == token.id).values(last_used_at=now))
         session.commit()
     return user
 
@@ -128,6 +131,7 @@ def start_session(*, session: Session, user: User, hours: int) -> str:
     """A new browser session (a fresh id at every login); returns the id for the cookie."""
     assert user.id is not None
     session_id = security.new_session_id()
+    write_transaction(session)
     session.add(
         UserSession(
             user_id=user.id,
@@ -150,6 +154,7 @@ def user_for_session(*, session: Session, session_id: str) -> User | None:
 
 
 def end_session(*, session: Session, session_id: str) -> None:
+    write_transaction(session)
     session.exec(
         delete(UserSession).where(col(UserSession.token_hash) == security.digest(session_id))
     )

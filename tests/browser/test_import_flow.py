@@ -9,8 +9,9 @@ from playwright.sync_api import Page, expect
 
 from app.models import Role
 from tests.api.test_imports_api import QRELS, QUERIES, RUN
-from tests.browser.conftest import LiveServer, screenshot
+from tests.browser.conftest import screenshot
 from tests.conftest import PASSWORD, Account
+from tests.live import LiveServer
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

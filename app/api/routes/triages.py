@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
-from app.api.deps import ReviewerDep, SessionDep
+from app.api.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
 from app.services import golden_sets as golden_service
+from app.services import queue
 from app.services import runs as run_service
 from app.services import triages as service
 
@@ -46,3 +48,45 @@ def list_misses(
         per_page=per_page,
     )
     return {"items": [service.public_miss(m) for m in items], "total": total}
+
+
+@router.post("/{triage_id}/claim", response_model=None)
+def claim(
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    triage_id: int,
+) -> dict[str, Any] | Response:
+    """The next miss for the caller, leased to them; 204 when nothing is left."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    miss = queue.claim(
+        session=session,
+        triage=triage,
+        user=principal.user,
+        now=clock.now(),
+        lease=timedelta(seconds=settings.lease_seconds),
+    )
+    if miss is None:
+        return Response(status_code=204)
+    return service.public_miss(miss)
+
+
+@router.post("/{triage_id}/undo")
+def undo(
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    triage_id: int,
+) -> dict[str, Any]:
+    """Undo the caller's last label in this triage."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    miss = queue.undo(
+        session=session,
+        triage=triage,
+        user=principal.user,
+        now=clock.now(),
+        lease=timedelta(seconds=settings.lease_seconds),
+    )
+    return service.public_miss(miss)
