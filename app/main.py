@@ -21,6 +21,7 @@ from app.middleware import BodySizeLimit, SecurityHeaders
 from app.settings import Settings, get_settings
 from app.web import accounts as web_accounts
 from app.web import pages as web_pages
+from app.web import review as web_review
 
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
 
@@ -45,6 +46,7 @@ def create_app(
     app.include_router(api_router)
     app.include_router(web_accounts.router)
     app.include_router(web_pages.router)
+    app.include_router(web_review.router)
 
     @app.get("/openapi.json", include_in_schema=False, name="openapi")
     def openapi(principal: ReviewerDep) -> dict[str, Any]:

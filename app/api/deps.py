@@ -118,3 +118,19 @@ def require(role: Role) -> Callable[..., Principal]:
 ReviewerDep = Annotated[Principal, Depends(require(Role.REVIEWER))]
 LeadDep = Annotated[Principal, Depends(require(Role.LEAD))]
 AdminDep = Annotated[Principal, Depends(require(Role.ADMIN))]
+
+
+def require_or_none(role: Role) -> Callable[..., Principal | None]:
+    """Like ``require``, but without credentials it returns None instead of refusing, so a
+    page action can answer in its own words ("your label was NOT saved: log in again")."""
+
+    def dependency(principal: OptionalPrincipal) -> Principal | None:
+        if principal is not None and not principal.role.allows(role):
+            raise Forbidden(f"this needs the {role.value} role", code="forbidden")
+        return principal
+
+    dependency.min_role = role  # type: ignore[attr-defined]  # read by the route-audit test
+    return dependency
+
+
+ReviewerOrNoneDep = Annotated[Principal | None, Depends(require_or_none(Role.REVIEWER))]

@@ -38,9 +38,11 @@ def render(
     principal: Any = None,
     status: int = 200,
     error_code: str | None = None,
+    block: str | None = None,
 ) -> HTMLResponse:
+    """Render the page, or for an HTMX request its ``content`` block (or ``block``)."""
     full = {"request": request, "principal": principal, **context}
-    block = "content" if is_fragment_request(request) else None
+    block = (block or "content") if is_fragment_request(request) else None
     response = templates.TemplateResponse(
         request, template, full, status_code=status, block_name=block
     )

@@ -18,6 +18,8 @@ from app.models import Role
 from tests.conftest import Account
 
 PUBLIC = {"login_page", "login", "healthz"}
+REVIEW_ACTIONS = {"review_label", "review_skip", "review_undo", "review_renew"}
+REVIEW_FORM = {"miss_id": "1", "version": "1", "category": "not-indexed", "reason": "r"}
 
 
 def min_role(route: Route) -> Role | None:
@@ -76,12 +78,17 @@ def test_no_route_answers_without_credentials(client: TestClient) -> None:
                 method,
                 concrete(route.path),
                 follow_redirects=False,
+                data=REVIEW_FORM if route.name in REVIEW_ACTIONS else None,
                 headers={"Origin": "http://testserver"},
             )
             where = f"{method} {route.path}"
             if route.path.startswith("/api/") or route.name == "openapi":
                 assert response.status_code == 401, where
                 assert response.json()["error"]["code"] == "not_authenticated", where
+            elif route.name in REVIEW_ACTIONS:
+                # Review actions answer in their own words: nothing saved, log in again.
+                assert response.status_code == 401, where
+                assert response.headers["x-error-code"] == "session_expired", where
             else:
                 assert response.status_code == 303, where
                 assert response.headers["location"].startswith("http://testserver/login"), where

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -10,21 +11,74 @@ from sqlmodel import Session
 from app.models import GoldenSet, Run, Triage
 from app.services import golden_sets, runs, triages
 
+TOPICS = [
+    "api throttling limits",
+    "single sign-on with okta",
+    "webhook signatures",
+    "exporting workspace data",
+    "invoice vat numbers",
+]
+
 
 def make_triage(
-    engine: Engine, tmp: Path, *, queries: int = 5, per_query: int = 2, name: str = "g"
+    engine: Engine,
+    tmp: Path,
+    *,
+    queries: int = 5,
+    per_query: int = 2,
+    name: str = "g",
+    corpus: bool = False,
 ) -> tuple[GoldenSet, Run, Triage]:
     """``queries`` queries with ``per_query`` relevant documents each (grades 1..per_query),
-    and a run that returns none of them: queries x per_query misses."""
+    and a run that returns none of them: queries x per_query misses. With ``corpus``, query
+    texts and a corpus (titles, texts, chunks of one parent) for review context."""
     qrels = "".join(f"q{q} 0 d{q}-{i} {i + 1}\n" for q in range(queries) for i in range(per_query))
     run = "".join(
         f"q{q} Q0 noise{q}-{r} {r + 1} {100 - r} t\n" for q in range(queries) for r in range(3)
     )
     (tmp / f"{name}.qrels").write_text(qrels)
     (tmp / f"{name}.trec").write_text(run)
+    texts = corpus_path = None
+    if corpus:
+        texts = tmp / f"{name}.queries.tsv"
+        texts.write_text(
+            "".join(f"q{q}\thow do I handle {TOPICS[q % len(TOPICS)]}?\n" for q in range(queries))
+        )
+        corpus_path = tmp / f"{name}.corpus.jsonl"
+        lines = []
+        for q in range(queries):
+            topic = TOPICS[q % len(TOPICS)]
+            for i in range(per_query):
+                text = f"Part {i + 1} of the article about {topic}: rate limiting and retries."
+                lines.append(
+                    json.dumps(
+                        {
+                            "_id": f"d{q}-{i}",
+                            "title": f"Article {q}: {topic}",
+                            "text": text,
+                            "parent_id": f"article-{q}",
+                            "chunk_index": i,
+                        }
+                    )
+                )
+            lines += [
+                json.dumps(
+                    {
+                        "_id": f"noise{q}-{r}",
+                        "title": f"Unrelated page {r}",
+                        "text": "Something else entirely.",
+                    }
+                )
+                for r in range(3)
+            ]
+        corpus_path.write_text("\n".join(lines) + "\n")
     with Session(engine, expire_on_commit=False) as session:
         golden = golden_sets.import_golden_set(
-            session=session, name=name, qrels=tmp / f"{name}.qrels"
+            session=session,
+            name=name,
+            qrels=tmp / f"{name}.qrels",
+            queries=texts,
+            corpus=corpus_path,
         )
         stored = runs.import_run(
             session=session,

@@ -1,0 +1,300 @@
+"""The reviewer's page: one miss at a time, keyboard first, HTMX swaps the next one in.
+
+Every answer to a review action is the card (``#review``) to show next, with a message when
+something went wrong: the reviewer is always told whether the label was saved.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.api.deps import (
+    ClockDep,
+    Principal,
+    ReviewerDep,
+    ReviewerOrNoneDep,
+    SessionDep,
+    SettingsDep,
+)
+from app.models import OTHER, Miss, Role, Triage
+from app.services import golden_sets as golden_service
+from app.services import queue
+from app.services import review as review_service
+from app.services import runs as run_service
+from app.services import triages as triage_service
+from app.services.errors import ServiceError
+from app.web.render import render
+
+router = APIRouter(include_in_schema=False)
+KEYS = "123456789"
+#: Heartbeat answers go to the status line above the card, not into the card.
+RETARGET = {"HX-Retarget": "#review-status", "HX-Reswap": "innerHTML"}
+
+
+def _card(
+    request: Request,
+    session: Any,
+    principal: Principal,
+    triage: Triage,
+    miss: Miss | None,
+    *,
+    message: str | None = None,
+    tone: str = "info",
+    status: int = 200,
+    error_code: str | None = None,
+    block: str = "card",
+) -> HTMLResponse:
+    run = run_service.get_run(session=session, run_id=triage.run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    card = (
+        review_service.build_card(session=session, miss=miss, triage=triage, run=run, golden=golden)
+        if miss is not None
+        else None
+    )
+    causes = list(zip(KEYS, golden.causes, strict=False))
+    return render(
+        request,
+        "review.html",
+        {
+            "triage": triage,
+            "run": run,
+            "golden": golden,
+            "card": card,
+            "causes": causes,
+            "other": OTHER,
+            "message": message,
+            "tone": tone,
+            "progress": queue.progress(session=session, triage=triage, user=principal.user),
+            "is_lead": principal.role.allows(Role.LEAD),
+        },
+        principal=principal,
+        status=status,
+        error_code=error_code,
+        block="card",
+    )
+
+
+def _next(
+    session: Any, settings: Any, clock: Any, triage: Triage, principal: Principal
+) -> Miss | None:
+    return queue.claim(
+        session=session,
+        triage=triage,
+        user=principal.user,
+        now=clock.now(),
+        lease=timedelta(seconds=settings.lease_seconds),
+    )
+
+
+@router.get("/triages/{triage_id}/review", name="review_page")
+def review_page(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    triage_id: int,
+) -> HTMLResponse:
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    return _card(
+        request, session, principal, triage, _next(session, settings, clock, triage, principal)
+    )
+
+
+def _expired(request: Request, what: str) -> HTMLResponse:
+    """A review action without a valid session: say plainly that nothing was saved."""
+    response = HTMLResponse(
+        f'<section id="review" class="review"><p class="banner error" role="alert">'
+        f"Your session has expired: {what} was NOT saved. "
+        f'<a href="{request.url_for("login_page")}">Log in again</a> and repeat it.</p></section>',
+        status_code=401,
+    )
+    response.headers["X-Error-Code"] = "session_expired"
+    return response
+
+
+@router.post("/triages/{triage_id}/review/label", name="review_label")
+def review_label(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    triage_id: int,
+    miss_id: Annotated[int, Form()],
+    version: Annotated[int, Form()],
+    category: Annotated[str, Form()],
+    note: Annotated[str, Form()] = "",
+) -> Response:
+    if principal is None:
+        return _expired(request, f"your label ({category})")
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    causes = triage_service.causes_of(session=session, triage_id=triage_id)
+    try:
+        labelled = queue.label(
+            session=session,
+            miss_id=miss_id,
+            user=principal.user,
+            category=category,
+            note=note,
+            version=version,
+            causes=causes,
+            now=clock.now(),
+        )
+    except ServiceError as exc:
+        failed = f"Your label ({category}) was NOT saved: {exc.message}."
+        if exc.code == "note_required" or exc.code == "unknown_category":
+            current = session.get(Miss, miss_id)
+            return _card(
+                request,
+                session,
+                principal,
+                triage,
+                current,
+                message=failed,
+                tone="error",
+                status=exc.status,
+                error_code=exc.code,
+            )
+        return _card(
+            request,
+            session,
+            principal,
+            triage,
+            _next(session, settings, clock, triage, principal),
+            message=failed + " Here is your next miss.",
+            tone="error",
+            status=exc.status,
+            error_code=exc.code,
+        )
+    saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {labelled.category}."
+    return _card(
+        request,
+        session,
+        principal,
+        triage,
+        _next(session, settings, clock, triage, principal),
+        message=saved,
+    )
+
+
+@router.post("/triages/{triage_id}/review/skip", name="review_skip")
+def review_skip(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    triage_id: int,
+    miss_id: Annotated[int, Form()],
+    reason: Annotated[str, Form()] = "",
+) -> Response:
+    if principal is None:
+        return _expired(request, "your skip")
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    try:
+        queue.skip(
+            session=session, miss_id=miss_id, user=principal.user, reason=reason, now=clock.now()
+        )
+    except ServiceError as exc:
+        return _card(
+            request,
+            session,
+            principal,
+            triage,
+            session.get(Miss, miss_id),
+            message=f"Not skipped: {exc.message}.",
+            tone="error",
+            status=exc.status,
+            error_code=exc.code,
+        )
+    return _card(
+        request,
+        session,
+        principal,
+        triage,
+        _next(session, settings, clock, triage, principal),
+        message="Skipped: it goes to another reviewer.",
+    )
+
+
+@router.post("/triages/{triage_id}/review/undo", name="review_undo")
+def review_undo(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    triage_id: int,
+) -> Response:
+    if principal is None:
+        return _expired(request, "your undo")
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    try:
+        miss = queue.undo(
+            session=session,
+            triage=triage,
+            user=principal.user,
+            now=clock.now(),
+            lease=timedelta(seconds=settings.lease_seconds),
+        )
+    except ServiceError as exc:
+        return _card(
+            request,
+            session,
+            principal,
+            triage,
+            _next(session, settings, clock, triage, principal),
+            message=f"Nothing undone: {exc.message}.",
+            tone="error",
+            status=exc.status,
+            error_code=exc.code,
+        )
+    return _card(
+        request,
+        session,
+        principal,
+        triage,
+        miss,
+        message=f"Undone: {miss.qid} / {miss.doc_id} is unlabelled again.",
+    )
+
+
+@router.post("/triages/{triage_id}/review/renew", name="review_renew")
+def review_renew(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    triage_id: int,
+    miss_id: Annotated[int, Form()],
+) -> Response:
+    """The page's heartbeat: keep the lease; say so at once if it was lost."""
+    if principal is None:
+        return HTMLResponse(
+            '<p class="banner error" role="alert">Your session has expired: log in again '
+            "before labelling, or your next label will not be saved.</p>",
+            status_code=401,
+            headers={**RETARGET, "X-Error-Code": "session_expired"},
+        )
+    try:
+        queue.renew(
+            session=session,
+            miss_id=miss_id,
+            user=principal.user,
+            now=clock.now(),
+            lease=timedelta(seconds=settings.lease_seconds),
+        )
+    except ServiceError:
+        return HTMLResponse(
+            '<p class="banner error" role="alert">This miss is no longer yours (the lease '
+            "expired and another reviewer took it). Reload to get your next miss.</p>",
+            status_code=409,
+            headers={**RETARGET, "X-Error-Code": "lease_not_held"},
+        )
+    return Response(status_code=204)
