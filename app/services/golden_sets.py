@@ -13,7 +13,7 @@ from app.db import write_transaction
 from app.eval import GoldenSet as EvalGoldenSet
 from app.eval import InputError, golden_from_frame, load_golden
 from app.eval.jsonl import read_corpus
-from app.models import Document, GoldenQuery, GoldenSet, Judgment, User
+from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
 
@@ -191,6 +191,36 @@ def query_texts(*, session: Session, golden: GoldenSet, qids: set[str]) -> dict[
         )
     ).all()
     return {qid: text for qid, text in rows if text is not None}
+
+
+def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> GoldenSet:
+    """Rename or add causes: allowed until the first miss of this golden set is labelled."""
+    cleaned = [c.strip() for c in causes]
+    if not cleaned or any(not c or len(c) > 100 for c in cleaned):
+        raise Invalid("causes must be 1 to 100 characters each, at least one", code="bad_causes")
+    if len(set(cleaned)) != len(cleaned) or "other" in cleaned:
+        raise Invalid("causes must be distinct and not 'other' (built in)", code="bad_causes")
+    if len(cleaned) > 9:
+        raise Invalid("at most 9 causes (one key each on the review page)", code="bad_causes")
+    write_transaction(session)
+    labelled = session.exec(
+        select(func.count())
+        .select_from(Miss)
+        .join(Triage, col(Triage.id) == col(Miss.triage_id))
+        .join(Run, col(Run.id) == col(Triage.run_id))
+        .where(Run.golden_set_id == golden.id, col(Miss.category).is_not(None))
+    ).one()
+    if labelled:
+        session.rollback()
+        raise Conflict(
+            f"{labelled} misses of this golden set are labelled already: the causes are fixed",
+            code="labelling_started",
+        )
+    golden.causes = cleaned
+    session.add(golden)
+    session.commit()
+    session.refresh(golden)
+    return golden
 
 
 def public(golden: GoldenSet) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Response, UploadFile
+from pydantic import BaseModel
 
 from app.api.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.api.uploads import saved_uploads
@@ -111,3 +112,16 @@ def list_runs(session: SessionDep, principal: ReviewerDep, golden_set_id: int) -
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     runs = run_service.list_runs(session=session, golden=golden)
     return {"items": [run_service.public(r) for r in runs], "total": len(runs)}
+
+
+class CausesBody(BaseModel):
+    causes: list[str]
+
+
+@router.put("/{golden_set_id}/causes")
+def set_causes(
+    session: SessionDep, principal: LeadDep, golden_set_id: int, body: CausesBody
+) -> dict[str, Any]:
+    """Rename or add causes (``other`` is built in); 409 once labelling has started."""
+    golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    return service.public(service.set_causes(session=session, golden=golden, causes=body.causes))

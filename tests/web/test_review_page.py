@@ -1,0 +1,99 @@
+"""The review page as a full page and as a fragment; review actions answer with the next card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from app.models import Role
+from tests.conftest import Account, login
+from tests.services.helpers import make_triage
+from tests.web.test_pages import ORIGIN, get
+
+HTMX = {"HX-Request": "true", **ORIGIN}
+
+
+@pytest.fixture(params=["page", "fragment"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_review_page_shows_one_miss_with_context(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path, mode: str
+) -> None:
+    _, _, triage = make_triage(engine, tmp_path, queries=2, per_query=2, corpus=True)
+    login(client, accounts[Role.REVIEWER].email)
+    soup = get(client, f"/triages/{triage.id}/review", mode)
+    card = soup.select_one("#review .card")
+    assert card["data-miss"]
+    assert card["data-version"] == "1"
+    assert soup.select_one("#query-text").get_text() == "how do I handle api throttling limits?"
+    assert [m.get_text() for m in soup.select("#doc-title mark")] == ["api", "throttling", "limits"]
+    assert soup.select_one("#where").get_text() == "not retrieved in the top 3"
+    keys = [(b["data-key"], b.get("value")) for b in soup.select("#review button[data-key]")]
+    assert keys[:3] == [("1", "not-indexed"), ("2", "vocabulary-mismatch"), ("3", "chunk-boundary")]
+    assert [li["value"] for li in soup.select("#candidates li")] == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_label_answers_with_the_next_card(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+) -> None:
+    _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2, corpus=True)
+    login(client, accounts[Role.REVIEWER].email)
+    first = BeautifulSoup(client.get(f"/triages/{triage.id}/review").text, "html.parser")
+    miss_id = first.select_one(".card")["data-miss"]
+    url = f"/triages/{triage.id}/review/label"
+    response = client.post(
+        url, headers=HTMX, data={"miss_id": miss_id, "version": "1", "category": "not-indexed"}
+    )
+    assert response.status_code == 200
+    card = BeautifulSoup(response.text, "html.parser")
+    assert card.find("html") is None  # the card alone, swapped in place
+    assert card.select_one("#message").get_text().startswith("Saved: q0 / ")
+    assert card.select_one(".card")["data-miss"] != miss_id
+    # The same label again: stale, and the reviewer is told it was NOT saved.
+    again = client.post(
+        url, headers=HTMX, data={"miss_id": miss_id, "version": "1", "category": "chunk-boundary"}
+    )
+    assert again.status_code == 409
+    assert again.headers["x-error-code"] == "stale_version"
+    assert (
+        "was NOT saved"
+        in BeautifulSoup(again.text, "html.parser").select_one("#message").get_text()
+    )
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_query_and_note_text_are_escaped(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+) -> None:
+    (tmp_path / "x.qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "x.tsv").write_text("q1\t<script>alert(1)</script> <img src=x onerror=alert(2)>\n")
+    (tmp_path / "x.trec").write_text("q1 Q0 other 1 1 t\n")
+    from sqlmodel import Session
+
+    from app.services import golden_sets, runs, triages
+
+    with Session(engine, expire_on_commit=False) as session:
+        golden = golden_sets.import_golden_set(
+            session=session, name="x", qrels=tmp_path / "x.qrels", queries=tmp_path / "x.tsv"
+        )
+        run = runs.import_run(
+            session=session, golden=golden, name="r", path=tmp_path / "x.trec", source_name="x.trec"
+        )
+        triage = triages.create_triage(
+            session=session, run=run, golden=golden, depth=5, k=1, user=None
+        )
+    login(client, accounts[Role.REVIEWER].email)
+    html = client.get(f"/triages/{triage.id}/review").text
+    soup = BeautifulSoup(html, "html.parser")
+    assert soup.select_one("#query-text").get_text() == (
+        "<script>alert(1)</script> <img src=x onerror=alert(2)>"
+    )
+    assert soup.select("#review script") == []
+    assert soup.select("#review img") == []
