@@ -72,10 +72,10 @@ def write_transaction(session: Session) -> None:
     after the other instead of both reading, then one failing to upgrade its lock. PostgreSQL
     needs nothing here: its queue queries lock rows (``FOR UPDATE SKIP LOCKED``).
     """
+    if session.get_bind().dialect.name != "sqlite":
+        return
     session.commit()  # end whatever the request's earlier reads began
-    bind = session.get_bind()
-    if bind.dialect.name == "sqlite":
-        session.connection(execution_options={SQLITE_BEGIN: "BEGIN IMMEDIATE"})
+    session.connection(execution_options={SQLITE_BEGIN: "BEGIN IMMEDIATE"})
 
 
 def session_scope(engine: Engine) -> Iterator[Session]:

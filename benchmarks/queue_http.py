@@ -72,6 +72,8 @@ SETUP_TIMEOUT = 300.0
 STOP_GRACE = 10.0
 MAX_FAILURES_IN_A_ROW = 5  # a reviewer whose requests keep failing gives up
 P95_TARGET_MS = 50.0
+#: Mean reading time between claim and label (--think-ms); 0 = back to back.
+THINK_S = 0.0
 #: A uvicorn access-log line of a claim or a label: '"POST /api/v1/misses/7/label HTTP/1.1" 200'
 ACCESS = re.compile(r'"POST /api/v1/\w+/\d+/(?P<route>claim|label) HTTP/[\d.]+" (?P<status>\d+)')
 
@@ -262,13 +264,17 @@ def review(
                 miss = answer.json()
                 miss_id = int(miss["id"])
                 category = DEFAULT_CAUSES[miss_id % len(DEFAULT_CAUSES)]
+                if THINK_S:
+                    # A person reads the miss before pressing a key: 0.5x to 1.5x THINK_S.
+                    time.sleep(THINK_S * (0.5 + (miss_id * 7919 % 1000) / 1000))
+                label_sent = time.perf_counter()
                 answer = client.post(
                     f"/api/v1/misses/{miss_id}/label",
                     json={"category": category, "note": "", "version": miss["version"]},
                 )
                 labelled = time.perf_counter()
                 if answer.status_code == 200:
-                    reviewer.labels.append(labelled - claimed)
+                    reviewer.labels.append(labelled - label_sent)
                     reviewer.acknowledged.append((miss_id, category))
                     reviewer.held.append((miss_id, sent, claimed, labelled))
                     failures = 0
@@ -285,9 +291,7 @@ def review(
         reviewer.errors[f"client {type(error).__name__}"] += 1
 
 
-def run_reviewers(
-    base: str, triage_id: int, reviewers: list[Reviewer]
-) -> tuple[float, threading.Event, list[threading.Thread]]:
+def run_reviewers(base: str, triage_id: int, reviewers: list[Reviewer]) -> float:
     """Start every reviewer together; wait for all of them. Wall seconds from the start."""
     start = threading.Barrier(len(reviewers) + 1)
     stop = threading.Event()
@@ -305,7 +309,7 @@ def run_reviewers(
         for thread in threads:
             while thread.is_alive():  # short joins, so SIGALRM reaches the main thread
                 thread.join(timeout=0.5)
-        return time.perf_counter() - began, stop, threads
+        return time.perf_counter() - began
     finally:
         stop.set()
         start.abort()
@@ -523,7 +527,7 @@ def bench_backend(
                 pg_before = postgres_cpu() if backend == "postgresql" else {}
                 server_before = cpu_seconds(process.pid)
                 client_before = psutil.Process().cpu_times()
-                result.wall, _, _ = run_reviewers(base, triage_id, reviewers)
+                result.wall = run_reviewers(base, triage_id, reviewers)
                 client_after = psutil.Process().cpu_times()
                 result.server_cpu = cpu_seconds(process.pid) - server_before
                 result.client_cpu = (client_after.user + client_after.system) - (
@@ -653,12 +657,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="uvicorn workers")
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--timeout", type=int, default=600, help="seconds for everything")
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="mean reading time between a claim and its label (0: back to back, saturating)",
+    )
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if unknown := set(backends) - set(BACKENDS):
         parser.error(f"unknown backends {sorted(unknown)}; choose from {BACKENDS}")
     if args.misses < 2 or args.misses % RELEVANT_PER_QUERY:
         parser.error("--misses must be an even number >= 2")
+    global THINK_S
+    THINK_S = args.think_ms / 1000
     if args.reviewers < 1 or args.workers < 1:
         parser.error("--reviewers and --workers must be >= 1")
 

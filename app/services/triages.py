@@ -85,6 +85,20 @@ def causes_of(*, session: Session, triage_id: int) -> list[str]:
     return list(row)
 
 
+def causes_of_miss(*, session: Session, miss_id: int) -> list[str]:
+    """The named causes that apply to a miss (one query)."""
+    row = session.exec(
+        select(GoldenSet.causes)
+        .join(Run, col(Run.golden_set_id) == col(GoldenSet.id))
+        .join(Triage, col(Triage.run_id) == col(Run.id))
+        .join(Miss, col(Miss.triage_id) == col(Triage.id))
+        .where(Miss.id == miss_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
+    return list(row)
+
+
 def get_triage(*, session: Session, triage_id: int) -> Triage:
     triage = session.get(Triage, triage_id)
     if triage is None:

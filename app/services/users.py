@@ -111,13 +111,15 @@ def revoke_token(*, session: Session, user: User, token_id: int) -> ApiToken:
 
 def user_for_token(*, session: Session, secret: str) -> User | None:
     """The active user a bearer token belongs to; records the token's last use."""
-    token = session.exec(
-        select(ApiToken).where(ApiToken.token_hash == security.digest(secret))
+    found = session.exec(
+        select(ApiToken, User)
+        .join(User, col(User.id) == col(ApiToken.user_id))
+        .where(ApiToken.token_hash == security.digest(secret))
     ).first()
-    if token is None or token.revoked_at is not None:
+    if found is None:
         return None
-    user = session.get(User, token.user_id)
-    if user is None or not user.is_active:
+    token, user = found
+    if token.revoked_at is not None or not user.is_active:
         return None
     now = utcnow()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:

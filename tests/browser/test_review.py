@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 from sqlalchemy.engine import Engine
 
 from app.models import Role
@@ -56,4 +56,48 @@ def test_keyboard_labelling_and_undo(
     page.goto(f"{live_server.url}/triages/{triage.id}")
     expect(page.locator("#closure")).to_have_text(
         "1 + 1 + 0 = 2 of 6 misses in named causes: does not close: 1 other, 3 unlabelled"
+    )
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_two_reviewers_never_see_the_same_miss(
+    browser: Browser,
+    live_server: LiveServer,
+    accounts: dict[Role, Account],
+    engine: Engine,
+    tmp_path: Path,
+) -> None:
+    _, _, triage = make_triage(engine, tmp_path, queries=4, per_query=2, corpus=True)
+    pages = []
+    for role in (Role.REVIEWER, Role.LEAD):
+        page = browser.new_context().new_page()
+        page.goto(f"{live_server.url}/login?next=/triages/{triage.id}/review")
+        page.fill('input[name="email"]', accounts[role].email)
+        page.fill('input[name="password"]', PASSWORD)
+        page.keyboard.press("Enter")
+        expect(page.locator(".card")).to_be_visible()
+        pages.append(page)
+    shown: list[set[str]] = [set(), set()]
+    labels = 0
+    while True:
+        active = [(i, p) for i, p in enumerate(pages) if p.locator(".card[data-miss]").count()]
+        if not active:
+            break
+        for i, page in active:
+            if not page.locator(".card[data-miss]").count():
+                continue  # its queue ran dry after its previous label
+            miss = page.locator(".card").get_attribute("data-miss")
+            assert miss is not None
+            shown[i].add(miss)
+            page.keyboard.press("2")
+            expect(page.locator(f'.card[data-miss="{miss}"]')).to_have_count(0)
+            expect(page.locator("#message")).to_contain_text("Saved:")
+            labels += 1
+    assert shown[0].isdisjoint(shown[1])
+    assert labels == 8
+    assert len(shown[0] | shown[1]) == 8
+    screenshot(pages[0], "review-done")
+    pages[0].goto(f"{live_server.url}/triages/{triage.id}")
+    expect(pages[0].locator("#closure")).to_have_text(
+        "0 + 8 + 0 = 8 of 8 misses accounted for: the categories close"
     )

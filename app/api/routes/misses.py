@@ -9,19 +9,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
-from app.models import Miss
 from app.services import queue
-from app.services.errors import NotFound
-from app.services.triages import causes_of, public_miss
+from app.services.triages import causes_of_miss, public_miss
 
 router = APIRouter(prefix="/misses", tags=["queue"])
-
-
-def _miss(session: SessionDep, miss_id: int) -> Miss:
-    miss = session.get(Miss, miss_id)
-    if miss is None:
-        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-    return miss
 
 
 @router.post("/{miss_id}/renew")
@@ -81,8 +72,7 @@ def label(
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
     log."""
-    miss = _miss(session, miss_id)
-    causes = causes_of(session=session, triage_id=miss.triage_id)
+    causes = causes_of_miss(session=session, miss_id=miss_id)
     labelled = queue.label(
         session=session,
         miss_id=miss_id,
