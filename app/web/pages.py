@@ -10,11 +10,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.api.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.api.uploads import saved_uploads
 from app.eval import Gain, Order
+from app.eval.conventions import DEFAULT_DEPTHS
 from app.models import GoldenSet, Role
+from app.services import comparisons
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
+from app.web.charts import depth_curve_chart
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
@@ -99,9 +102,10 @@ def _run_rows(
     session: Any, golden: GoldenSet, *, k: int, depth: int, gain: Gain
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    depths = tuple(sorted({*DEFAULT_DEPTHS, k, depth}))
     for run in run_service.list_runs(session=session, golden=golden):
         evaluation = run_service.evaluate_stored_run(
-            session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=(k, depth)
+            session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=depths
         )
         triage = next(
             (
@@ -122,6 +126,7 @@ def _run_rows(
                 "queries": run.queries,
                 "evaluated": len(evaluation.queries),
                 "relevant": evaluation.relevant,
+                "curve": {d: evaluation.depth_curve[d] for d in DEFAULT_DEPTHS},
                 "triage": triage,
             }
         )
@@ -133,6 +138,23 @@ def _run_rows(
     return rows, best
 
 
+def _reranker_checks(session: Any, rows: list[dict[str, Any]], *, k: int, depth: int) -> list[str]:
+    """For each pair of runs with the same top-``depth`` documents for every query: say that
+    recall@depth is the same and that the recall@k change is ordering alone."""
+    notes = []
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            same = comparisons.same_candidates(session=session, a=a["run"], b=b["run"], depth=depth)
+            if same:
+                notes.append(
+                    f"{a['run'].name} and {b['run'].name} return the same top {depth} documents "
+                    f"for every query: R@{depth} is identical ({a['recall_depth']:.4f}), and "
+                    f"the R@{k} change ({a['recall_k']:.4f} to {b['recall_k']:.4f}) is "
+                    "ordering alone."
+                )
+    return notes
+
+
 def _golden_set_page(
     request: Request,
     session: Any,
@@ -142,12 +164,14 @@ def _golden_set_page(
     k: int = 10,
     depth: int = 50,
     gain: Gain = Gain.EXP,
+    cost_ms: float | None = None,
     error: str | None = None,
     form: dict[str, Any] | None = None,
     status: int = 200,
     error_code: str | None = None,
 ) -> HTMLResponse:
     rows, best = _run_rows(session, golden, k=k, depth=depth, gain=gain)
+    chart = depth_curve_chart({r["run"].name: r["curve"] for r in rows})
     return render(
         request,
         "golden_set.html",
@@ -158,6 +182,10 @@ def _golden_set_page(
             "k": k,
             "depth": depth,
             "gain": gain.value,
+            "cost_ms": cost_ms,
+            "chart": chart,
+            "depths": DEFAULT_DEPTHS,
+            "checks": _reranker_checks(session, rows, k=k, depth=depth),
             "can_import": principal.role.allows(Role.LEAD),
             "error": error,
             "form": form or {"name": ""},
@@ -177,10 +205,14 @@ def golden_set_page(
     k: int = 10,
     depth: int = 50,
     gain: Gain = Gain.EXP,
+    cost_ms: float | None = None,
 ) -> HTMLResponse:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     k, depth = max(1, min(k, 100_000)), max(1, min(depth, 100_000))
-    return _golden_set_page(request, session, principal, golden, k=k, depth=depth, gain=gain)
+    cost = cost_ms if cost_ms is not None and 0 < cost_ms < 1e6 else None
+    return _golden_set_page(
+        request, session, principal, golden, k=k, depth=depth, gain=gain, cost_ms=cost
+    )
 
 
 @router.post("/golden-sets/{golden_set_id}/runs", name="import_run_form")

@@ -1,0 +1,117 @@
+"""The run page (per-query diagnosis) and the comparison of two runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from app.api.deps import ReviewerDep, SessionDep
+from app.eval import Gain
+from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
+from app.services import comparisons
+from app.services import golden_sets as golden_service
+from app.services import runs as run_service
+from app.web.render import render
+
+router = APIRouter(include_in_schema=False)
+PER_PAGE = 50
+SORTS = {
+    "qid": lambda q: q.qid,
+    "recall_k": lambda q: q.recall_k,
+    "recall_depth": lambda q: q.recall_depth,
+    "ndcg_k": lambda q: q.ndcg_k,
+    "ndcg_cand_k": lambda q: -1.0 if q.ndcg_cand_k is None else q.ndcg_cand_k,
+    "misses": lambda q: q.misses,
+    "diagnosis": lambda q: q.diagnosis.value,
+}
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(value, high))
+
+
+@router.get("/runs/{run_id}", name="run_page")
+def run_page(
+    request: Request,
+    session: SessionDep,
+    principal: ReviewerDep,
+    run_id: int,
+    k: int = 10,
+    depth: int = 50,
+    gain: Gain = Gain.EXP,
+    q: str = "",
+    diagnosis: str = "",
+    sort: str = "qid",
+    desc: bool = False,
+    page: int = 1,
+) -> HTMLResponse:
+    run = run_service.get_run(session=session, run_id=run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    k, depth = _clamp(k, 1, 100_000), _clamp(depth, 1, 100_000)
+    evaluation = run_service.evaluate_stored_run(
+        session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=(k, depth)
+    )
+    rows = evaluation.queries
+    needle = q.strip().lower()
+    if needle:
+        rows = [r for r in rows if needle in r.qid.lower() or needle in (r.text or "").lower()]
+    if diagnosis in {d.value for d in Diagnosis}:
+        rows = [r for r in rows if r.diagnosis.value == diagnosis]
+    key = SORTS.get(sort, SORTS["qid"])
+    rows = sorted(rows, key=key, reverse=desc)
+    pages = max(1, -(-len(rows) // PER_PAGE))
+    page = _clamp(page, 1, pages)
+    counts = evaluation.diagnosis_counts
+    return render(
+        request,
+        "run.html",
+        {
+            "run": run,
+            "golden": golden,
+            "evaluation": evaluation,
+            "k": k,
+            "depth": depth,
+            "gain": gain.value,
+            "q": q,
+            "diagnosis": diagnosis,
+            "sort": sort,
+            "desc": desc,
+            "rows": rows[(page - 1) * PER_PAGE : page * PER_PAGE],
+            "matching": len(rows),
+            "page": page,
+            "pages": pages,
+            "diagnoses": [(d.value, counts[d.value], DIAGNOSIS_MEANING[d]) for d in Diagnosis],
+        },
+        principal=principal,
+    )
+
+
+@router.get("/golden-sets/{golden_set_id}/compare", name="compare_page")
+def compare_page(
+    request: Request,
+    session: SessionDep,
+    principal: ReviewerDep,
+    golden_set_id: int,
+    a: int,
+    b: int,
+    depth: int = 50,
+) -> HTMLResponse:
+    golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    run_a = run_service.get_run(session=session, run_id=a)
+    run_b = run_service.get_run(session=session, run_id=b)
+    depth = _clamp(depth, 1, 100_000)
+    comparison = comparisons.compare(session=session, golden=golden, a=run_a, b=run_b, depth=depth)
+    texts = golden_service.query_texts(
+        session=session,
+        golden=golden,
+        qids={qid for qid, _, _ in comparison.fixed + comparison.introduced},
+    )
+    context: dict[str, Any] = {
+        "golden": golden,
+        "comparison": comparison,
+        "texts": texts,
+        "same": comparisons.same_candidates(session=session, a=run_a, b=run_b, depth=depth),
+    }
+    return render(request, "compare.html", context, principal=principal)

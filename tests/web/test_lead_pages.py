@@ -1,0 +1,130 @@
+"""Lead views: the depth-curve chart, the reranker check, the run page, the comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+
+from app.models import Role
+from tests.conftest import Account, login
+from tests.web.test_pages import ORIGIN, get
+
+QRELS = "q1 0 a 1\nq1 0 b 1\nq2 0 c 1\nq3 0 d 2\n"
+QUERIES = "q1\tthrottling errors\nq2\tsso login\nq3\texport data\n"
+# first: a@1, b@3; c@4; d not retrieved.  reranked: the same top 5 per query, reordered.
+FIRST = (
+    "q1 Q0 a 1 9 t\nq1 Q0 x 2 8 t\nq1 Q0 b 3 7 t\nq2 Q0 y 1 9 t\nq2 Q0 z 2 8 t\n"
+    "q2 Q0 w 3 7 t\nq2 Q0 c 4 6 t\nq3 Q0 e 1 1 t\n"
+)
+RERANKED = (
+    "q1 Q0 b 1 9 t\nq1 Q0 a 2 8 t\nq1 Q0 x 3 7 t\nq2 Q0 c 1 9 t\nq2 Q0 y 2 8 t\n"
+    "q2 Q0 z 3 7 t\nq2 Q0 w 4 6 t\nq3 Q0 e 1 1 t\n"
+)
+# hybrid finds d (q3) at rank 2 and loses c.
+HYBRID = "q1 Q0 a 1 9 t\nq1 Q0 b 2 8 t\nq2 Q0 y 1 9 t\nq3 Q0 e 1 9 t\nq3 Q0 d 2 8 t\n"
+
+
+@pytest.fixture(params=["page", "fragment"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def golden_url(client: TestClient, accounts: dict[Role, Account]) -> Iterator[str]:
+    login(client, accounts[Role.LEAD].email)
+    response = client.post(
+        "/golden-sets",
+        data={"name": "help"},
+        headers=ORIGIN,
+        files={"qrels": ("q.txt", QRELS), "queries": ("q.tsv", QUERIES)},
+        follow_redirects=False,
+    )
+    url = response.headers["location"]
+    for name, content in (("first", FIRST), ("reranked", RERANKED), ("hybrid", HYBRID)):
+        created = client.post(
+            f"{url}/runs",
+            data={"name": name},
+            headers=ORIGIN,
+            files={"run": (f"{name}.trec", content)},
+            follow_redirects=False,
+        )
+        assert created.status_code == 303
+    return url
+
+
+def test_chart_and_reranker_check(client: TestClient, golden_url: str, mode: str) -> None:
+    soup = get(client, f"{golden_url}?k=1&depth=5&cost_ms=2.5", mode)
+    svg = soup.select_one("svg#depth-curve")
+    assert svg["role"] == "img"
+    assert [g["data-run"] for g in svg.select("g.series")] == ["first", "reranked", "hybrid"]
+    assert len(svg.select('g[data-run="first"] circle')) == 6  # depths 10 .. 1000
+    titles = [t.get_text() for t in svg.select('g[data-run="hybrid"] circle title')]
+    assert titles[0] == "hybrid: R@10 = 0.6667"
+    checks = [p.get_text() for p in soup.select('[data-check="reranker"]')]
+    assert checks == [
+        "first and reranked return the same top 5 documents for every query: R@5 is identical "
+        "(0.6667), and the R@1 change (0.1667 to 0.5000) is ordering alone."
+    ]
+    costs = [td.get_text() for td in soup.select('#runs-table td[data-measure="cost"]')]
+    assert costs == ["12.5", "12.5", "12.5"]
+
+
+def test_run_page_diagnosis_search_sort(client: TestClient, golden_url: str, mode: str) -> None:
+    listing = BeautifulSoup(client.get(golden_url).text, "html.parser")
+    run_url = listing.select_one('#runs-table tr[data-run="first"] a')["href"].split("?")[0]
+    soup = get(client, f"{run_url}?k=1&depth=5&sort=misses&desc=true", mode)
+    assert [tr["data-qid"] for tr in soup.select("#queries tbody tr")] == ["q3", "q1", "q2"]
+    counts = {li["data-diagnosis"]: li.b.get_text() for li in soup.select("#diagnoses li")}
+    assert counts == {"ranking": "1", "candidate_generation": "0", "ingestion": "1", "fine": "1"}
+    found = get(client, f"{run_url}?k=1&depth=5&q=SSO", mode)
+    assert [tr["data-qid"] for tr in found.select("#queries tbody tr")] == ["q2"]
+
+
+def test_comparison_by_cause(client: TestClient, golden_url: str, mode: str) -> None:
+    listing = BeautifulSoup(client.get(golden_url).text, "html.parser")
+    ids = {
+        tr["data-run"]: tr.a["href"].split("/runs/")[1].split("?")[0]
+        for tr in listing.select("#runs-table tbody tr")
+    }
+    soup = get(client, f"{golden_url}/compare?a={ids['first']}&b={ids['hybrid']}&depth=5", mode)
+    assert soup.select_one("#summary").get_text() == (
+        "hybrid fixes 1 of 1 unlabelled misses of first; introduces 1 unlabelled"
+    )
+    assert [td.get_text() for td in soup.select("#fixed td")] == [
+        "q3: export data",
+        "d",
+        "unlabelled",
+    ]
+    assert [td.get_text() for td in soup.select("#introduced td")][:2] == ["q2: sso login", "c"]
+
+
+def test_comparison_uses_labels_from_any_triage(
+    client: TestClient, golden_url: str, accounts: dict[Role, Account]
+) -> None:
+    lead = accounts[Role.LEAD].headers
+    path = urlsplit(golden_url).path
+    runs = client.get(f"/api/v1{path}/runs", headers=lead).json()["items"]
+    ids = {r["name"]: r["id"] for r in runs}
+    triage = client.post(
+        f"/api/v1/runs/{ids['first']}/triages", headers=lead, json={"depth": 5, "k": 1}
+    ).json()
+    miss = client.post(f"/api/v1/triages/{triage['id']}/claim", headers=lead).json()
+    assert (miss["qid"], miss["doc_id"]) == ("q3", "d")
+    client.post(
+        f"/api/v1/misses/{miss['id']}/label",
+        headers=lead,
+        json={"category": "vocabulary-mismatch", "version": 1},
+    )
+    soup = BeautifulSoup(
+        client.get(f"{golden_url}/compare?a={ids['first']}&b={ids['hybrid']}&depth=5").text,
+        "html.parser",
+    )
+    assert soup.select_one("#summary").get_text() == (
+        "hybrid fixes 1 of 1 vocabulary-mismatch misses of first; introduces 1 unlabelled"
+    )
+    row = soup.select_one('#by-cause tr[data-cause="vocabulary-mismatch"]')
+    assert [td.get_text() for td in row.select("td")] == ["vocabulary-mismatch", "1", "1", "0"]
