@@ -23,6 +23,7 @@ from app.web import accounts as web_accounts
 from app.web import pages as web_pages
 from app.web import review as web_review
 from app.web import runs as web_runs
+from app.web import triage as web_triage
 
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
 
@@ -49,6 +50,7 @@ def create_app(
     app.include_router(web_pages.router)
     app.include_router(web_review.router)
     app.include_router(web_runs.router)
+    app.include_router(web_triage.router)
 
     @app.get("/openapi.json", include_in_schema=False, name="openapi")
     def openapi(principal: ReviewerDep) -> dict[str, Any]:

@@ -24,6 +24,10 @@ class Role(StrEnum):
         """A role can do what every lower role can."""
         return self.level >= needed.level
 
+    @property
+    def allows_lead(self) -> bool:
+        return self.allows(Role.LEAD)
+
 
 class User(SQLModel, table=True):
     __tablename__ = "user_account"

@@ -273,29 +273,3 @@ def create_triage(
         session=session, run=run, golden=golden, depth=depth, k=k, user=principal.user
     )
     return redirect(request, str(request.url_for("triage_page", triage_id=triage.id)))
-
-
-@router.get("/triages/{triage_id}", name="triage_page")
-def triage_page(
-    request: Request, session: SessionDep, principal: ReviewerDep, triage_id: int
-) -> HTMLResponse:
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    run = run_service.get_run(session=session, run_id=triage.run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
-    summary = triage_service.summarise(session=session, triage=triage, causes=list(golden.causes))
-    misses, total = triage_service.list_misses(session=session, triage=triage, per_page=200)
-    texts = golden_service.query_texts(session=session, golden=golden, qids={m.qid for m in misses})
-    return render(
-        request,
-        "triage.html",
-        {
-            "triage": triage,
-            "run": run,
-            "golden": golden,
-            "summary": summary,
-            "misses": misses,
-            "total": total,
-            "texts": texts,
-        },
-        principal=principal,
-    )

@@ -47,5 +47,5 @@ def test_lead_imports_through_the_forms(
     expect(page.locator("#closure")).to_have_text(
         "0 + 0 + 0 = 0 of 1 misses in named causes: does not close: 1 unlabelled"
     )
-    expect(page.locator("#misses tbody tr")).to_have_count(1)
+    expect(page.locator("#residue tbody tr")).to_have_count(1)
     screenshot(page, "triage")

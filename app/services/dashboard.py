@@ -1,0 +1,151 @@
+"""The lead's view of a triage: throughput per reviewer, live leases, the residue, the
+backlog with filters. Aggregates are computed in SQL; no query per row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from app.models import OTHER, LabelEvent, Miss, MissState, Triage, User
+from app.services.errors import Invalid
+
+LABEL_ACTIONS = ("label", "relabel")
+BACKLOG_SORTS = {
+    "position": col(Miss.position),
+    "qid": col(Miss.qid),
+    "grade": col(Miss.grade).desc(),
+    "rank": col(Miss.rank),
+    "category": col(Miss.category),
+    "labelled_at": col(Miss.labelled_at).desc(),
+}
+
+
+@dataclass(frozen=True)
+class Throughput:
+    email: str
+    labels: int
+    first: datetime
+    last: datetime
+
+    @property
+    def per_hour(self) -> float | None:
+        hours = (self.last - self.first).total_seconds() / 3600
+        return self.labels / hours if hours > 0 else None
+
+
+def throughput(*, session: Session, triage: Triage) -> list[Throughput]:
+    rows = session.exec(
+        select(User.email, func.count(), func.min(LabelEvent.at), func.max(LabelEvent.at))
+        .join(User, col(User.id) == col(LabelEvent.user_id))
+        .where(LabelEvent.triage_id == triage.id, col(LabelEvent.action).in_(LABEL_ACTIONS))
+        .group_by(col(User.email))
+        .order_by(func.count().desc())
+    ).all()
+    return [Throughput(email, n, _aware(first), _aware(last)) for email, n, first, last in rows]
+
+
+def _aware(value: Any) -> datetime:
+    assert isinstance(value, datetime)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Lease:
+    miss_id: int
+    qid: str
+    doc_id: str
+    holder: str
+    expires_at: datetime
+
+
+def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Lease]:
+    rows = session.exec(
+        select(Miss, User.email)
+        .join(User, col(User.id) == col(Miss.lease_holder_id))
+        .where(
+            Miss.triage_id == triage.id,
+            Miss.state == MissState.OPEN.value,
+            col(Miss.lease_expires_at) > now,
+        )
+        .order_by(col(Miss.lease_expires_at))
+    ).all()
+    return [
+        Lease(m.id, m.qid, m.doc_id, email, m.lease_expires_at)
+        for m, email in rows
+        if m.id is not None and m.lease_expires_at is not None
+    ]
+
+
+def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[Miss], int]:
+    """What keeps the categories from closing: unlabelled misses and those in "other"."""
+    where: list[Any] = [
+        Miss.triage_id == triage.id,
+        (col(Miss.state) == MissState.OPEN.value) | (col(Miss.category) == OTHER),
+    ]
+    total = session.exec(select(func.count()).select_from(Miss).where(*where)).one()
+    items = session.exec(select(Miss).where(*where).order_by(col(Miss.position)).limit(limit))
+    return list(items), int(total)
+
+
+@dataclass(frozen=True)
+class BacklogRow:
+    miss: Miss
+    labelled_by: str | None
+
+
+def backlog(
+    *,
+    session: Session,
+    triage: Triage,
+    cause: str = "",
+    qid: str = "",
+    reviewer: str = "",
+    state: str = "",
+    sort: str = "position",
+    page: int = 1,
+    per_page: int = 50,
+) -> tuple[list[BacklogRow], int]:
+    if page < 1 or not 1 <= per_page <= 500:
+        raise Invalid("page >= 1 and per_page within 1..500", code="invalid_page")
+    where: list[Any] = [Miss.triage_id == triage.id]
+    if cause == "unlabelled":
+        where.append(col(Miss.category).is_(None))
+    elif cause:
+        where.append(Miss.category == cause)
+    if qid:
+        where.append(Miss.qid == qid)
+    if state:
+        where.append(Miss.state == state)
+    if reviewer:
+        where.append(User.email == reviewer)
+    base = (
+        select(Miss, User.email)
+        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
+        .where(*where)
+    )
+    total = session.exec(
+        select(func.count())
+        .select_from(Miss)
+        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
+        .where(*where)
+    ).one()
+    order = BACKLOG_SORTS.get(sort, BACKLOG_SORTS["position"])
+    rows = session.exec(
+        base.order_by(order, col(Miss.position)).offset((page - 1) * per_page).limit(per_page)
+    ).all()
+    return [BacklogRow(m, email) for m, email in rows], int(total)
+
+
+def reviewers(*, session: Session, triage: Triage) -> list[str]:
+    rows = session.exec(
+        select(User.email)
+        .join(Miss, col(Miss.labelled_by_id) == col(User.id))
+        .where(Miss.triage_id == triage.id)
+        .distinct()
+        .order_by(col(User.email))
+    ).all()
+    return list(rows)

@@ -1,0 +1,218 @@
+"""The triage dashboard, the backlog, and one miss with its audit trail (lead relabel)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, Response
+from sqlmodel import col, select
+
+from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep
+from app.models import OTHER, Miss, MissState, Triage, User
+from app.services import dashboard, queue
+from app.services import golden_sets as golden_service
+from app.services import runs as run_service
+from app.services import triages as triage_service
+from app.services.errors import NotFound, ServiceError
+from app.services.review import where_the_run_put_it
+from app.web.render import redirect, render
+
+router = APIRouter(include_in_schema=False)
+PER_PAGE = 50
+
+
+def _context(session: Any, triage: Triage) -> dict[str, Any]:
+    run = run_service.get_run(session=session, run_id=triage.run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    return {"triage": triage, "run": run, "golden": golden}
+
+
+@router.get("/triages/{triage_id}", name="triage_page")
+def triage_page(
+    request: Request, session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: int
+) -> HTMLResponse:
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    context = _context(session, triage)
+    summary = triage_service.summarise(
+        session=session, triage=triage, causes=list(context["golden"].causes)
+    )
+    residue, residue_total = dashboard.residue(session=session, triage=triage)
+    texts = golden_service.query_texts(
+        session=session, golden=context["golden"], qids={m.qid for m in residue}
+    )
+    largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
+    return render(
+        request,
+        "triage.html",
+        context
+        | {
+            "summary": summary,
+            "largest": largest,
+            "residue": residue,
+            "residue_total": residue_total,
+            "texts": texts,
+            "throughput": dashboard.throughput(session=session, triage=triage),
+            "leases": dashboard.live_leases(session=session, triage=triage, now=clock.now()),
+            "labelled": triage.misses - summary.unlabelled,
+            "is_lead": principal.role.allows_lead,
+        },
+        principal=principal,
+    )
+
+
+@router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")
+def release_lease(
+    request: Request,
+    session: SessionDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    triage_id: int,
+    miss_id: int,
+) -> Response:
+    queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
+    return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
+
+
+@router.get("/triages/{triage_id}/backlog", name="backlog_page")
+def backlog_page(
+    request: Request,
+    session: SessionDep,
+    principal: ReviewerDep,
+    triage_id: int,
+    cause: str = "",
+    qid: str = "",
+    reviewer: str = "",
+    state: str = "",
+    sort: str = "position",
+    page: int = 1,
+) -> HTMLResponse:
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    context = _context(session, triage)
+    rows, total = dashboard.backlog(
+        session=session,
+        triage=triage,
+        cause=cause,
+        qid=qid.strip(),
+        reviewer=reviewer,
+        state=state if state in {s.value for s in MissState} else "",
+        sort=sort if sort in dashboard.BACKLOG_SORTS else "position",
+        page=max(page, 1),
+        per_page=PER_PAGE,
+    )
+    pages = max(1, -(-total // PER_PAGE))
+    texts = golden_service.query_texts(
+        session=session, golden=context["golden"], qids={r.miss.qid for r in rows}
+    )
+    return render(
+        request,
+        "backlog.html",
+        context
+        | {
+            "rows": rows,
+            "total": total,
+            "page": min(max(page, 1), pages),
+            "pages": pages,
+            "filters": {
+                "cause": cause,
+                "qid": qid,
+                "reviewer": reviewer,
+                "state": state,
+                "sort": sort,
+            },
+            "causes": [*context["golden"].causes, OTHER, "unlabelled"],
+            "reviewers": dashboard.reviewers(session=session, triage=triage),
+            "texts": texts,
+            "sorts": list(dashboard.BACKLOG_SORTS),
+        },
+        principal=principal,
+    )
+
+
+def _miss_page(
+    request: Request,
+    session: Any,
+    principal: Any,
+    miss: Miss,
+    *,
+    message: str | None = None,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
+    triage = triage_service.get_triage(session=session, triage_id=miss.triage_id)
+    context = _context(session, triage)
+    events = queue.events(session=session, miss_id=miss.id)  # type: ignore[arg-type]
+    people = {u.id: u.email for u in session.exec(_users_query(events))} if events else {}
+    return render(
+        request,
+        "miss.html",
+        context
+        | {
+            "miss": miss,
+            "events": events,
+            "people": people,
+            "message": message,
+            "causes": [*context["golden"].causes, OTHER],
+            "where": where_the_run_put_it(miss, None),
+            "text": golden_service.query_texts(
+                session=session, golden=context["golden"], qids={miss.qid}
+            ).get(miss.qid),
+            "is_lead": principal.role.allows_lead,
+        },
+        principal=principal,
+        status=status,
+        error_code=error_code,
+    )
+
+
+def _users_query(events: list[Any]) -> Any:
+    ids = sorted({e.user_id for e in events if e.user_id is not None})
+    return select(User).where(col(User.id).in_(ids))
+
+
+@router.get("/misses/{miss_id}", name="miss_page")
+def miss_page(
+    request: Request, session: SessionDep, principal: ReviewerDep, miss_id: int
+) -> HTMLResponse:
+    miss = session.get(Miss, miss_id)
+    if miss is None:
+        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
+    return _miss_page(request, session, principal, miss)
+
+
+@router.post("/misses/{miss_id}/relabel", name="relabel_form")
+def relabel(
+    request: Request,
+    session: SessionDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    miss_id: int,
+    category: Annotated[str, Form()],
+    version: Annotated[int, Form()],
+    note: Annotated[str, Form()] = "",
+) -> Response:
+    causes = triage_service.causes_of_miss(session=session, miss_id=miss_id)
+    try:
+        queue.label(
+            session=session,
+            miss_id=miss_id,
+            user=principal.user,
+            category=category,
+            note=note,
+            version=version,
+            causes=causes,
+            now=clock.now(),
+        )
+    except ServiceError as exc:
+        miss = session.get(Miss, miss_id)
+        assert miss is not None
+        return _miss_page(
+            request,
+            session,
+            principal,
+            miss,
+            message=f"Not saved: {exc.message}.",
+            status=exc.status,
+            error_code=exc.code,
+        )
+    return redirect(request, str(request.url_for("miss_page", miss_id=miss_id)))
