@@ -135,10 +135,11 @@ def closure_sentence(counts: dict[str, int], *, other: int, unlabelled: int) -> 
     named = sum(counts.values())
     total = named + other + unlabelled
     terms = " + ".join(str(n) for n in counts.values()) or "0"
+    misses = "miss" if total == 1 else "misses"
     if other == 0 and unlabelled == 0:
-        return f"{terms} = {named} of {total} misses accounted for: the categories close"
+        return f"{terms} = {named} of {total} {misses} accounted for: the categories close"
     left = [f"{n} {what}" for n, what in ((other, OTHER), (unlabelled, "unlabelled")) if n]
-    return f"{terms} = {named} of {total} misses in named causes: does not close: " + ", ".join(
+    return f"{terms} = {named} of {total} {misses} in named causes: does not close: " + ", ".join(
         left
     )
 

@@ -122,5 +122,5 @@ def test_causes_can_change_before_labelling(
         == 200
     )
     summary = client.get(f"/api/v1/triages/{triage.id}", headers=lead).json()
-    assert summary["closure"] == "0 + 1 = 1 of 1 misses accounted for: the categories close"
+    assert summary["closure"] == "0 + 1 = 1 of 1 miss accounted for: the categories close"
     assert summary["closes"] is True

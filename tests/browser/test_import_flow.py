@@ -45,7 +45,7 @@ def test_lead_imports_through_the_forms(
 
     row.locator("text=Create triage").click()
     expect(page.locator("#closure")).to_have_text(
-        "0 + 0 + 0 = 0 of 1 misses in named causes: does not close: 1 unlabelled"
+        "0 + 0 + 0 = 0 of 1 miss in named causes: does not close: 1 unlabelled"
     )
     expect(page.locator("#residue tbody tr")).to_have_count(1)
     screenshot(page, "triage")

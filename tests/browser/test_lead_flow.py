@@ -1,0 +1,62 @@
+"""A lead imports a golden set and two runs through the forms, creates a triage, sees the runs
+table and the chart; after misses are labelled through the API the closure sentence changes
+from "does not close" to "close"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.models import Role
+from tests.browser.conftest import screenshot
+from tests.conftest import PASSWORD, Account
+from tests.live import LiveServer
+from tests.web.test_lead_pages import FIRST, HYBRID, QRELS, QUERIES
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_lead_flow_until_the_categories_close(
+    page: Page, live_server: LiveServer, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    files = {"qrels.txt": QRELS, "queries.tsv": QUERIES, "first.trec": FIRST, "hybrid.trec": HYBRID}
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    page.goto(f"{live_server.url}/login")
+    page.fill('input[name="email"]', accounts[Role.LEAD].email)
+    page.fill('input[name="password"]', PASSWORD)
+    page.keyboard.press("Enter")
+    page.fill('input[name="name"]', "help centre")
+    page.set_input_files('input[name="qrels"]', tmp_path / "qrels.txt")
+    page.set_input_files('input[name="queries"]', tmp_path / "queries.tsv")
+    page.get_by_role("button", name="Import").click()
+    for run in ("first", "hybrid"):
+        page.fill('input[name="name"]', run)
+        page.set_input_files('input[name="run"]', tmp_path / f"{run}.trec")
+        page.get_by_role("button", name="Import").click()
+        expect(page.locator(f'#runs-table tr[data-run="{run}"]')).to_be_visible()
+    expect(page.locator("svg#depth-curve g.series")).to_have_count(2)
+    screenshot(page, "lead-golden-set")
+
+    page.locator('#runs-table tr[data-run="first"]').get_by_role(
+        "button", name="Create triage"
+    ).click()
+    expect(page.locator("#closure")).to_contain_text("does not close: 1 unlabelled")
+    triage_url = page.url
+    triage_id = triage_url.rstrip("/").rsplit("/", 1)[1]
+
+    lead = {"Authorization": f"Bearer {accounts[Role.LEAD].token}"}
+    with httpx.Client(base_url=live_server.url, headers=lead, timeout=10) as api:
+        for cause in ("vocabulary-mismatch",):
+            miss = api.post(f"/api/v1/triages/{triage_id}/claim").json()
+            api.post(
+                f"/api/v1/misses/{miss['id']}/label",
+                json={"category": cause, "version": miss["version"]},
+            ).raise_for_status()
+    page.reload()
+    expect(page.locator("#closure")).to_have_text(
+        "0 + 1 + 0 = 1 of 1 miss accounted for: the categories close"
+    )
+    screenshot(page, "dashboard")
