@@ -634,7 +634,9 @@ def time_services(settings: Settings, triage_id: int) -> list[ServiceTiming]:
                         call()
                         seconds.append(time.perf_counter() - started)
                     session.rollback()
-                timings.append(ServiceTiming(name, statistics.median(seconds), statements))
+                # Only the queries: not BEGIN, pragmas or the pool's ping.
+                queries = [s for s in statements if " FROM " in s.sql.upper()]
+                timings.append(ServiceTiming(name, statistics.median(seconds), queries))
     finally:
         engine.dispose()
     return timings

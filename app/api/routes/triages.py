@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
 
 from app.api.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
+from app.services import backlog as backlog_service
 from app.services import golden_sets as golden_service
 from app.services import queue
 from app.services import runs as run_service
@@ -90,3 +92,44 @@ def undo(
         lease=timedelta(seconds=settings.lease_seconds),
     )
     return service.public_miss(miss)
+
+
+@router.get("/{triage_id}/backlog", response_model=None)
+def backlog(
+    request: Request,
+    session: SessionDep,
+    principal: ReviewerDep,
+    triage_id: int,
+    format: Annotated[str, Query(pattern="^(json|csv|jsonl)$")] = "json",
+    category: str | None = None,
+) -> StreamingResponse:
+    """Every miss with its cause, streamed: JSON (grouped by cause, with counts and the
+    closure sentence), CSV (one row per miss, opens in a spreadsheet) or JSONL."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    run = run_service.get_run(session=session, run_id=triage.run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    base = str(request.base_url).rstrip("/")
+    items = backlog_service.rows(
+        session=session, triage=triage, run=run, golden=golden, base_url=base, category=category
+    )
+    name = f"misstriage-triage-{triage.id}-backlog"
+    if format == "csv":
+        return StreamingResponse(
+            backlog_service.as_csv(items),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+        )
+    if format == "jsonl":
+        return StreamingResponse(backlog_service.as_jsonl(items), media_type="application/x-ndjson")
+    summary = service.summarise(session=session, triage=triage, causes=list(golden.causes))
+    meta = {
+        "triage_id": triage.id,
+        "golden_set": golden.name,
+        "run": run.name,
+        "depth": triage.depth,
+        "k": triage.k,
+    }
+    return StreamingResponse(
+        backlog_service.as_json(items, summary=summary, causes=list(golden.causes), meta=meta),
+        media_type="application/json",
+    )

@@ -1,0 +1,143 @@
+"""The backlog export: one row per miss with stable fields, streamed (JSON, CSV, JSONL).
+
+Rows are read in pages of ``BATCH`` from the database and written as they come, so a triage
+of 100,000 misses never sits in memory as one list.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import literal
+from sqlmodel import Session, col, select
+
+from app.models import OTHER, Document, GoldenQuery, GoldenSet, Miss, Run, Triage, User
+from app.services.triages import Summary
+
+BATCH = 2000
+FORMATS = ("json", "csv", "jsonl")
+#: The stable fields of a backlog row, in this order (documented in docs/backlog.md).
+FIELDS = (
+    "golden_set",
+    "run",
+    "depth",
+    "miss_id",
+    "qid",
+    "query",
+    "doc_id",
+    "title",
+    "grade",
+    "rank",
+    "cause",
+    "note",
+    "labelled_by",
+    "labelled_at",
+    "url",
+)
+
+
+def rows(
+    *,
+    session: Session,
+    triage: Triage,
+    run: Run,
+    golden: GoldenSet,
+    base_url: str,
+    category: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Backlog rows in queue order; ``category`` filters ("unlabelled" = not labelled yet)."""
+    where: list[Any] = [Miss.triage_id == triage.id]
+    if category == "unlabelled":
+        where.append(col(Miss.category).is_(None))
+    elif category:
+        where.append(Miss.category == category)
+    query = (
+        select(Miss, GoldenQuery.text, Document.title, User.email)
+        .join(
+            GoldenQuery,
+            (col(GoldenQuery.golden_set_id) == literal(golden.id))
+            & (col(GoldenQuery.qid) == col(Miss.qid)),
+            isouter=True,
+        )
+        .join(
+            Document,
+            (col(Document.golden_set_id) == literal(golden.id))
+            & (col(Document.doc_id) == col(Miss.doc_id)),
+            isouter=True,
+        )
+        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
+        .where(*where)
+        .order_by(col(Miss.position))
+    )
+    last = 0
+    while True:
+        batch = session.exec(query.where(col(Miss.position) > last).limit(BATCH)).all()
+        for miss, text, title, email in batch:
+            yield {
+                "golden_set": golden.name,
+                "run": run.name,
+                "depth": triage.depth,
+                "miss_id": miss.id,
+                "qid": miss.qid,
+                "query": text,
+                "doc_id": miss.doc_id,
+                "title": title,
+                "grade": miss.grade,
+                "rank": miss.rank,
+                "cause": miss.category,
+                "note": miss.note,
+                "labelled_by": email,
+                "labelled_at": miss.labelled_at.isoformat() if miss.labelled_at else None,
+                "url": f"{base_url}/misses/{miss.id}",
+            }
+        if len(batch) < BATCH:
+            return
+        last = batch[-1][0].position
+
+
+def as_jsonl(items: Iterator[dict[str, Any]]) -> Iterator[str]:
+    for item in items:
+        yield json.dumps(item, ensure_ascii=False) + "\n"
+
+
+def as_csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=FIELDS, lineterminator="\r\n")
+    writer.writeheader()
+    for item in items:
+        writer.writerow({k: "" if v is None else v for k, v in item.items()})
+        if buffer.tell() > 1 << 16:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def as_json(
+    items: Iterator[dict[str, Any]], *, summary: Summary, causes: list[str], meta: dict[str, Any]
+) -> Iterator[str]:
+    """One JSON document: the closure report, counts per cause, then the misses grouped by
+    cause (named causes in taxonomy order, then other, then unlabelled)."""
+    groups: dict[str, list[dict[str, Any]]] = {c: [] for c in [*causes, OTHER, "unlabelled"]}
+    for item in items:
+        groups.setdefault(item["cause"] or "unlabelled", []).append(item)
+    head = {
+        **meta,
+        "counts": summary.counts,
+        "other": summary.other,
+        "unlabelled": summary.unlabelled,
+        "misses": summary.misses,
+        "closes": summary.closes,
+        "closure": summary.closure,
+    }
+    yield json.dumps(head, ensure_ascii=False)[:-1] + ', "causes": ['
+    for index, (cause, members) in enumerate(groups.items()):
+        prefix = ", " if index else ""
+        yield prefix + json.dumps(
+            {"cause": cause, "count": len(members), "misses": members}, ensure_ascii=False
+        )
+    yield "]}"
