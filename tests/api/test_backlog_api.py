@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
@@ -66,8 +67,12 @@ def test_backlog_formats(
 
 
 def test_backlog_streams_past_one_batch(
-    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    client: TestClient,
+    accounts: dict[Role, Account],
+    engine: Engine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(backlog, "BATCH", 3)
     _, _, triage = make_triage(engine, tmp_path, queries=4, per_query=2)
     lines = client.get(
