@@ -16,7 +16,7 @@ the work queue would have left it:
   with ``before``/``after`` snapshots like the queue service writes;
 * the first --leases open misses carry a live lease (a reviewer, now + 10 minutes).
 
-PostgreSQL gets an ANALYZE after the load (what autovacuum does soon after a bulk load);
+PostgreSQL gets a VACUUM ANALYZE after the load (what autovacuum does soon after it);
 SQLite gets none (the app never runs it). Then the real server (`misstriage serve --workers
 1`) answers, to one keep-alive httpx client, the dashboard ``GET /triages/{id}``, the first
 backlog page ``GET /triages/{id}/backlog``, ``GET /triages/{id}/backlog?cause=other`` (HTML,
@@ -69,8 +69,10 @@ from psycopg import sql
 from sqlalchemy import bindparam, event, insert, select, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from starlette.testclient import TestClient
 
 from app.db import make_engine
+from app.main import create_app
 from app.migrate import upgrade
 from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, MissState, Role
 from app.services import dashboard, golden_sets, runs, triages, users
@@ -109,6 +111,7 @@ HEALTH_TIMEOUT = 60.0
 REQUEST_TIMEOUT = 60.0
 STOP_GRACE = 10.0
 SERVICE_REPEATS = 5
+PROFILE_REQUESTS = 10
 EXPLAIN_STATEMENTS = 3
 PAGES = (
     ("dashboard", "/triages/{id}"),
@@ -123,6 +126,7 @@ PAGE_SERVICES = {
     "backlog cause=other": ("backlog cause=other", "reviewers"),
     "API summary": ("summarise",),
 }
+QUERY = re.compile(r"\bFROM\b", re.IGNORECASE)
 BACKLOG_ROW = re.compile(r'<tr data-miss="\d+">')
 BACKLOG_TOTAL = re.compile(r'id="paging">(\d+) misses')
 
@@ -175,6 +179,17 @@ class ServiceTiming:
 
 
 @dataclass
+class PageProfile:
+    """One page served in-process (no HTTP): medians of the whole request and of its SQL,
+    and the number of queries per request."""
+
+    name: str
+    total: float
+    sql: float
+    queries: int
+
+
+@dataclass
 class BackendResult:
     """What one backend's run measured (or why it failed)."""
 
@@ -184,6 +199,8 @@ class BackendResult:
     indexed_pages: list[PageResult] = field(default_factory=list)
     services: list[ServiceTiming] = field(default_factory=list)
     indexed_services: list[ServiceTiming] = field(default_factory=list)
+    profiles: list[PageProfile] = field(default_factory=list)
+    indexed_profiles: list[PageProfile] = field(default_factory=list)
     plans: list[tuple[str, float, str, list[str]]] = field(default_factory=list)
     error: str | None = None
     log_problems: list[str] = field(default_factory=list)
@@ -443,19 +460,25 @@ def build_data(
             session.commit()
             labelled = time.perf_counter()
             if engine.dialect.name == "postgresql":
-                with engine.begin() as admin:
-                    admin.execute(text("ANALYZE"))
+                vacuum_analyze(engine)
             data.triage_id, data.lead_token = triage.id, lead_token
             data.phases = {
                 "schema + accounts": accounts - began,
                 "golden set + run + triage (services)": built - accounts,
                 "labels + events + leases (bulk SQL)": labelled - built,
-                "ANALYZE": time.perf_counter() - labelled,
+                "VACUUM ANALYZE": time.perf_counter() - labelled,
                 "total": time.perf_counter() - began,
             }
     finally:
         engine.dispose()
     return data
+
+
+def vacuum_analyze(engine: Engine) -> None:
+    """VACUUM ANALYZE the PostgreSQL database: what autovacuum does soon after a bulk load
+    (statistics, and the visibility map that index-only scans need)."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text("VACUUM ANALYZE"))
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:
@@ -541,12 +564,13 @@ def check_answer(name: str, answer: httpx.Response, data: Data) -> str | None:
     return None
 
 
-def login(client: httpx.Client, base: str, triage_id: int) -> None:
+def login(client: httpx.Client | TestClient, base: str, triage_id: int) -> None:
     """Log the client in as the lead (POST /login, Origin header for the CSRF check)."""
     answer = client.post(
         "/login",
         data={"email": LEAD_EMAIL, "password": PASSWORD, "next": f"/triages/{triage_id}"},
         headers={"Origin": base},
+        follow_redirects=False,
     )
     if answer.status_code not in (302, 303) or not client.cookies:
         raise RuntimeError(f"login: {answer.status_code}, cookies {list(client.cookies)}")
@@ -635,11 +659,45 @@ def time_services(settings: Settings, triage_id: int) -> list[ServiceTiming]:
                         seconds.append(time.perf_counter() - started)
                     session.rollback()
                 # Only the queries: not BEGIN, pragmas or the pool's ping.
-                queries = [s for s in statements if " FROM " in s.sql.upper()]
+                queries = [s for s in statements if QUERY.search(s.sql)]
                 timings.append(ServiceTiming(name, statistics.median(seconds), queries))
     finally:
         engine.dispose()
     return timings
+
+
+def profile_pages(settings: Settings, data: Data) -> list[PageProfile]:
+    """Each page served in-process by the app (starlette's TestClient, no server, no
+    socket), the lead logged in: warm-up requests, then PROFILE_REQUESTS timed ones with
+    every statement timed; tells the time in SQL from the rest (auth, ORM, templates)."""
+    engine = make_engine(settings)
+    profiles = []
+    base = "http://testserver"
+    bearer = {"Authorization": f"Bearer {data.lead_token}"}
+    try:
+        with TestClient(create_app(settings, engine=engine), base_url=base) as client:
+            login(client, base, data.triage_id)
+            for name, pattern in PAGES:
+                path = pattern.format(id=data.triage_id)
+                headers = bearer if name == "API summary" else None
+                for _ in range(WARMUP):
+                    client.get(path, headers=headers)
+                totals, sqls, queries = [], [], 0
+                for _ in range(PROFILE_REQUESTS):
+                    with statement_log(engine) as statements:
+                        started = time.perf_counter()
+                        answer = client.get(path, headers=headers)
+                        totals.append(time.perf_counter() - started)
+                    if answer.status_code != 200:
+                        raise RuntimeError(f"in-process {path}: {answer.status_code}")
+                    sqls.append(sum(s.seconds for s in statements))
+                    queries = sum(1 for s in statements if QUERY.search(s.sql))
+                profiles.append(
+                    PageProfile(name, statistics.median(totals), statistics.median(sqls), queries)
+                )
+    finally:
+        engine.dispose()
+    return profiles
 
 
 def explain(settings: Settings, statement: Statement) -> list[str]:
@@ -742,6 +800,7 @@ def bench_backend(
                 process, base = serve(env, tmp, log, processes)
                 result.pages = time_pages(base, data, args.requests)
                 result.services = time_services(settings, data.triage_id)
+                result.profiles = profile_pages(settings, data)
                 for service, statement in slow_statements(result, result.services):
                     plan = explain(settings, statement)
                     result.plans.append((service, statement.seconds, statement.sql, plan))
@@ -754,14 +813,15 @@ def bench_backend(
                         with engine.begin() as connection:
                             for statement in args.extra_index:
                                 connection.exec_driver_sql(statement)
-                            if backend == "postgresql":
-                                connection.exec_driver_sql("ANALYZE")
+                        if backend == "postgresql":
+                            vacuum_analyze(engine)
                     finally:
                         engine.dispose()
                     print(f"  {len(args.extra_index)} extra index(es); timing again ...")
                     process, base = serve(env, tmp, log, processes)
                     result.indexed_pages = time_pages(base, data, args.requests)
                     result.indexed_services = time_services(settings, data.triage_id)
+                    result.indexed_profiles = profile_pages(settings, data)
             except Exception as error:
                 result.error = f"{type(error).__name__}: {error}"
                 print(f"  {backend} failed: {result.error}\n{tail(log)}", flush=True)
@@ -821,6 +881,20 @@ def service_table(title: str, rows: list[tuple[str, ServiceTiming]]) -> None:
         print(f"| {backend} | {timing.name} | {timing.median * 1000:.1f} | {', '.join(parts)} |")
 
 
+def profile_table(title: str, rows: list[tuple[str, PageProfile]]) -> None:
+    """Print the in-process page profiles."""
+    print(
+        f"\n{title}\n\n| backend | page | request ms (median) | of which SQL ms "
+        "| other ms (auth, ORM, template) | queries per request |"
+    )
+    print("|---|---|---|---|---|---|")
+    for backend, p in rows:
+        print(
+            f"| {backend} | {p.name} | {p.total * 1000:.1f} | {p.sql * 1000:.1f} "
+            f"| {(p.total - p.sql) * 1000:.1f} | {p.queries} |"
+        )
+
+
 def one_line(statement: str, limit: int = 400) -> str:
     """A SQL statement on one line, shortened."""
     flat = " ".join(statement.split())
@@ -831,7 +905,7 @@ def report(results: list[BackendResult], extra: list[str]) -> bool:
     """Print the tables and the targets; True when every page met the target everywhere."""
     print(
         "\n| backend | misses | labelled | other | open | live leases | events by action "
-        "| setup s: schema+accounts / golden+run+triage / labels+events / ANALYZE / total |"
+        "| setup s: schema+accounts / golden+run+triage / labels+events / VACUUM ANALYZE / total |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
@@ -852,6 +926,10 @@ def report(results: list[BackendResult], extra: list[str]) -> bool:
         [(r.backend, p) for r in results for p in r.pages],
     )
     ok = ok and all(r.error is None and r.pages for r in results)
+    profile_table(
+        f"Pages in-process (TestClient, no HTTP server), median of {PROFILE_REQUESTS}",
+        [(r.backend, p) for r in results for p in r.profiles],
+    )
     service_table(
         "Service functions in-process on the same database",
         [(r.backend, t) for r in results for t in r.services],
@@ -869,6 +947,10 @@ def report(results: list[BackendResult], extra: list[str]) -> bool:
         page_table(
             "Pages again, with the extra indexes",
             [(r.backend, p) for r in results for p in r.indexed_pages],
+        )
+        profile_table(
+            "Pages in-process again, with the extra indexes",
+            [(r.backend, p) for r in results for p in r.indexed_profiles],
         )
         service_table(
             "Service functions again, with the extra indexes",

@@ -46,7 +46,14 @@ class Miss(SQLModel, table=True):
     __tablename__ = "miss"
     __table_args__ = (
         UniqueConstraint("triage_id", "qid", "doc_id"),
+        # claim: the next open miss in queue order
         Index("ix_miss_queue", "triage_id", "state", "position"),
+        # the dashboard's counts per state and cause, read from the index alone
+        Index("ix_miss_summary", "triage_id", "state", "category"),
+        # the backlog's first page, and its filters by cause and by reviewer
+        Index("ix_miss_position", "triage_id", "position"),
+        Index("ix_miss_category", "triage_id", "category", "position"),
+        Index("ix_miss_labelled_by", "triage_id", "labelled_by_id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -80,7 +87,11 @@ class LabelEvent(SQLModel, table=True):
     """Append-only audit: every label, relabel, release, skip and undo."""
 
     __tablename__ = "label_event"
-    __table_args__ = (Index("ix_label_event_triage", "triage_id", "at"),)
+    __table_args__ = (
+        Index("ix_label_event_triage", "triage_id", "at"),
+        # reviewer throughput: labels per user in a triage
+        Index("ix_label_event_throughput", "triage_id", "action", "user_id", "at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     miss_id: int = Field(

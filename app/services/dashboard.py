@@ -38,12 +38,22 @@ class Throughput:
 
 
 def throughput(*, session: Session, triage: Triage) -> list[Throughput]:
-    rows = session.exec(
-        select(User.email, func.count(), func.min(LabelEvent.at), func.max(LabelEvent.at))
-        .join(User, col(User.id) == col(LabelEvent.user_id))
+    # Aggregate per user id on the index, then look up the few users.
+    per_user = (
+        select(
+            col(LabelEvent.user_id).label("user_id"),
+            func.count().label("labels"),
+            func.min(LabelEvent.at).label("first"),
+            func.max(LabelEvent.at).label("last"),
+        )
         .where(LabelEvent.triage_id == triage.id, col(LabelEvent.action).in_(LABEL_ACTIONS))
-        .group_by(col(User.email))
-        .order_by(func.count().desc())
+        .group_by(col(LabelEvent.user_id))
+        .subquery()
+    )
+    rows = session.exec(
+        select(User.email, per_user.c.labels, per_user.c.first, per_user.c.last)
+        .join(per_user, per_user.c.user_id == col(User.id))
+        .order_by(per_user.c.labels.desc(), col(User.email))
     ).all()
     return [Throughput(email, n, _aware(first), _aware(last)) for email, n, first, last in rows]
 
@@ -141,11 +151,10 @@ def backlog(
 
 
 def reviewers(*, session: Session, triage: Triage) -> list[str]:
-    rows = session.exec(
-        select(User.email)
-        .join(Miss, col(Miss.labelled_by_id) == col(User.id))
-        .where(Miss.triage_id == triage.id)
-        .distinct()
-        .order_by(col(User.email))
-    ).all()
-    return list(rows)
+    """Who labelled misses of this triage (one index probe per user, not a scan of misses)."""
+    labelled = (
+        select(Miss.id)
+        .where(Miss.triage_id == triage.id, col(Miss.labelled_by_id) == col(User.id))
+        .exists()
+    )
+    return list(session.exec(select(User.email).where(labelled).order_by(col(User.email))))

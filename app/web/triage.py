@@ -22,6 +22,11 @@ router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
 
 
+def miss_url_prefix(request: Request) -> str:
+    """``/misses/`` as an absolute URL: one url_for per page instead of one per row."""
+    return str(request.url_for("miss_page", miss_id=0)).removesuffix("0")
+
+
 def _context(session: Any, triage: Triage) -> dict[str, Any]:
     run = run_service.get_run(session=session, run_id=triage.run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
@@ -56,6 +61,7 @@ def triage_page(
             "leases": dashboard.live_leases(session=session, triage=triage, now=clock.now()),
             "labelled": triage.misses - summary.unlabelled,
             "is_lead": principal.role.allows_lead,
+            "miss_url": miss_url_prefix(request),
         },
         principal=principal,
     )
@@ -123,6 +129,7 @@ def backlog_page(
             "causes": [*context["golden"].causes, OTHER, "unlabelled"],
             "reviewers": dashboard.reviewers(session=session, triage=triage),
             "texts": texts,
+            "miss_url": miss_url_prefix(request),
             "sorts": list(dashboard.BACKLOG_SORTS),
         },
         principal=principal,
