@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/helpcentre
 
-.PHONY: demo test lint format install bench clean
+.PHONY: demo test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard clean
 
 $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(PYTHON) scripts/bootstrap_venv.py $(VENV)
@@ -33,8 +33,20 @@ format: $(STAMP)
 test: lint
 	$(BIN)/pytest
 
-bench: $(STAMP)
+# Benchmarks: scripts that print their figures (targets included); none is a test.
+bench: bench-evaluate bench-import bench-queue bench-dashboard
+
+bench-evaluate: $(STAMP)
 	$(BIN)/python benchmarks/evaluate_msmarco_scale.py
+
+bench-import: $(STAMP)
+	$(BIN)/python benchmarks/import_run_http.py
+
+bench-queue: $(STAMP)
+	$(BIN)/python benchmarks/queue_http.py
+
+bench-dashboard: $(STAMP)
+	$(BIN)/python benchmarks/dashboard_http.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

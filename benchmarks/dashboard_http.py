@@ -44,11 +44,8 @@ import argparse
 import os
 import random
 import re
-import secrets
 import signal
-import socket
 import statistics
-import string
 import subprocess
 import sys
 import tempfile
@@ -63,13 +60,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
-import psycopg
-from psycopg import sql
 from sqlalchemy import bindparam, event, insert, select, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.testclient import TestClient
+from support import (
+    BenchTimeout,
+    bench_database,
+    free_port,
+    log_problems,
+    random_secret,
+    stop_server,
+    tail,
+    wait_healthy,
+)
 
 from app.db import make_engine
 from app.main import create_app
@@ -80,7 +84,6 @@ from app.settings import Settings
 
 MISSTRIAGE = Path(sys.executable).with_name("misstriage")
 BACKENDS = ("postgresql", "sqlite")
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
 LEAD_EMAIL = "lead@example.com"
 PASSWORD = "benchpass1"
@@ -107,9 +110,7 @@ WARMUP = 3
 PER_PAGE = 50
 P95_TARGET_MS = 150.0
 CLOSURE_TEXT = "does not close"
-HEALTH_TIMEOUT = 60.0
 REQUEST_TIMEOUT = 60.0
-STOP_GRACE = 10.0
 SERVICE_REPEATS = 5
 PROFILE_REQUESTS = 10
 EXPLAIN_STATEMENTS = 3
@@ -129,10 +130,6 @@ PAGE_SERVICES = {
 QUERY = re.compile(r"\bFROM\b", re.IGNORECASE)
 BACKLOG_ROW = re.compile(r'<tr data-miss="\d+">')
 BACKLOG_TOTAL = re.compile(r'id="paging">(\d+) misses')
-
-
-class BenchTimeout(BaseException):
-    """The global time limit passed (a BaseException so no ``except Exception`` eats it)."""
 
 
 @dataclass
@@ -204,34 +201,6 @@ class BackendResult:
     plans: list[tuple[str, float, str, list[str]]] = field(default_factory=list)
     error: str | None = None
     log_problems: list[str] = field(default_factory=list)
-
-
-def free_port() -> int:
-    """A TCP port free on the loopback interface right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def random_secret(length: int = 40) -> str:
-    """A random string of letters and digits."""
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(length))
-
-
-@contextmanager
-def bench_database() -> Iterator[str]:
-    """A fresh PostgreSQL database misstriage_bench_<random>, dropped (FORCE) afterwards."""
-    name = f"misstriage_bench_{secrets.token_hex(6)}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield name
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 def write_files(tmp: Path, n_misses: int) -> tuple[Path, Path]:
@@ -479,57 +448,6 @@ def vacuum_analyze(engine: Engine) -> None:
     (statistics, and the visibility map that index-only scans need)."""
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.execute(text("VACUUM ANALYZE"))
-
-
-def stop_server(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server, SIGKILL it (and any child left) after 10 s."""
-    if process.poll() is not None:
-        return
-    try:
-        children = psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        children = []
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_GRACE)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_GRACE)
-    for child in children:
-        with suppress(psutil.NoSuchProcess):
-            if child.is_running():
-                child.kill()
-
-
-def wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll GET /healthz until it answers 200 (60 s at most)."""
-    deadline = time.monotonic() + HEALTH_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited ({process.returncode}):\n{tail(log)}")
-        with suppress(httpx.TransportError):
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"/healthz did not answer 200 within {HEALTH_TIMEOUT:.0f} s")
-
-
-def tail(log: Path, lines: int = 30) -> str:
-    """The last lines of the server log."""
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
-
-
-def log_problems(log: Path) -> list[str]:
-    """Server log lines that look like trouble (errors, warnings, tracebacks, 5xx)."""
-    words = ("error", "warning", "traceback", "exception", '" 5', "killed")
-    try:
-        text = log.read_text(errors="replace")
-    except FileNotFoundError:
-        return []
-    return [line for line in text.splitlines() if any(w in line.lower() for w in words)]
 
 
 def check_answer(name: str, answer: httpx.Response, data: Data) -> str | None:

@@ -28,11 +28,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import secrets
 import signal
-import socket
 import sqlite3
-import string
 import subprocess
 import sys
 import tempfile
@@ -48,8 +45,18 @@ from typing import Any
 import httpx
 import psutil
 import psycopg
-from psycopg import sql
 from sqlmodel import Session
+from support import (
+    HEALTH_TIMEOUT,
+    BenchTimeout,
+    bench_database,
+    cpu_seconds,
+    free_port,
+    random_secret,
+    stop_server,
+    tail,
+    wait_healthy,
+)
 
 from app.db import make_engine
 from app.migrate import upgrade
@@ -59,27 +66,20 @@ from app.settings import Settings
 
 MISSTRIAGE = Path(sys.executable).with_name("misstriage")
 BACKENDS = ("postgresql", "sqlite")
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
 PASSWORD = "benchpass1"
 DEPTH = 50
 K = 10
 RELEVANT_PER_QUERY = 2
 RETURNED_PER_QUERY = 3
-HEALTH_TIMEOUT = 60.0
 REQUEST_TIMEOUT = 60.0
 SETUP_TIMEOUT = 300.0
-STOP_GRACE = 10.0
 MAX_FAILURES_IN_A_ROW = 5  # a reviewer whose requests keep failing gives up
 P95_TARGET_MS = 50.0
 #: Mean reading time between claim and label (--think-ms); 0 = back to back.
 THINK_S = 0.0
 #: A uvicorn access-log line of a claim or a label: '"POST /api/v1/misses/7/label HTTP/1.1" 200'
 ACCESS = re.compile(r'"POST /api/v1/\w+/\d+/(?P<route>claim|label) HTTP/[\d.]+" (?P<status>\d+)')
-
-
-class BenchTimeout(BaseException):
-    """The global time limit passed (a BaseException so no ``except Exception`` eats it)."""
 
 
 @dataclass
@@ -131,34 +131,6 @@ class BackendResult:
     error: str | None = None
     log_problems: list[str] = field(default_factory=list)
     log_statuses: Counter[str] = field(default_factory=Counter)
-
-
-def free_port() -> int:
-    """A TCP port free on the loopback interface right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def random_secret(length: int = 40) -> str:
-    """A random string of letters and digits."""
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(length))
-
-
-@contextmanager
-def bench_database() -> Iterator[str]:
-    """A fresh PostgreSQL database misstriage_bench_<random>, dropped (FORCE) afterwards."""
-    name = f"misstriage_bench_{secrets.token_hex(6)}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield name
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 def create_accounts(settings: Settings, n_reviewers: int) -> tuple[str, list[Reviewer]]:
@@ -386,17 +358,6 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[rank - 1] * 1000
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of a process and its living descendants."""
-    process = psutil.Process(pid)
-    total = 0.0
-    for member in [process, *process.children(recursive=True)]:
-        with suppress(psutil.NoSuchProcess):
-            times = member.cpu_times()
-            total += times.user + times.system
-    return total
-
-
 def postgres_cpu() -> dict[int, float]:
     """CPU seconds of every running PostgreSQL process, by pid (readable ones only)."""
     found = {}
@@ -406,47 +367,6 @@ def postgres_cpu() -> dict[int, float]:
                 times = process.cpu_times()
                 found[process.pid] = times.user + times.system
     return found
-
-
-def stop_server(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server, SIGKILL it (and any child left) after 10 s."""
-    if process.poll() is not None:
-        return
-    try:
-        children = psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        children = []
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_GRACE)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_GRACE)
-    for child in children:
-        with suppress(psutil.NoSuchProcess):
-            if child.is_running():
-                child.kill()
-
-
-def wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll GET /healthz until it answers 200 (60 s at most)."""
-    deadline = time.monotonic() + HEALTH_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited ({process.returncode}):\n{tail(log)}")
-        with suppress(httpx.TransportError):
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"/healthz did not answer 200 within {HEALTH_TIMEOUT:.0f} s")
-
-
-def tail(log: Path, lines: int = 30) -> str:
-    """The last lines of the server log."""
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
 
 
 def read_log(log: Path) -> tuple[list[str], Counter[str]]:

@@ -1,0 +1,120 @@
+"""What the HTTP benchmarks share: a throwaway database, a server process and its log.
+
+Imported by the scripts beside it (run as ``python benchmarks/<script>.py``).
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import string
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import httpx
+import psutil
+import psycopg
+from psycopg import sql
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+#: How long a server may take to answer /healthz after it starts.
+HEALTH_TIMEOUT = 60.0
+#: How long a server gets to stop after SIGTERM before SIGKILL.
+STOP_GRACE = 10.0
+
+
+class BenchTimeout(BaseException):
+    """The global time limit passed (a BaseException so no ``except Exception`` eats it)."""
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def random_secret(length: int = 40) -> str:
+    """A random string of letters and digits."""
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+@contextmanager
+def bench_database() -> Iterator[str]:
+    """A fresh PostgreSQL database misstriage_bench_<random>, dropped (FORCE) afterwards."""
+    name = f"misstriage_bench_{secrets.token_hex(6)}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server, SIGKILL it (and any child left) after 10 s."""
+    if process.poll() is not None:
+        return
+    try:
+        children = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        children = []
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=STOP_GRACE)
+    for child in children:
+        with suppress(psutil.NoSuchProcess):
+            if child.is_running():
+                child.kill()
+
+
+def wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll GET /healthz until it answers 200 (60 s at most)."""
+    deadline = time.monotonic() + HEALTH_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited ({process.returncode}):\n{tail(log)}")
+        with suppress(httpx.TransportError):
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"/healthz did not answer 200 within {HEALTH_TIMEOUT:.0f} s")
+
+
+def tail(log: Path, lines: int = 30) -> str:
+    """The last lines of the server log."""
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def log_problems(log: Path) -> list[str]:
+    """Server log lines that look like trouble (errors, warnings, tracebacks, 5xx)."""
+    words = ("error", "warning", "traceback", "exception", '" 5', "killed")
+    try:
+        text = log.read_text(errors="replace")
+    except FileNotFoundError:
+        return []
+    return [line for line in text.splitlines() if any(w in line.lower() for w in words)]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a process and its living descendants."""
+    process = psutil.Process(pid)
+    total = 0.0
+    for member in [process, *process.children(recursive=True)]:
+        with suppress(psutil.NoSuchProcess):
+            times = member.cpu_times()
+            total += times.user + times.system
+    return total
