@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/helpcentre
 
-.PHONY: demo test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard clean
+.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard clean
 
 $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(PYTHON) scripts/bootstrap_venv.py $(VENV)
@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 install: $(STAMP)
 
 demo: $(STAMP)
+	$(BIN)/misstriage demo
+
+# The offline evaluation of the same example, no server.
+demo-evaluate: $(STAMP)
 	$(BIN)/misstriage evaluate --qrels $(EXAMPLE) \
 		--run bm25=$(EXAMPLE)/runs/bm25.trec \
 		--run bm25-expanded=$(EXAMPLE)/runs/bm25-expanded.trec \

@@ -15,6 +15,7 @@ from app import __version__
 #: command name -> "module:attribute"
 COMMANDS = {
     "evaluate": "app.cli.evaluate:evaluate",
+    "demo": "app.cli.demo:demo",
     "serve": "app.cli.service:serve",
     "db": "app.cli.service:db",
     "create-user": "app.cli.service:create_user",

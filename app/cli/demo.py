@@ -1,0 +1,112 @@
+"""``misstriage demo``: the product in the browser on a fresh machine, with data that shows
+its ideas (a recall ceiling, misses of several causes, closure, a run comparison)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+DEMO_NAME = "Help centre (demo)"
+LEAD = ("lead@demo.misstriage.local", "demo-lead-pass")
+REVIEWER = ("reviewer@demo.misstriage.local", "demo-review-pass")
+RUNS = ("bm25", "bm25-expanded")
+DEPTH, K = 50, 3
+
+
+def _data_dir() -> Path:
+    from app.migrate import resource_dir
+
+    return resource_dir("examples") / "helpcentre"
+
+
+def seed(database_url: str, data: Path) -> int:
+    """Create the accounts, import the demo golden set and runs, create the bm25 triage.
+    Returns the triage id. Safe to call again: what exists is reused."""
+    from sqlmodel import Session, select
+
+    from app.db import make_engine
+    from app.migrate import upgrade
+    from app.models import GoldenSet, Role, Triage, User
+    from app.services import golden_sets, runs, triages, users
+    from app.settings import Settings
+
+    settings = Settings(DATABASE_URL=database_url)
+    upgrade(settings)
+    engine = make_engine(settings)
+    try:
+        with Session(engine, expire_on_commit=False) as session:
+            for (email, password), role in ((LEAD, Role.LEAD), (REVIEWER, Role.REVIEWER)):
+                if session.exec(select(User).where(User.email == email)).first() is None:
+                    users.create_user(session=session, email=email, password=password, role=role)
+            golden = session.exec(select(GoldenSet).where(GoldenSet.name == DEMO_NAME)).first()
+            if golden is None:
+                golden = golden_sets.import_golden_set(
+                    session=session,
+                    name=DEMO_NAME,
+                    qrels=data / "qrels.tsv",
+                    queries=data / "queries.jsonl",
+                    corpus=data / "corpus.jsonl",
+                )
+                for name in RUNS:
+                    runs.import_run(
+                        session=session,
+                        golden=golden,
+                        name=name,
+                        path=data / "runs" / f"{name}.trec",
+                        source_name=f"{name}.trec",
+                    )
+            first = runs.list_runs(session=session, golden=golden)[0]
+            triage = session.exec(
+                select(Triage).where(
+                    Triage.run_id == first.id, Triage.depth == DEPTH, Triage.k == K
+                )
+            ).first()
+            if triage is None:
+                triage = triages.create_triage(
+                    session=session, run=first, golden=golden, depth=DEPTH, k=K, user=None
+                )
+            assert triage.id is not None
+            return triage.id
+    finally:
+        engine.dispose()
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--reset", is_flag=True, help="Start again from an empty demo database.")
+@click.option(
+    "--var",
+    "var_dir",
+    default="var",
+    show_default=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder of the demo database.",
+)
+def demo(host: str, port: int, reset: bool, var_dir: Path) -> None:
+    """Set up the demo (accounts, a golden set, two runs, a triage) and serve it."""
+    import uvicorn
+
+    var_dir.mkdir(parents=True, exist_ok=True)
+    database = (var_dir / "demo.db").resolve()
+    if reset:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+    url = f"sqlite:///{database}"
+    triage_id = seed(url, _data_dir())
+    os.environ["DATABASE_URL"] = url
+    base = f"http://{host}:{port}"
+    click.echo(
+        f"""
+misstriage demo: {database}
+  lead      {LEAD[0]}  password {LEAD[1]}
+  reviewer  {REVIEWER[0]}  password {REVIEWER[1]}
+
+Open {base}/golden-sets/1 as the lead (runs, depth curve, comparison), or
+{base}/triages/{triage_id}/review as the reviewer and label the misses with 1/2/3.
+Stop with Ctrl+C; `misstriage demo --reset` starts again from scratch.
+"""
+    )
+    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, log_level="warning")
