@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -62,7 +63,9 @@ def _throwaway_cluster() -> tuple[str, Path] | None:
             check=True,
             capture_output=True,
         )
-        port = "55432"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = str(probe.getsockname()[1])
         subprocess.run(
             [
                 *as_postgres,
@@ -70,14 +73,20 @@ def _throwaway_cluster() -> tuple[str, Path] | None:
                 "-D",
                 str(data),
                 "-w",
+                "-l",
+                str(base / "server.log"),
                 "-o",
                 f"-p {port} -k {sock} -c listen_addresses=127.0.0.1",
                 "start",
             ],
+            # The server inherits pg_ctl's output: a log file, never a pipe that
+            # subprocess.run would wait on for ever.
             check=True,
-            capture_output=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
         )
-    except (subprocess.CalledProcessError, OSError):
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
         shutil.rmtree(base, ignore_errors=True)
         return None
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", base
