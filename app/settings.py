@@ -6,7 +6,7 @@ import logging
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,24 @@ class Settings(BaseSettings):
     keep_depth: int = 200
     #: Rows per batch when writing to SQLite.
     sqlite_batch_rows: int = 50_000
+    #: Where people reach this service: links in exported issues point here.
+    public_url: str = "http://127.0.0.1:8000"
+
+    # Issue trackers (API.md): endpoints default to the public services; tests point them at a
+    # local server. Secrets are SecretStr: never printed, logged or shown.
+    github_api_url: str = "https://api.github.com"
+    github_token: SecretStr | None = None
+    gitlab_api_url: str = "https://gitlab.com"
+    gitlab_token: SecretStr | None = None
+    jira_api_url: str | None = None
+    jira_email: str | None = None
+    jira_token: SecretStr | None = None
+    linear_api_url: str = "https://api.linear.app/graphql"
+    linear_token: SecretStr | None = None
+    webhook_secret: SecretStr | None = None
+    export_timeout_seconds: float = 10.0
+    export_attempts: int = 4
+    export_max_wait_seconds: float = 30.0
 
     @model_validator(mode="after")
     def _secret_outside_development(self) -> Settings:

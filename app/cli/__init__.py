@@ -23,6 +23,7 @@ COMMANDS = {
     "import-golden-set": "app.cli.service:import_golden_set",
     "import-run": "app.cli.service:import_run",
     "triage": "app.cli.service:triage",
+    "export": "app.cli.service:export",
 }
 
 

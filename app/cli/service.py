@@ -223,3 +223,39 @@ def triage(run_id: int, depth: int, k: int, output: str) -> None:
         output,
         f"triage {created.id}: {created.misses} misses of {run.name!r} at depth {depth}",
     )
+
+
+@click.command("export")
+@click.option("--triage", "triage_id", required=True, type=int)
+@click.option(
+    "--tracker", required=True, type=click.Choice(["github", "gitlab", "jira", "linear", "webhook"])
+)
+@click.option(
+    "--target",
+    required=True,
+    help="owner/repo (GitHub), project (GitLab), project key (Jira), team id "
+    "(Linear) or URL (webhook).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the requests instead of sending them.")
+def export(triage_id: int, tracker: str, target: str, dry_run: bool) -> None:
+    """Push the triage's backlog to an issue tracker: one issue per cause, updated on the
+    next export. Credentials come from the MISSTRIAGE_<TRACKER>_* settings."""
+    from app.services import exports
+
+    with database() as session:
+        triage_row = triage_service.get_triage(session=session, triage_id=triage_id)
+        run = run_service.get_run(session=session, run_id=triage_row.run_id)
+        golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+        outcome = exports.export(
+            session=session,
+            settings=get_settings(),
+            triage=triage_row,
+            run=run,
+            golden=golden,
+            tracker=tracker,
+            target=target,
+            dry_run=dry_run,
+        )
+    click.echo(json.dumps(outcome.as_dict(dry_run=dry_run), indent=2, ensure_ascii=False))
+    if any(r.action == "failed" for r in outcome.results):
+        sys.exit(1)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
 
-from app.api.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
+from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.services import backlog as backlog_service
+from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import queue
 from app.services import runs as run_service
@@ -133,3 +135,35 @@ def backlog(
         backlog_service.as_json(items, summary=summary, causes=list(golden.causes), meta=meta),
         media_type="application/json",
     )
+
+
+class ExportBody(BaseModel):
+    tracker: Literal["github", "gitlab", "jira", "linear", "webhook"]
+    target: str = Field(min_length=1, max_length=500)
+    dry_run: bool = False
+
+
+@router.post("/{triage_id}/exports")
+def export_backlog(
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: LeadDep,
+    triage_id: int,
+    body: ExportBody,
+) -> dict[str, Any]:
+    """One tracker issue per cause; a second export updates the same issues. ``dry_run``
+    answers with the exact requests (credentials masked) instead of sending them."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    run = run_service.get_run(session=session, run_id=triage.run_id)
+    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    outcome = export_service.export(
+        session=session,
+        settings=settings,
+        triage=triage,
+        run=run,
+        golden=golden,
+        tracker=body.tracker,
+        target=body.target,
+        dry_run=body.dry_run,
+    )
+    return outcome.as_dict(dry_run=body.dry_run)

@@ -1,0 +1,98 @@
+"""Jira Cloud issues: POST /rest/api/3/issue, PUT /rest/api/3/issue/{key}; basic auth with
+email:token; the description in Atlassian Document Format."""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any
+
+import httpx
+
+from app.exporters.base import Draft, Request
+
+_PROJECT = re.compile(r"^[A-Z][A-Z0-9_]+$")
+ROWS_SHOWN = 100
+
+
+def _text(value: object) -> dict[str, Any]:
+    return {"type": "text", "text": "" if value is None else str(value)}
+
+
+def _paragraph(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "paragraph", "content": [p for p in parts if p.get("text")]}
+
+
+def _cell(value: object, header: bool = False) -> dict[str, Any]:
+    kind = "tableHeader" if header else "tableCell"
+    text = "" if value is None else str(value)
+    content = [_text(text)] if text else []
+    return {"type": kind, "content": [{"type": "paragraph", "content": content}]}
+
+
+def adf(draft: Draft) -> dict[str, Any]:
+    """The issue body as an ADF document: summary, meaning, and a table of the misses."""
+    header = ["Query", "Document", "Grade", "Rank", "Note", "Link"]
+    rows = [{"type": "tableRow", "content": [_cell(h, header=True) for h in header]}]
+    for row in draft.rows[:ROWS_SHOWN]:
+        rank = row["rank"] if row["rank"] is not None else "not retrieved"
+        query = f"{row['qid']}: {row['query']}" if row.get("query") else row["qid"]
+        rows.append(
+            {
+                "type": "tableRow",
+                "content": [
+                    _cell(query),
+                    _cell(row["doc_id"]),
+                    _cell(row["grade"]),
+                    _cell(rank),
+                    _cell(row["note"]),
+                    _cell(row["url"]),
+                ],
+            }
+        )
+    content: list[dict[str, Any]] = [
+        _paragraph(_text(f"{draft.count} misses labelled {draft.category}.")),
+        _paragraph(_text(draft.meaning)),
+        {"type": "table", "content": rows},
+    ]
+    if draft.count > ROWS_SHOWN:
+        content.append(
+            _paragraph(_text(f"And {draft.count - ROWS_SHOWN} more: {draft.backlog_url}"))
+        )
+    return {"type": "doc", "version": 1, "content": content}
+
+
+class JiraExporter:
+    name = "jira"
+
+    def __init__(self, api_url: str, email: str, token: str) -> None:
+        self.api = api_url.rstrip("/")
+        basic = base64.b64encode(f"{email}:{token}".encode()).decode()
+        self.headers = {"Authorization": f"Basic {basic}", "Accept": "application/json"}
+
+    def check_target(self, target: str) -> None:
+        if not _PROJECT.match(target):
+            raise ValueError("a Jira target is a project key, e.g. SEARCH")
+
+    def _fields(self, draft: Draft) -> dict[str, Any]:
+        labels = [label.replace(" ", "-") for label in draft.labels]
+        return {"summary": draft.title, "description": adf(draft), "labels": labels}
+
+    def create(self, target: str, draft: Draft) -> Request:
+        fields = {"project": {"key": target}, "issuetype": {"name": "Task"}} | self._fields(draft)
+        return Request(
+            "POST", f"{self.api}/rest/api/3/issue", dict(self.headers), json={"fields": fields}
+        )
+
+    def update(self, target: str, external_id: str, draft: Draft) -> Request:
+        return Request(
+            "PUT",
+            f"{self.api}/rest/api/3/issue/{external_id}",
+            dict(self.headers),
+            json={"fields": self._fields(draft)},
+            idempotent=True,
+        )
+
+    def created(self, target: str, response: httpx.Response, draft: Draft) -> tuple[str, str]:
+        key = str(response.json()["key"])
+        return key, f"{self.api}/browse/{key}"

@@ -1,0 +1,76 @@
+"""A generic webhook: a JSON body signed with HMAC-SHA256 (header X-Misstriage-Signature)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import httpx
+
+from app.exporters.base import Draft, Request
+
+SIGNATURE_HEADER = "X-Misstriage-Signature"
+
+
+def signature(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def signed(
+    url: str, secret: str, event: str, payload: dict[str, Any], idempotency_key: str
+) -> Request:
+    body = json.dumps({"event": event, **payload}, ensure_ascii=False, sort_keys=True).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "X-Misstriage-Event": event,
+        "Idempotency-Key": idempotency_key,
+        SIGNATURE_HEADER: signature(secret, body),
+    }
+    return Request("POST", url, headers, content=body, idempotent=True)
+
+
+class WebhookExporter:
+    name = "webhook"
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+
+    def check_target(self, target: str) -> None:
+        if not target.startswith(("http://", "https://")):
+            raise ValueError("a webhook target is an http(s) URL")
+
+    def _payload(self, draft: Draft, action: str) -> dict[str, Any]:
+        return {
+            "action": action,
+            "triage_id": draft.triage_id,
+            "cause": draft.category,
+            "count": draft.count,
+            "title": draft.title,
+            "body": draft.body,
+            "labels": draft.labels,
+            "misses": draft.rows,
+        }
+
+    def create(self, target: str, draft: Draft) -> Request:
+        return signed(
+            target,
+            self.secret,
+            "backlog.cause",
+            self._payload(draft, "create"),
+            f"{draft.triage_id}:{draft.category}",
+        )
+
+    def update(self, target: str, external_id: str, draft: Draft) -> Request:
+        return signed(
+            target,
+            self.secret,
+            "backlog.cause",
+            self._payload(draft, "update"),
+            f"{draft.triage_id}:{draft.category}",
+        )
+
+    def created(self, target: str, response: httpx.Response, draft: Draft) -> tuple[str, str]:
+        # A webhook has no issue of its own: the (triage, cause) is the key.
+        return f"{draft.triage_id}:{draft.category}", target

@@ -1,0 +1,29 @@
+"""Exports: which tracker issue holds which cause of a triage, so re-export updates it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Column, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from app.models.base import UTCDateTime, utcnow
+
+
+class Export(SQLModel, table=True):
+    __tablename__ = "export"
+    __table_args__ = (UniqueConstraint("triage_id", "tracker", "target", "category"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    triage_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("triage.id", ondelete="CASCADE"), nullable=False)
+    )
+    tracker: str = Field(sa_column=Column(String(20), nullable=False))
+    target: str = Field(sa_column=Column(String(500), nullable=False))
+    category: str = Field(sa_column=Column(String(100), nullable=False))
+    #: The tracker's own key: issue number (GitHub), iid (GitLab), key (Jira), id (Linear).
+    external_id: str = Field(sa_column=Column(String(200), nullable=False))
+    url: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    payload_hash: str = Field(sa_column=Column(String(64), nullable=False))
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)

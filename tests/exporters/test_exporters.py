@@ -1,0 +1,416 @@
+"""Exports against a fake tracker on loopback: one issue per cause, updates on re-export,
+retries, partial failures completed without duplicates, dry runs, no secret shown."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.clock import FrozenClock
+from app.exporters import Sender
+from app.models import GoldenSet, Role, Run, Triage, User
+from app.services import exports, queue, users
+from app.settings import Settings
+from tests.conftest import Account
+from tests.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Fault, Tracker, serve
+from tests.services.helpers import make_triage
+
+CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[str, Tracker]]:
+    yield from serve()
+
+
+@pytest.fixture
+def tracker_settings(settings: Settings, fake: tuple[str, Tracker]) -> Settings:
+    base = fake[0]
+    return settings.model_copy(
+        update={
+            "github_api_url": base,
+            "github_token": SecretStr(TOKEN),
+            "gitlab_api_url": base,
+            "gitlab_token": SecretStr(TOKEN),
+            "jira_api_url": base,
+            "jira_email": JIRA_EMAIL,
+            "jira_token": SecretStr(TOKEN),
+            "linear_api_url": f"{base}/graphql",
+            "linear_token": SecretStr(TOKEN),
+            "webhook_secret": SecretStr(SECRET),
+            "public_url": "http://misstriage.test",
+            "export_timeout_seconds": 0.5,
+            "export_max_wait_seconds": 1.0,
+        }
+    )
+
+
+@pytest.fixture
+def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, User]:
+    golden, run, triage = make_triage(engine, tmp_path, queries=3, per_query=2, corpus=True)
+    with Session(engine, expire_on_commit=False) as s:
+        lead = users.create_user(
+            session=s, email="lead2@example.com", password="long enough", role=Role.LEAD
+        )
+        now = FrozenClock().now()
+        for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
+            miss = queue.claim(
+                session=s,
+                triage=triage,
+                user=lead,
+                now=now,
+                lease=__import__("datetime").timedelta(minutes=5),
+            )
+            assert miss is not None
+            queue.label(
+                session=s,
+                miss_id=miss.id,
+                user=lead,
+                category=category,
+                note="",
+                version=miss.version,
+                causes=CAUSES,
+                now=now,
+            )  # type: ignore[arg-type]
+    return golden, run, triage, lead
+
+
+def run_export(
+    engine: Engine,
+    settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    tracker: str,
+    target: str,
+    **kwargs: object,
+) -> exports.Outcome:
+    golden, run, triage, _ = labelled
+    with Session(engine, expire_on_commit=False) as s:
+        return exports.export(
+            session=s,
+            settings=settings,
+            triage=triage,
+            run=run,
+            golden=golden,
+            tracker=tracker,
+            target=target,
+            **kwargs,
+        )  # type: ignore[arg-type]
+
+
+def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]) -> None:
+    _, _, triage, lead = labelled
+    with Session(engine, expire_on_commit=False) as s:
+        now = FrozenClock().now()
+        from datetime import timedelta
+
+        miss = queue.claim(session=s, triage=triage, user=lead, now=now, lease=timedelta(minutes=5))
+        assert miss is not None
+        queue.label(
+            session=s,
+            miss_id=miss.id,
+            user=lead,
+            category="chunk-boundary",  # type: ignore[arg-type]
+            note="",
+            version=miss.version,
+            causes=CAUSES,
+            now=now,
+        )
+
+
+def test_github_create_then_update_never_duplicate(
+    engine: Engine,
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    _, tracker = fake
+    first = run_export(engine, tracker_settings, labelled, "github", "acme/search")
+    assert [(r.category, r.action) for r in first.results] == [
+        ("not-indexed", "create"),
+        ("vocabulary-mismatch", "create"),
+    ]
+    issue = tracker.issues[f"github:acme/search#{first.results[1].external_id}"]
+    assert issue["title"] == "[misstriage] 2 vocabulary-mismatch misses in run @10 (golden set g)"
+    assert issue["labels"] == ["misstriage", "cause:vocabulary-mismatch"]
+    assert "| Query | Document | Grade | Rank | Note | Link |" in issue["body"]
+    assert "http://misstriage.test/misses/" in issue["body"]
+
+    again = run_export(engine, tracker_settings, labelled, "github", "acme/search")
+    assert [r.action for r in again.results] == ["unchanged", "unchanged"]
+    label_one_more(engine, labelled)
+    third = run_export(engine, tracker_settings, labelled, "github", "acme/search")
+    assert [(r.category, r.action) for r in third.results] == [
+        ("not-indexed", "unchanged"),
+        ("vocabulary-mismatch", "unchanged"),
+        ("chunk-boundary", "create"),
+    ]
+    methods = [(r.method, r.path) for r in tracker.requests]
+    assert methods.count(("POST", "/repos/acme/search/issues")) == 3
+    assert len([k for k in tracker.issues if k.startswith("github:")]) == 3
+
+
+def test_updates_after_new_labels(
+    engine: Engine,
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    _, tracker = fake
+    first = run_export(engine, tracker_settings, labelled, "github", "acme/search")
+    numbers = {r.category: r.external_id for r in first.results}
+    _golden, _run, _triage, lead = labelled
+    # Relabel a vocabulary-mismatch miss as not-indexed: both issues change, both are updated.
+    with Session(engine, expire_on_commit=False) as s:
+        from sqlmodel import select
+
+        from app.models import Miss
+
+        miss = s.exec(select(Miss).where(Miss.category == "vocabulary-mismatch")).first()
+        assert miss is not None
+        assert miss.id is not None
+        queue.label(
+            session=s,
+            miss_id=miss.id,
+            user=lead,
+            category="not-indexed",
+            note="",
+            version=miss.version,
+            causes=CAUSES,
+            now=FrozenClock().now(),
+        )
+    second = run_export(engine, tracker_settings, labelled, "github", "acme/search")
+    assert [(r.category, r.action, r.external_id) for r in second.results] == [
+        ("not-indexed", "update", numbers["not-indexed"]),
+        ("vocabulary-mismatch", "update", numbers["vocabulary-mismatch"]),
+    ]
+    patches = [r for r in tracker.requests if r.method == "PATCH"]
+    assert len(patches) == 2
+    assert tracker.issues[f"github:acme/search#{numbers['not-indexed']}"]["title"].startswith(
+        "[misstriage] 2 not-indexed misses"
+    )
+
+
+def test_retries_on_429_5xx_secondary_limit_and_timeouts(
+    engine: Engine,
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    _, tracker = fake
+    tracker.faults = [
+        Fault("/repos", status=429, headers={"Retry-After": "1"}),
+        Fault(
+            "/repos",
+            status=403,
+            headers={"Retry-After": "0"},
+            body="You have exceeded a secondary rate limit",
+        ),
+        Fault("/repos", status=502),
+        Fault("/repos", status=503),
+    ]
+    sender = Sender(timeout=0.5, attempts=6, max_wait=1.0)
+    outcome = run_export(engine, tracker_settings, labelled, "github", "acme/search", sender=sender)
+    assert [r.action for r in outcome.results] == ["create", "create"]
+    assert sender.waits[0] == 1.0  # Retry-After honoured
+    assert len([k for k in tracker.issues if k.startswith("github:")]) == 2
+
+
+def test_timeouts_retry_updates_and_stop_creates(
+    engine: Engine,
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    _, tracker = fake
+    # An answer slower than the 0.5 s timeout: a create may have happened; it is not repeated.
+    tracker.faults = [Fault("/repos", pause=1.0)]
+    first = run_export(
+        engine,
+        tracker_settings,
+        labelled,
+        "github",
+        "acme/search",
+        sender=Sender(timeout=0.5, attempts=3, max_wait=0.5),
+    )
+    assert [r.action for r in first.results] == ["failed", "create"]
+    assert "may have been created" in (first.results[0].error or "")
+    assert len([r for r in tracker.requests if r.method == "POST"]) == 2  # no repeat
+    # An update is safe to repeat: a timed-out PATCH is sent again and succeeds.
+    label_one_more(engine, labelled)
+    _golden, _run, _triage, lead = labelled
+    with Session(engine, expire_on_commit=False) as s:
+        from sqlmodel import select
+
+        from app.models import Miss
+
+        miss = s.exec(select(Miss).where(Miss.category == "chunk-boundary")).first()
+        assert miss is not None
+        assert miss.id is not None
+        queue.label(
+            session=s,
+            miss_id=miss.id,
+            user=lead,
+            category="vocabulary-mismatch",
+            note="",
+            version=miss.version,
+            causes=CAUSES,
+            now=FrozenClock().now(),
+        )
+    tracker.faults = [Fault("/repos/acme/search/issues/", pause=1.0)]
+    sender = Sender(timeout=0.5, attempts=3, max_wait=0.5)
+    second = run_export(engine, tracker_settings, labelled, "github", "acme/search", sender=sender)
+    actions = {r.category: r.action for r in second.results}
+    assert actions["vocabulary-mismatch"] == "update"
+    assert len(sender.waits) == 1
+
+
+def test_partial_failure_then_rerun_completes(
+    engine: Engine,
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    _, tracker = fake
+    # The second cause's create fails for good (422); the first is stored.
+    tracker.faults = [
+        Fault("/repos/acme/search/issues", status=0),
+        Fault("/repos/acme/search/issues", status=422, body="labels invalid"),
+    ]
+    first = run_export(engine, tracker_settings, labelled, "github", "acme/search")
+    assert [r.action for r in first.results] == ["create", "failed"]
+    assert "422" in (first.results[1].error or "")
+    assert TOKEN not in (first.results[1].error or "")
+    second = run_export(engine, tracker_settings, labelled, "github", "acme/search")
+    assert [r.action for r in second.results] == ["unchanged", "create"]
+    assert len([k for k in tracker.issues if k.startswith("github:")]) == 2
+
+
+def test_dry_run_shows_requests_without_secrets(
+    engine: Engine,
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    base, tracker = fake
+    outcome = run_export(engine, tracker_settings, labelled, "github", "acme/search", dry_run=True)
+    document = outcome.as_dict(dry_run=True)
+    assert tracker.requests == []
+    assert [r["action"] for r in document["results"]] == ["create", "create"]
+    request = document["requests"][0]
+    assert request["method"] == "POST"
+    assert request["url"] == f"{base}/repos/acme/search/issues"
+    assert request["headers"]["Authorization"] == "***"
+    assert request["body"]["labels"] == ["misstriage", "cause:not-indexed"]
+    assert TOKEN not in json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("tracker_name", "target", "created_key"),
+    [
+        ("gitlab", "search/relevance", "gitlab:"),
+        ("jira", "SEARCH", "jira:SEARCH-"),
+        ("linear", "team-1", "linear:"),
+        ("webhook", "{base}/hook", "webhook:"),
+    ],
+)
+def test_other_trackers_create_and_update(
+    engine: Engine,
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+    tracker_name: str,
+    target: str,
+    created_key: str,
+) -> None:
+    base, tracker = fake
+    target = target.format(base=base)
+    first = run_export(engine, tracker_settings, labelled, tracker_name, target)
+    assert [r.action for r in first.results] == ["create", "create"]
+    assert len([k for k in tracker.issues if k.startswith(created_key)]) == 2
+    label_one_more(engine, labelled)
+    # Make the existing causes change too, so every issue is updated.
+    second = run_export(engine, tracker_settings, labelled, tracker_name, target)
+    assert [r.action for r in second.results] == ["unchanged", "unchanged", "create"]
+    assert len([k for k in tracker.issues if k.startswith(created_key)]) == 3
+    if tracker_name == "jira":
+        issue = next(v for k, v in tracker.issues.items() if k.startswith("jira:"))
+        table = next(c for c in issue["description"]["content"] if c["type"] == "table")
+        assert len(table["content"]) == 2  # header + the one not-indexed miss
+    if tracker_name == "gitlab":
+        issue = next(v for k, v in tracker.issues.items() if k.startswith("gitlab:"))
+        assert issue["labels"] == "misstriage,cause:not-indexed"
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_export_api_and_roles(
+    client: TestClient,
+    accounts: dict[Role, Account],
+    tracker_settings: Settings,
+    engine: Engine,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+) -> None:
+    client.app.state.settings = tracker_settings  # type: ignore[attr-defined]
+    triage = labelled[2]
+    url = f"/api/v1/triages/{triage.id}/exports"
+    body = {"tracker": "github", "target": "acme/search", "dry_run": True}
+    assert client.post(url, json=body, headers=accounts[Role.REVIEWER].headers).status_code == 403
+    dry = client.post(url, json=body, headers=accounts[Role.LEAD].headers)
+    assert dry.status_code == 200
+    assert len(dry.json()["requests"]) == 2
+    pushed = client.post(url, json=body | {"dry_run": False}, headers=accounts[Role.LEAD].headers)
+    assert [r["action"] for r in pushed.json()["results"]] == ["create", "create"]
+    assert "requests" not in pushed.json()
+    bad = client.post(
+        url, json={"tracker": "github", "target": "not a repo"}, headers=accounts[Role.LEAD].headers
+    )
+    assert (bad.status_code, bad.json()["error"]["code"]) == (422, "export_not_possible")
+
+
+def test_cli_export_dry_run_and_push(
+    database_url: str,
+    engine: Engine,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import TEST_SECRET
+
+    base, tracker = fake
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "MISSTRIAGE_ENVIRONMENT": "test",
+        "MISSTRIAGE_SECRET_KEY": TEST_SECRET,
+        "MISSTRIAGE_GITHUB_API_URL": base,
+        "MISSTRIAGE_GITHUB_TOKEN": TOKEN,
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "app",
+        "export",
+        "--triage",
+        str(labelled[2].id),
+        "--tracker",
+        "github",
+        "--target",
+        "acme/search",
+    ]
+    dry = subprocess.run([*args, "--dry-run"], capture_output=True, text=True, env=env, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert TOKEN not in dry.stdout + dry.stderr
+    assert len(json.loads(dry.stdout)["requests"]) == 2
+    assert tracker.requests == []
+    pushed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert pushed.returncode == 0, pushed.stderr
+    assert [r["action"] for r in json.loads(pushed.stdout)["results"]] == ["create", "create"]
