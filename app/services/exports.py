@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app.exporters import Draft, Exporter, NotConfigured, Sender, TrackerError, exporter_for
 from app.models import OTHER, Export, GoldenSet, Run, Triage, utcnow
@@ -226,3 +226,14 @@ def export(
                 continue
             outcome.results.append(Result(draft.category, action, stored.external_id, stored.url))
     return outcome
+
+
+def stored(*, session: Session, triage: Triage) -> list[Export]:
+    """The tracker issues this triage was exported to."""
+    return list(
+        session.exec(
+            select(Export)
+            .where(Export.triage_id == triage.id)
+            .order_by(col(Export.tracker), col(Export.target), col(Export.category))
+        )
+    )

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
-from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep
+from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.exporters import TRACKERS
 from app.models import OTHER, Miss, MissState, Triage, User
 from app.services import dashboard, queue
+from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
@@ -38,6 +41,20 @@ def triage_page(
     request: Request, session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: int
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    return _dashboard(request, session, clock, principal, triage)
+
+
+def _dashboard(
+    request: Request,
+    session: Any,
+    clock: Any,
+    principal: Any,
+    triage: Triage,
+    *,
+    export: dict[str, Any] | None = None,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
     context = _context(session, triage)
     summary = triage_service.summarise(
         session=session, triage=triage, causes=list(context["golden"].causes)
@@ -62,9 +79,81 @@ def triage_page(
             "labelled": triage.misses - summary.unlabelled,
             "is_lead": principal.role.allows_lead,
             "miss_url": miss_url_prefix(request),
+            "trackers": TRACKERS,
+            "exports": export_service.stored(session=session, triage=triage),
+            "export": export or {"tracker": "github", "target": ""},
         },
         principal=principal,
+        status=status,
+        error_code=error_code,
     )
+
+
+@router.post("/triages/{triage_id}/exports", name="export_form")
+def export_form(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    triage_id: int,
+    tracker: Annotated[str, Form()],
+    target: Annotated[str, Form()],
+    action: Annotated[str, Form()] = "preview",
+) -> HTMLResponse:
+    """Preview (dry run: the exact requests, credentials masked) or push the backlog."""
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    context = _context(session, triage)
+    form: dict[str, Any] = {"tracker": tracker, "target": target.strip()}
+    if tracker not in TRACKERS:
+        form["error"] = f"Choose one of {', '.join(TRACKERS)}."
+        return _dashboard(
+            request,
+            session,
+            clock,
+            principal,
+            triage,
+            export=form,
+            status=400,
+            error_code="unknown_tracker",
+        )
+    try:
+        outcome = export_service.export(
+            session=session,
+            settings=settings,
+            triage=triage,
+            run=context["run"],
+            golden=context["golden"],
+            tracker=tracker,
+            target=form["target"],
+            dry_run=action != "push",
+        )
+    except ServiceError as exc:
+        form["error"] = exc.message
+        return _dashboard(
+            request,
+            session,
+            clock,
+            principal,
+            triage,
+            export=form,
+            status=exc.status,
+            error_code=exc.code,
+        )
+    form |= {
+        "dry_run": action != "push",
+        "results": outcome.results,
+        "requests": [
+            r
+            | {
+                "pretty": json.dumps(r["body"], indent=2, ensure_ascii=False)
+                if not isinstance(r["body"], str)
+                else r["body"]
+            }
+            for r in outcome.requests
+        ],
+    }
+    return _dashboard(request, session, clock, principal, triage, export=form)
 
 
 @router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")

@@ -414,3 +414,45 @@ def test_cli_export_dry_run_and_push(
     pushed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert pushed.returncode == 0, pushed.stderr
     assert [r["action"] for r in json.loads(pushed.stdout)["results"]] == ["create", "create"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_export_panel_preview_and_push(
+    client: TestClient,
+    accounts: dict[Role, Account],
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+) -> None:
+    from bs4 import BeautifulSoup
+
+    from tests.conftest import login
+
+    _, tracker = fake
+    client.app.state.settings = tracker_settings  # type: ignore[attr-defined]
+    triage = labelled[2]
+    login(client, accounts[Role.LEAD].email)
+    form = {"tracker": "github", "target": "acme/search"}
+    origin = {"Origin": "http://testserver"}
+    preview = client.post(
+        f"/triages/{triage.id}/exports", data=form | {"action": "preview"}, headers=origin
+    )
+    assert preview.status_code == 200
+    soup = BeautifulSoup(preview.text, "html.parser")
+    assert soup.select_one("#export-results caption").get_text() == "Preview: nothing was sent"
+    assert next(s.get_text() for s in soup.select("details.request summary")).startswith(
+        "POST http://127.0.0.1:"
+    )
+    assert TOKEN not in preview.text
+    assert tracker.requests == []
+    pushed = client.post(
+        f"/triages/{triage.id}/exports", data=form | {"action": "push"}, headers=origin
+    )
+    soup = BeautifulSoup(pushed.text, "html.parser")
+    links = [a["href"] for a in soup.select("#export-results a")]
+    assert len(links) == 2
+    assert all("/acme/search/issues/" in h for h in links)
+    assert len(soup.select("#exports tbody tr")) == 2
+    login(client, accounts[Role.REVIEWER].email)
+    reviewer_view = BeautifulSoup(client.get(f"/triages/{triage.id}").text, "html.parser")
+    assert reviewer_view.select_one("#export") is None
