@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from app.api.deps import ReviewerDep
 from app.clock import Clock
 from app.db import make_engine
 from app.middleware import BodySizeLimit, SecurityHeaders
+from app.services.events import Deliverer
 from app.settings import Settings, get_settings
 from app.web import accounts as web_accounts
 from app.web import pages as web_pages
@@ -32,7 +35,23 @@ def create_app(
     settings: Settings | None = None, engine: Engine | None = None, clock: Clock | None = None
 ) -> FastAPI:
     settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        deliverer = None
+        if settings.webhook_poll_seconds > 0 and settings.webhook_secret is not None:
+            deliverer = Deliverer(
+                app.state.engine,
+                settings.webhook_secret.get_secret_value(),
+                settings.webhook_poll_seconds,
+            )
+            deliverer.start()
+        yield
+        if deliverer is not None:
+            deliverer.stopping.set()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="misstriage",
         version=__version__,
         description="Turn recall at the candidate depth into a work queue of misses.",

@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     export_timeout_seconds: float = 10.0
     export_attempts: int = 4
     export_max_wait_seconds: float = 30.0
+    #: How often each app process posts waiting webhook events; 0 turns the loop off.
+    webhook_poll_seconds: float = 2.0
 
     @model_validator(mode="after")
     def _secret_outside_development(self) -> Settings:

@@ -1,7 +1,7 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
 from app.models.base import utcnow
-from app.models.exports import Export
+from app.models.exports import Export, WebhookDelivery
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import Run, RunHead, RunJudged, RunQuery
 from app.models.triage import OTHER, LabelEvent, Miss, MissState, Triage
@@ -27,5 +27,6 @@ __all__ = [
     "Triage",
     "User",
     "UserSession",
+    "WebhookDelivery",
     "utcnow",
 ]

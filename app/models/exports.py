@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Column, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
@@ -27,3 +28,23 @@ class Export(SQLModel, table=True):
     payload_hash: str = Field(sa_column=Column(String(64), nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """An event waiting to be posted (an outbox): written in the transaction of the label
+    that caused it, delivered afterwards, so labelling never waits on the network."""
+
+    __tablename__ = "webhook_delivery"
+    __table_args__ = (Index("ix_webhook_delivery_pending", "delivered_at", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    golden_set_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("golden_set.id", ondelete="CASCADE"), nullable=False)
+    )
+    event: str = Field(sa_column=Column(String(40), nullable=False))
+    payload: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    attempts: int = 0
+    locked_until: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    delivered_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    last_error: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))

@@ -37,6 +37,9 @@ class GoldenSet(SQLModel, table=True):
         default=None,
         sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
     )
+    #: Where the events of this golden set's triages are posted (signed), and which.
+    webhook_url: str | None = Field(default=None, sa_column=Column(Text))
+    webhook_events: list[str] = Field(default_factory=list, sa_type=JSON)
 
 
 class GoldenQuery(SQLModel, table=True):

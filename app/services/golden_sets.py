@@ -235,6 +235,7 @@ def public(golden: GoldenSet) -> dict[str, Any]:
         "relevant": golden.relevant,
         "documents": golden.documents,
         "causes": list(golden.causes),
+        "webhook": {"url": golden.webhook_url, "events": list(golden.webhook_events)},
         "report": golden.report,
         "created_at": golden.created_at.isoformat(),
     }

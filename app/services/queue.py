@@ -18,6 +18,7 @@ from sqlmodel import Session, col, select
 
 from app.db import write_transaction
 from app.models import OTHER, LabelEvent, Miss, MissState, Role, Triage, User
+from app.services import events as outbox
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound
 
 LABEL_ACTIONS = ("label", "relabel")
@@ -199,6 +200,7 @@ def label(
     _event(
         session, miss, user, "relabel" if relabel else "label", now=now, before=before, note=note
     )
+    outbox.after_label(session, miss)
     session.commit()
     return miss
 
@@ -268,13 +270,14 @@ def undo(*, session: Session, triage: Triage, user: User, now: datetime, lease: 
             miss.lease_expires_at = now + lease
         session.add(miss)
         _event(session, miss, user, "undo", now=now, before=before)
+        outbox.after_label(session, miss)
         session.commit()
         return miss
     session.rollback()
     raise NotFound("you have no label to undo in this triage", code="nothing_to_undo")
 
 
-def events(*, session: Session, miss_id: int) -> list[LabelEvent]:
+def audit_trail(*, session: Session, miss_id: int) -> list[LabelEvent]:
     if session.get(Miss, miss_id) is None:
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
     return list(

@@ -237,7 +237,7 @@ def _miss_page(
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=miss.triage_id)
     context = _context(session, triage)
-    events = queue.events(session=session, miss_id=miss.id)  # type: ignore[arg-type]
+    events = queue.audit_trail(session=session, miss_id=miss.id)  # type: ignore[arg-type]
     people = {u.id: u.email for u in session.exec(_users_query(events))} if events else {}
     return render(
         request,

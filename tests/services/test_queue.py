@@ -74,7 +74,7 @@ def test_claim_order_lease_and_expiry(
                 now=clock.now(),
             )
         assert refused.value.code == "lease_not_held"
-        assert [e.action for e in queue.events(session=s, miss_id=first.id)] == ["refused"]
+        assert [e.action for e in queue.audit_trail(session=s, miss_id=first.id)] == ["refused"]
 
 
 def test_label_versions_and_conflict_keep_both(
@@ -126,7 +126,7 @@ def test_label_versions_and_conflict_keep_both(
                 now=clock.now(),
             )
         assert stale.value.code == "stale_version"
-        trail = queue.events(session=s, miss_id=miss.id)
+        trail = queue.audit_trail(session=s, miss_id=miss.id)
         assert [e.action for e in trail] == ["label", "relabel", "conflict"]
         assert trail[1].before["category"] == "vocabulary-mismatch"
         assert trail[1].after["category"] == "chunk-boundary"
@@ -221,8 +221,11 @@ def test_skip_release_undo(engine: Engine, tmp_path: Path, people: dict[str, Use
         assert undone.lease_holder_id == ann.id  # back on Ann's desk
         with pytest.raises(NotFound):
             queue.undo(session=s, triage=triage, user=ann, now=clock.now(), lease=LEASE)
-        assert [e.action for e in queue.events(session=s, miss_id=first.id)] == ["skip", "release"]
-        assert [e.action for e in queue.events(session=s, miss_id=nxt.id)] == ["label", "undo"]
+        assert [e.action for e in queue.audit_trail(session=s, miss_id=first.id)] == [
+            "skip",
+            "release",
+        ]
+        assert [e.action for e in queue.audit_trail(session=s, miss_id=nxt.id)] == ["label", "undo"]
         progress = queue.progress(session=s, triage=triage, user=ann)
         assert (progress.mine, progress.labelled, progress.remaining, progress.total) == (
             0,

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from app.api.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.api.uploads import saved_uploads
 from app.eval import Order
+from app.services import events
 from app.services import golden_sets as service
 from app.services import runs as run_service
 from app.services.errors import Invalid
@@ -125,3 +126,20 @@ def set_causes(
     """Rename or add causes (``other`` is built in); 409 once labelling has started."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     return service.public(service.set_causes(session=session, golden=golden, causes=body.causes))
+
+
+class WebhookBody(BaseModel):
+    url: str | None = None
+    events: list[str] = []
+
+
+@router.put("/{golden_set_id}/webhook")
+def set_webhook(
+    session: SessionDep, principal: LeadDep, golden_set_id: int, body: WebhookBody
+) -> dict[str, Any]:
+    """Post ``miss.labelled`` and/or ``triage.closed`` events of this golden set's triages to
+    ``url``, signed with MISSTRIAGE_WEBHOOK_SECRET (HMAC-SHA256); ``url`` null turns it off."""
+    golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    return service.public(
+        events.configure(session=session, golden=golden, url=body.url, events=body.events)
+    )

@@ -89,5 +89,5 @@ def label(
 @router.get("/{miss_id}/events")
 def events(session: SessionDep, principal: ReviewerDep, miss_id: int) -> dict[str, Any]:
     """The audit trail of the miss, oldest first."""
-    items = queue.events(session=session, miss_id=miss_id)
+    items = queue.audit_trail(session=session, miss_id=miss_id)
     return {"items": [queue.public_event(e) for e in items], "total": len(items)}

@@ -1,0 +1,165 @@
+"""Webhook events of a golden set's triages (``miss.labelled``, ``triage.closed``), through an
+outbox: events are rows written with the label, delivered by ``deliver_pending``."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import or_
+from sqlmodel import Session, col, select
+
+from app.db import write_transaction
+from app.exporters import Sender, TrackerError
+from app.exporters.webhook import signed
+from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, WebhookDelivery, utcnow
+from app.services.errors import Invalid
+
+EVENTS = ("miss.labelled", "triage.closed")
+MAX_ATTEMPTS = 8
+CLAIM_SECONDS = 60
+
+
+def configure(
+    *, session: Session, golden: GoldenSet, url: str | None, events: list[str]
+) -> GoldenSet:
+    unknown = sorted(set(events) - set(EVENTS))
+    if unknown:
+        raise Invalid(f"unknown events {unknown}: one of {', '.join(EVENTS)}", code="unknown_event")
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise Invalid("the webhook URL must be http(s)", code="bad_url")
+    write_transaction(session)
+    golden.webhook_url = url
+    golden.webhook_events = sorted(set(events)) if url else []
+    session.add(golden)
+    session.commit()
+    session.refresh(golden)
+    return golden
+
+
+def after_label(session: Session, miss: Miss) -> None:
+    """Queue the events a label causes, in the label's own transaction (no commit here)."""
+    found = session.exec(
+        select(GoldenSet, Triage)
+        .join(Run, col(Run.golden_set_id) == col(GoldenSet.id))
+        .join(Triage, col(Triage.run_id) == col(Run.id))
+        .where(Triage.id == miss.triage_id)
+    ).first()
+    if found is None:
+        return
+    golden, triage = found
+    events = set(golden.webhook_events) if golden.webhook_url else set()
+    assert golden.id is not None
+    if "miss.labelled" in events:
+        session.add(
+            WebhookDelivery(
+                golden_set_id=golden.id,
+                event="miss.labelled",
+                payload={
+                    "triage_id": triage.id,
+                    "miss_id": miss.id,
+                    "qid": miss.qid,
+                    "doc_id": miss.doc_id,
+                    "category": miss.category,
+                    "note": miss.note,
+                    "version": miss.version,
+                },
+            )
+        )
+    session.flush()
+    residue = session.exec(
+        select(Miss.id)
+        .where(
+            Miss.triage_id == triage.id,
+            or_(col(Miss.state) == MissState.OPEN.value, col(Miss.category) == OTHER),
+        )
+        .limit(1)
+    ).first()
+    closes = residue is None
+    if closes and triage.closed_at is None:
+        triage.closed_at = utcnow()
+        session.add(triage)
+        if "triage.closed" in events:
+            session.add(
+                WebhookDelivery(
+                    golden_set_id=golden.id,
+                    event="triage.closed",
+                    payload={
+                        "triage_id": triage.id,
+                        "misses": triage.misses,
+                    },
+                )
+            )
+    elif not closes and triage.closed_at is not None:
+        triage.closed_at = None  # reopened (an undo or a relabel to "other"): may close again
+        session.add(triage)
+
+
+def deliver_pending(
+    *, session: Session, secret: str | None, sender: Sender, limit: int = 50
+) -> int:
+    """Post the waiting events (oldest first); returns how many were delivered. Rows are
+    claimed for a minute first, so several app processes never post one event twice."""
+    if not secret:
+        return 0
+    now = utcnow()
+    write_transaction(session)
+    query = (
+        select(WebhookDelivery)
+        .where(
+            col(WebhookDelivery.delivered_at).is_(None),
+            WebhookDelivery.attempts < MAX_ATTEMPTS,
+            or_(
+                col(WebhookDelivery.locked_until).is_(None), col(WebhookDelivery.locked_until) < now
+            ),
+        )
+        .order_by(col(WebhookDelivery.id))
+        .limit(limit)
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True)
+    claimed = list(session.exec(query))
+    for row in claimed:
+        row.locked_until = now + timedelta(seconds=CLAIM_SECONDS)
+        session.add(row)
+    session.commit()
+    delivered = 0
+    with httpx.Client() as client:
+        for row in claimed:
+            golden = session.get(GoldenSet, row.golden_set_id)
+            if golden is None or not golden.webhook_url:
+                continue
+            payload: dict[str, Any] = {"golden_set": golden.name, "delivery": row.id, **row.payload}
+            request = signed(golden.webhook_url, secret, row.event, payload, f"event-{row.id}")
+            try:
+                sender.send(client, request)
+                row.delivered_at = utcnow()
+                delivered += 1
+            except TrackerError as exc:
+                row.last_error = str(exc)[:1000]
+            row.attempts += 1
+            row.locked_until = None
+            write_transaction(session)
+            session.add(row)
+            session.commit()
+    return delivered
+
+
+class Deliverer(threading.Thread):
+    """Delivers webhook events in the background of an app process."""
+
+    def __init__(self, engine: Any, secret: str | None, every: float) -> None:
+        super().__init__(daemon=True, name="misstriage-webhooks")
+        self.engine, self.secret, self.every = engine, secret, every
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        sender = Sender(timeout=5.0, attempts=2, max_wait=5.0)
+        while not self.stopping.wait(self.every):
+            try:
+                with Session(self.engine, expire_on_commit=False) as session:
+                    deliver_pending(session=session, secret=self.secret, sender=sender)
+            except Exception:  # keep delivering after a database hiccup
+                continue
