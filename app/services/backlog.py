@@ -105,7 +105,10 @@ def as_jsonl(items: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 def as_csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """UTF-8 with a byte-order mark, so that Excel reads accents and Greek letters right
+    (LibreOffice and csv readers with ``utf-8-sig`` skip it)."""
     buffer = io.StringIO()
+    buffer.write("\ufeff")
     writer = csv.DictWriter(buffer, fieldnames=FIELDS, lineterminator="\r\n")
     writer.writeheader()
     for item in items:

@@ -30,7 +30,8 @@ def test_backlog_formats(
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/csv")
     assert "attachment" in response.headers["content-disposition"]
-    table = list(csv.DictReader(io.StringIO(response.text)))
+    assert response.content.startswith(b"\xef\xbb\xbf")  # a BOM, for Excel
+    table = list(csv.DictReader(io.StringIO(response.content.decode("utf-8-sig"))))
     assert len(table) == 4
     assert tuple(table[0]) == backlog.FIELDS
     first = table[0]
