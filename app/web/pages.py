@@ -12,7 +12,7 @@ from app.api.uploads import saved_uploads
 from app.eval import Gain, Order
 from app.eval.conventions import DEFAULT_DEPTHS
 from app.models import GoldenSet, Role
-from app.services import comparisons
+from app.services import comparisons, events
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
@@ -186,6 +186,7 @@ def _golden_set_page(
             "chart": chart,
             "depths": DEFAULT_DEPTHS,
             "checks": _reranker_checks(session, rows, k=k, depth=depth),
+            "event_names": events.EVENTS,
             "can_import": principal.role.allows(Role.LEAD),
             "error": error,
             "form": form or {"name": ""},
@@ -273,3 +274,38 @@ def create_triage(
         session=session, run=run, golden=golden, depth=depth, k=k, user=principal.user
     )
     return redirect(request, str(request.url_for("triage_page", triage_id=triage.id)))
+
+
+@router.post("/golden-sets/{golden_set_id}/settings", name="golden_set_settings_form")
+def golden_set_settings(
+    request: Request,
+    session: SessionDep,
+    principal: LeadDep,
+    golden_set_id: int,
+    causes: Annotated[str, Form()],
+    webhook_url: Annotated[str, Form()] = "",
+    webhook_events: Annotated[list[str] | None, Form()] = None,
+) -> Response:
+    """Rename or add causes (until labelling starts) and choose the webhook events."""
+    golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    try:
+        wanted = [c.strip() for c in causes.split(",") if c.strip()]
+        if wanted != list(golden.causes):
+            golden = golden_service.set_causes(session=session, golden=golden, causes=wanted)
+        events.configure(
+            session=session,
+            golden=golden,
+            url=webhook_url.strip() or None,
+            events=webhook_events or [],
+        )
+    except ServiceError as exc:
+        return _golden_set_page(
+            request,
+            session,
+            principal,
+            golden,
+            error=exc.message,
+            status=exc.status,
+            error_code=exc.code,
+        )
+    return redirect(request, str(request.url_for("golden_set_page", golden_set_id=golden.id)))

@@ -128,3 +128,35 @@ def test_comparison_uses_labels_from_any_triage(
     )
     row = soup.select_one('#by-cause tr[data-cause="vocabulary-mismatch"]')
     assert [td.get_text() for td in row.select("td")] == ["vocabulary-mismatch", "1", "1", "0"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_settings_panel_causes_and_webhook(
+    client: TestClient, golden_url: str, accounts: dict[Role, Account]
+) -> None:
+    path = urlsplit(golden_url).path
+    saved = client.post(
+        f"{path}/settings",
+        headers=ORIGIN,
+        follow_redirects=False,
+        data={
+            "causes": "stale-index, synonyms, chunking",
+            "webhook_url": "https://hooks.test/x",
+            "webhook_events": ["triage.closed"],
+        },
+    )
+    assert saved.status_code == 303
+    golden = client.get(f"/api/v1{path}", headers=accounts[Role.LEAD].headers).json()
+    assert golden["causes"] == ["stale-index", "synonyms", "chunking"]
+    assert golden["webhook"] == {"url": "https://hooks.test/x", "events": ["triage.closed"]}
+    soup = BeautifulSoup(client.get(path).text, "html.parser")
+    assert soup.select_one('#settings input[name="causes"]')["value"] == (
+        "stale-index, synonyms, chunking"
+    )
+    checked = [i["value"] for i in soup.select('#settings input[type="checkbox"][checked]')]
+    assert checked == ["triage.closed"]
+    bad = client.post(
+        f"{path}/settings", headers=ORIGIN, data={"causes": "a, other", "webhook_url": ""}
+    )
+    assert bad.status_code == 422
+    assert bad.headers["x-error-code"] == "bad_causes"
