@@ -49,11 +49,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -66,6 +65,7 @@ from sqlmodel import Session
 from starlette.testclient import TestClient
 from support import (
     BenchTimeout,
+    arm_time_limit,
     bench_database,
     free_port,
     log_problems,
@@ -916,22 +916,7 @@ def main() -> None:
 
     processes: list[subprocess.Popen[bytes]] = []
 
-    def expire(_signum: int, _frame: object) -> None:
-        raise BenchTimeout(f"the global limit of {args.timeout} s passed")
-
-    def last_resort() -> None:
-        # Only if cleaning up after the alarm hangs: kill our servers and leave.
-        for process in list(processes):
-            with suppress(ProcessLookupError):
-                process.kill()
-        print("benchmark: cleanup did not finish; exiting", file=sys.stderr, flush=True)
-        os._exit(124)
-
-    signal.signal(signal.SIGALRM, expire)
-    signal.alarm(args.timeout)
-    watchdog = threading.Timer(args.timeout + 90, last_resort)
-    watchdog.daemon = True
-    watchdog.start()
+    watchdog = arm_time_limit(args.timeout, processes)
     try:
         results = []
         for backend in backends:

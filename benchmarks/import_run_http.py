@@ -44,6 +44,7 @@ from evaluate_msmarco_scale import DEPTH, paths
 from support import (
     PG_ADMIN,
     BenchTimeout,
+    arm_time_limit,
     bench_database,
     cpu_seconds,
     free_port,
@@ -568,22 +569,7 @@ def main() -> None:
 
     processes: list[subprocess.Popen[bytes]] = []
 
-    def expire(_signum: int, _frame: object) -> None:
-        raise BenchTimeout(f"the global limit of {args.timeout} s passed")
-
-    def last_resort() -> None:
-        # Only if cleaning up after the alarm hangs: kill our servers and leave.
-        for process in list(processes):
-            with suppress(ProcessLookupError):
-                process.kill()
-        print("benchmark: cleanup did not finish; exiting", file=sys.stderr, flush=True)
-        os._exit(124)
-
-    signal.signal(signal.SIGALRM, expire)
-    signal.alarm(args.timeout)
-    watchdog = threading.Timer(args.timeout + 90, last_resort)
-    watchdog.daemon = True
-    watchdog.start()
+    watchdog = arm_time_limit(args.timeout, processes)
     try:
         started = time.perf_counter()
         qrels, run = ensure_data(args.queries)

@@ -5,10 +5,14 @@ Imported by the scripts beside it (run as ``python benchmarks/<script>.py``).
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 import socket
 import string
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -118,3 +122,25 @@ def cpu_seconds(pid: int) -> float:
             times = member.cpu_times()
             total += times.user + times.system
     return total
+
+
+def arm_time_limit(seconds: int, processes: list[subprocess.Popen[bytes]]) -> threading.Timer:
+    """Raise BenchTimeout after ``seconds`` (SIGALRM), so the script cleans up and reports;
+    if cleaning up hangs too, a watchdog kills the servers in ``processes`` and exits 124."""
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise BenchTimeout(f"the global limit of {seconds} s passed")
+
+    def last_resort() -> None:
+        for process in list(processes):
+            with suppress(ProcessLookupError):
+                process.kill()
+        print("benchmark: cleanup did not finish; exiting", file=sys.stderr, flush=True)
+        os._exit(124)
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    watchdog = threading.Timer(seconds + 90, last_resort)
+    watchdog.daemon = True
+    watchdog.start()
+    return watchdog

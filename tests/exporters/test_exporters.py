@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from app.clock import FrozenClock
 from app.exporters import Sender
-from app.models import GoldenSet, Role, Run, Triage, User
+from app.models import GoldenSet, Miss, Role, Run, Triage, User
 from app.services import exports, queue, users
 from app.settings import Settings
 from tests.conftest import Account
@@ -66,7 +67,7 @@ def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, Us
                 triage=triage,
                 user=lead,
                 now=now,
-                lease=__import__("datetime").timedelta(minutes=5),
+                lease=timedelta(minutes=5),
             )
             assert miss is not None
             queue.label(
@@ -108,8 +109,6 @@ def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]
     _, _, triage, lead = labelled
     with Session(engine, expire_on_commit=False) as s:
         now = FrozenClock().now()
-        from datetime import timedelta
-
         miss = queue.claim(session=s, triage=triage, user=lead, now=now, lease=timedelta(minutes=5))
         assert miss is not None
         queue.label(
@@ -121,6 +120,24 @@ def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]
             version=miss.version,
             causes=CAUSES,
             now=now,
+        )
+
+
+def relabel(engine: Engine, lead: User, old: str, new: str) -> None:
+    """A lead moves one miss labelled ``old`` to ``new`` (two causes change)."""
+    with Session(engine, expire_on_commit=False) as s:
+        miss = s.exec(select(Miss).where(Miss.category == old)).first()
+        assert miss is not None
+        assert miss.id is not None
+        queue.label(
+            session=s,
+            miss_id=miss.id,
+            user=lead,
+            category=new,
+            note="",
+            version=miss.version,
+            causes=CAUSES,
+            now=FrozenClock().now(),
         )
 
 
@@ -167,24 +184,7 @@ def test_updates_after_new_labels(
     numbers = {r.category: r.external_id for r in first.results}
     _golden, _run, _triage, lead = labelled
     # Relabel a vocabulary-mismatch miss as not-indexed: both issues change, both are updated.
-    with Session(engine, expire_on_commit=False) as s:
-        from sqlmodel import select
-
-        from app.models import Miss
-
-        miss = s.exec(select(Miss).where(Miss.category == "vocabulary-mismatch")).first()
-        assert miss is not None
-        assert miss.id is not None
-        queue.label(
-            session=s,
-            miss_id=miss.id,
-            user=lead,
-            category="not-indexed",
-            note="",
-            version=miss.version,
-            causes=CAUSES,
-            now=FrozenClock().now(),
-        )
+    relabel(engine, lead, "vocabulary-mismatch", "not-indexed")
     second = run_export(engine, tracker_settings, labelled, "github", "acme/search")
     assert [(r.category, r.action, r.external_id) for r in second.results] == [
         ("not-indexed", "update", numbers["not-indexed"]),
@@ -245,24 +245,7 @@ def test_timeouts_retry_updates_and_stop_creates(
     # An update is safe to repeat: a timed-out PATCH is sent again and succeeds.
     label_one_more(engine, labelled)
     _golden, _run, _triage, lead = labelled
-    with Session(engine, expire_on_commit=False) as s:
-        from sqlmodel import select
-
-        from app.models import Miss
-
-        miss = s.exec(select(Miss).where(Miss.category == "chunk-boundary")).first()
-        assert miss is not None
-        assert miss.id is not None
-        queue.label(
-            session=s,
-            miss_id=miss.id,
-            user=lead,
-            category="vocabulary-mismatch",
-            note="",
-            version=miss.version,
-            causes=CAUSES,
-            now=FrozenClock().now(),
-        )
+    relabel(engine, lead, "chunk-boundary", "vocabulary-mismatch")
     tracker.faults = [Fault("/repos/acme/search/issues/", pause=1.0)]
     sender = Sender(timeout=0.5, attempts=3, max_wait=0.5)
     second = run_export(engine, tracker_settings, labelled, "github", "acme/search", sender=sender)
