@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     #: How long a claimed miss stays leased to its reviewer.
     lease_seconds: int = 600
     session_hours: int = 24 * 14
+    #: Failed logins allowed per email, and per client address, within the window; then 429.
+    login_failures_per_email: int = 5
+    login_failures_per_address: int = 20
+    login_window_seconds: int = 15 * 60
     #: How many results per query a run keeps for review context.
     keep_depth: int = 200
     #: Rows per batch when writing to SQLite.

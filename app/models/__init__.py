@@ -5,7 +5,7 @@ from app.models.exports import Export, WebhookDelivery
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import Run, RunHead, RunJudged, RunQuery
 from app.models.triage import OTHER, LabelEvent, Miss, MissState, Triage
-from app.models.users import ApiToken, Role, User, UserSession
+from app.models.users import ApiToken, LoginAttempt, Role, User, UserSession
 
 __all__ = [
     "DEFAULT_CAUSES",
@@ -17,6 +17,7 @@ __all__ = [
     "GoldenSet",
     "Judgment",
     "LabelEvent",
+    "LoginAttempt",
     "Miss",
     "MissState",
     "Role",

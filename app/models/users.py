@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Column, ForeignKey, Integer, String
+from sqlalchemy import Column, ForeignKey, Index, Integer, String
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
@@ -73,3 +73,19 @@ class UserSession(SQLModel, table=True):
     token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     expires_at: datetime = Field(sa_type=UTCDateTime)
+
+
+class LoginAttempt(SQLModel, table=True):
+    """A failed login, kept for the rate limit's window: counted per email and per client
+    address, in the database so that every app process sees the same count."""
+
+    __tablename__ = "login_attempt"
+    __table_args__ = (
+        Index("ix_login_attempt_email", "email", "attempted_at"),
+        Index("ix_login_attempt_address", "address", "attempted_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(sa_column=Column(String(320), nullable=False))
+    address: str = Field(sa_column=Column(String(64), nullable=False))
+    attempted_at: datetime = Field(sa_type=UTCDateTime)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -9,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.api.deps import (
     SESSION_COOKIE,
+    ClockDep,
     OptionalPrincipal,
     ReviewerDep,
     SessionDep,
@@ -17,7 +20,9 @@ from app.api.deps import (
     session_id_from_cookie,
 )
 from app.security import CookieSigner
+from app.services import logins
 from app.services import users as user_service
+from app.settings import Settings
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
@@ -28,6 +33,14 @@ def _local(next_url: str) -> str:
     if next_url.startswith("/") and not next_url.startswith("//") and "\\" not in next_url:
         return next_url
     return "/"
+
+
+def login_policy(settings: Settings) -> logins.LoginPolicy:
+    return logins.LoginPolicy(
+        per_email=settings.login_failures_per_email,
+        per_address=settings.login_failures_per_address,
+        window=timedelta(seconds=settings.login_window_seconds),
+    )
 
 
 @router.get("/login", name="login_page")
@@ -42,6 +55,7 @@ def login(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    clock: ClockDep,
     email: Annotated[str, Form()],
     password: Annotated[str, Form()],
     next: Annotated[str, Form()] = "/",
@@ -54,8 +68,33 @@ def login(
             status=403,
             error_code="csrf_failed",
         )
+    policy = login_policy(settings)
+    address = request.client.host if request.client else "unknown"
+    normalised, now = user_service.normalise_email(email), clock.now()
+    wait = logins.retry_after(
+        session=session, email=normalised, address=address, now=now, policy=policy
+    )
+    if wait is not None:
+        minutes = math.ceil(wait / 60)
+        refused = render(
+            request,
+            "login.html",
+            {
+                "error": f"Too many failed logins: try again in {minutes} "
+                f"minute{'s' if minutes != 1 else ''}.",
+                "email": email,
+                "next": _local(next),
+            },
+            status=429,
+            error_code="too_many_attempts",
+        )
+        refused.headers["Retry-After"] = str(wait)
+        return refused
     user = user_service.authenticate(session=session, email=email, password=password)
     if user is None:
+        logins.record_failure(
+            session=session, email=normalised, address=address, now=now, policy=policy
+        )
         return render(
             request,
             "login.html",
@@ -63,6 +102,7 @@ def login(
             status=400,
             error_code="invalid_credentials",
         )
+    logins.clear_failures(session=session, email=normalised)
     old = session_id_from_cookie(request)
     if old is not None:
         user_service.end_session(session=session, session_id=old)

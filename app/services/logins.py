@@ -1,0 +1,78 @@
+"""The login rate limit: failed logins counted per email and per client address within a
+window, in the database, so that every app process behind a load balancer sees one count."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement
+from sqlmodel import Session, col, delete, select
+
+from app.db import write_transaction
+from app.models import LoginAttempt
+
+#: Column widths of the table: longer values are cut (they are only compared).
+_EMAIL_CHARS = 320
+_ADDRESS_CHARS = 64
+
+
+@dataclass(frozen=True)
+class LoginPolicy:
+    per_email: int
+    per_address: int
+    window: timedelta
+
+
+def _recent(
+    session: Session, where: ColumnElement[bool], *, since: datetime, limit: int
+) -> list[datetime]:
+    """The ``limit`` most recent failures matching ``where`` inside the window, newest first."""
+    return list(
+        session.exec(
+            select(LoginAttempt.attempted_at)
+            .where(where, col(LoginAttempt.attempted_at) > since)
+            .order_by(col(LoginAttempt.attempted_at).desc())
+            .limit(limit)
+        )
+    )
+
+
+def retry_after(
+    *, session: Session, email: str, address: str, now: datetime, policy: LoginPolicy
+) -> int | None:
+    """Seconds to wait before this email may try again from this address; None when it may
+    try now. A login is refused once ``per_email`` failures for the email, or ``per_address``
+    from the address, fall inside the window, until the oldest of them leaves it."""
+    since = now - policy.window
+    waits: list[timedelta] = []
+    for where, limit in (
+        (col(LoginAttempt.email) == email[:_EMAIL_CHARS], policy.per_email),
+        (col(LoginAttempt.address) == address[:_ADDRESS_CHARS], policy.per_address),
+    ):
+        failures = _recent(session, where, since=since, limit=limit)
+        if len(failures) >= limit:
+            waits.append(failures[limit - 1] + policy.window - now)
+    if not waits:
+        return None
+    return max(1, math.ceil(max(waits).total_seconds()))
+
+
+def record_failure(
+    *, session: Session, email: str, address: str, now: datetime, policy: LoginPolicy
+) -> None:
+    """Count a failed login; failures that have left the window are deleted on the way."""
+    write_transaction(session)
+    session.exec(delete(LoginAttempt).where(col(LoginAttempt.attempted_at) <= now - policy.window))
+    session.add(
+        LoginAttempt(email=email[:_EMAIL_CHARS], address=address[:_ADDRESS_CHARS], attempted_at=now)
+    )
+    session.commit()
+
+
+def clear_failures(*, session: Session, email: str) -> None:
+    """A successful login forgets the email's failures (not the address's)."""
+    write_transaction(session)
+    session.exec(delete(LoginAttempt).where(col(LoginAttempt.email) == email[:_EMAIL_CHARS]))
+    session.commit()
