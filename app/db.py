@@ -14,6 +14,8 @@ from app.settings import Settings
 
 #: SQLite waits this long for a lock instead of failing at once.
 SQLITE_BUSY_MS = 10_000
+#: PostgreSQL: give up connecting after this many seconds (an unreachable host, not a refusal).
+POSTGRES_CONNECT_TIMEOUT_S = 10
 
 
 def normalise_url(url: str) -> str:
@@ -35,6 +37,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def make_engine(settings: Settings) -> Engine:
+    """The engine for ``settings.database_url``: SQLite with WAL and our BEGIN handling, or
+    PostgreSQL with a pre-pinged pool (the app survives a database restart by itself)."""
     url = make_url(normalise_url(settings.database_url))
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
@@ -48,7 +52,16 @@ def make_engine(settings: Settings) -> Engine:
         event.listen(engine, "connect", _disable_pysqlite_transactions)
         event.listen(engine, "begin", _emit_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    # pre-ping: a pooled connection that PostgreSQL dropped (a restart, a failover, an idle
+    # timeout) is replaced on checkout instead of failing the request that drew it. The
+    # connect timeout bounds how long a request (and /healthz) waits for an unreachable server.
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=10,
+        connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S},
+    )
 
 
 def _disable_pysqlite_transactions(dbapi_connection: Any, _record: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from app.api.deps import ReviewerDep
 from app.clock import Clock
 from app.db import make_engine
 from app.middleware import BodySizeLimit, SecurityHeaders
+from app.observability import RequestLog
 from app.services.events import Deliverer
 from app.settings import Settings, get_settings
 from app.web import accounts as web_accounts
@@ -29,6 +31,7 @@ from app.web import runs as web_runs
 from app.web import triage as web_triage
 
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -77,14 +80,24 @@ def create_app(
 
     @app.get("/healthz", include_in_schema=False, name="healthz")
     def healthz(request: Request) -> Response:
+        """Public: is this process up and can it query its database? 200 or 503. Says no
+        more than that (no URL, no error text: those go to the log)."""
+        no_store = {"Cache-Control": "no-store"}
         try:
             with request.app.state.engine.connect() as connection:
                 connection.execute(text("SELECT 1"))
-        except Exception:  # any database failure means unhealthy
-            return JSONResponse({"status": "unavailable", "database": "down"}, status_code=503)
-        return JSONResponse({"status": "ok", "database": "up", "version": __version__})
+        except Exception as exc:  # any database failure means unhealthy
+            log.warning("health check: the database is down: %s", type(exc).__name__)
+            return JSONResponse(
+                {"status": "unavailable", "database": "down"}, status_code=503, headers=no_store
+            )
+        return JSONResponse(
+            {"status": "ok", "database": "up", "version": __version__}, headers=no_store
+        )
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.add_middleware(BodySizeLimit, max_bytes=settings.upload_max_bytes)
     app.add_middleware(SecurityHeaders)
+    # Outermost: every answer, the 413s of BodySizeLimit included, gets a request id and a log line.
+    app.add_middleware(RequestLog)
     return app

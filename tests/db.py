@@ -9,6 +9,7 @@ MISSTRIAGE_REQUIRE_POSTGRES=1 (set by .ci/run), which turns the skip into a fail
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -37,47 +38,64 @@ def _reachable(url: str) -> bool:
         return False
 
 
-def _throwaway_cluster() -> tuple[str, Path] | None:
-    """initdb + pg_ctl as the postgres user (initdb refuses root); None if not possible."""
-    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
-    if not bins or shutil.which("runuser") is None:
-        return None
-    bin_dir = bins[-1]
-    base = Path(tempfile.mkdtemp(prefix="misstriage-pg-"))
-    data, sock = base / "data", base / "sock"
-    sock.mkdir()
-    try:
-        subprocess.run(["chown", "-R", "postgres", str(base)], check=True)
-        as_postgres = ["runuser", "-u", "postgres", "--"]
+class ThrowawayCluster:
+    """A PostgreSQL cluster of its own (initdb + pg_ctl as the postgres user, since initdb
+    refuses root) on a free loopback port, under a temporary folder: for the suite where no
+    server answers, and for tests and benchmarks that stop or restart the server."""
+
+    def __init__(self, base: Path, bin_dir: Path, port: int) -> None:
+        self.base, self.bin_dir, self.port = base, bin_dir, port
+        self.admin_url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    @classmethod
+    def start(cls) -> ThrowawayCluster | None:
+        """A running cluster, or None where the binaries or runuser are missing."""
+        bins = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+        if not bins or shutil.which("runuser") is None:
+            return None
+        base = Path(tempfile.mkdtemp(prefix="misstriage-pg-"))
+        (base / "sock").mkdir()
+        try:
+            subprocess.run(["chown", "-R", "postgres", str(base)], check=True)
+            subprocess.run(
+                [
+                    *AS_POSTGRES,
+                    str(bins[-1] / "initdb"),
+                    "-D",
+                    str(base / "data"),
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                ],
+                check=True,
+                capture_output=True,
+            )
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = int(probe.getsockname()[1])
+            cluster = cls(base, bins[-1], port)
+            cluster.pg_ctl("start")
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+            shutil.rmtree(base, ignore_errors=True)
+            return None
+        return cluster
+
+    def pg_ctl(self, action: str, *options: str) -> None:
+        """``pg_ctl <action>`` on this cluster, waiting until it is done (60 s at most)."""
         subprocess.run(
             [
-                *as_postgres,
-                str(bin_dir / "initdb"),
+                *AS_POSTGRES,
+                str(self.bin_dir / "pg_ctl"),
                 "-D",
-                str(data),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = str(probe.getsockname()[1])
-        subprocess.run(
-            [
-                *as_postgres,
-                str(bin_dir / "pg_ctl"),
-                "-D",
-                str(data),
+                str(self.base / "data"),
                 "-w",
                 "-l",
-                str(base / "server.log"),
+                str(self.base / "server.log"),
                 "-o",
-                f"-p {port} -k {sock} -c listen_addresses=127.0.0.1",
-                "start",
+                f"-p {self.port} -k {self.base / 'sock'} -c listen_addresses=127.0.0.1",
+                *options,
+                action,
             ],
             # The server inherits pg_ctl's output: a log file, never a pipe that
             # subprocess.run would wait on for ever.
@@ -86,24 +104,29 @@ def _throwaway_cluster() -> tuple[str, Path] | None:
             stderr=subprocess.DEVNULL,
             timeout=60,
         )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
-        shutil.rmtree(base, ignore_errors=True)
-        return None
-    return f"postgresql://postgres@127.0.0.1:{port}/postgres", base
+
+    def destroy(self) -> None:
+        """Stop the server at once and remove its files."""
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            self.pg_ctl("stop", "-m", "immediate")  # fails when already stopped
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+AS_POSTGRES = ["runuser", "-u", "postgres", "--"]
 
 
 class PostgresServer:
     def __init__(self) -> None:
         self.admin_url = ADMIN_URL
-        self.cluster: Path | None = None
+        self.cluster: ThrowawayCluster | None = None
         if not _reachable(self.admin_url):
-            started = _throwaway_cluster()
-            if started is None:
+            self.cluster = ThrowawayCluster.start()
+            if self.cluster is None:
                 message = f"no PostgreSQL at {ADMIN_URL} and no throwaway cluster possible"
                 if REQUIRE:
                     pytest.fail(message)
                 pytest.skip(message)
-            self.admin_url, self.cluster = started
+            self.admin_url = self.cluster.admin_url
             for _ in range(50):
                 if _reachable(self.admin_url):
                     break
@@ -125,23 +148,7 @@ class PostgresServer:
 
     def stop(self) -> None:
         if self.cluster is not None:
-            bins = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
-            subprocess.run(
-                [
-                    "runuser",
-                    "-u",
-                    "postgres",
-                    "--",
-                    str(bins[-1] / "pg_ctl"),
-                    "-D",
-                    str(self.cluster / "data"),
-                    "-m",
-                    "immediate",
-                    "stop",
-                ],
-                capture_output=True,
-            )
-            shutil.rmtree(self.cluster, ignore_errors=True)
+            self.cluster.destroy()
 
 
 def truncate_all(engine: Engine) -> None:

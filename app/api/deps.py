@@ -12,6 +12,7 @@ from sqlmodel import Session
 
 from app.clock import Clock
 from app.models import Role, User
+from app.observability import note_user
 from app.security import CookieSigner
 from app.services import users as user_service
 from app.services.errors import Forbidden, ServiceError
@@ -86,6 +87,7 @@ def optional_principal(request: Request, session: SessionDep) -> Principal | Non
         user = user_service.user_for_token(session=session, secret=secret.strip())
         if user is None:
             raise NotAuthenticated("the token is unknown or revoked", code="invalid_token")
+        note_user(user.id)
         return Principal(user=user, via="token")
     session_id = session_id_from_cookie(request)
     if session_id is None:
@@ -93,6 +95,7 @@ def optional_principal(request: Request, session: SessionDep) -> Principal | Non
     user = user_service.user_for_session(session=session, session_id=session_id)
     if user is None:
         return None
+    note_user(user.id)
     if request.method not in SAFE_METHODS and not same_origin(request):
         raise Forbidden("cross-site request refused (CSRF)", code="csrf_failed")
     return Principal(user=user, via="cookie")

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import html
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.deps import NotAuthenticated
+from app.observability import current_request_id
 from app.services.errors import ServiceError
+
+log = logging.getLogger(__name__)
+
+#: Errors that mean "the database cannot be reached or dropped the connection" (PostgreSQL
+#: restarting, a network cut, SQLite busy past its timeout, a pool with no free connection):
+#: the request may succeed if repeated, so they answer 503, never a 500 with a traceback.
+DATABASE_UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+#: Seconds a client should wait before repeating a request that met an unavailable database.
+RETRY_AFTER_SECONDS = 2
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -25,10 +38,37 @@ _HTTP_CODES = {
 }
 
 
-def error_response(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     body = {"error": {"code": code, "message": message, "details": jsonable_encoder(details)}}
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body, status_code=status, headers=headers)
+    headers = dict(headers or {})
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
+def _server_side(
+    request: Request, status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> Response:
+    """A 5xx answer: the error body (JSON) or a short page (HTML), carrying the request id,
+    which finds the server's log lines of this request (every response also has it in the
+    X-Request-ID header, except a 500, which is answered outside that middleware)."""
+    request_id = current_request_id()
+    if wants_html(request):
+        page = (
+            f"<!doctype html><title>{status}</title><h1>{status}</h1>"
+            f"<p>{html.escape(message)}</p><p><small>request {html.escape(request_id or '-')}"
+            "</small></p>"
+        )
+        return HTMLResponse(
+            page, status_code=status, headers={**(headers or {}), "X-Error-Code": code}
+        )
+    return error_response(status, code, message, {"request_id": request_id}, headers)
 
 
 def wants_html(request: Request) -> bool:
@@ -56,6 +96,29 @@ def install(app: FastAPI) -> None:
             for e in exc.errors()
         ]
         return error_response(422, "validation_error", "the request is not valid", details)
+
+    async def _database_unavailable(request: Request, exc: Exception) -> Response:
+        orig = getattr(exc, "orig", None) or exc
+        first_line = (str(orig).strip().splitlines() or [""])[0]
+        log.warning("database unavailable: %s: %s", type(orig).__name__, first_line[:300])
+        return _server_side(
+            request,
+            503,
+            "database_unavailable",
+            "the database is unavailable right now; try again in a moment",
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+
+    for error_class in DATABASE_UNAVAILABLE:
+        app.add_exception_handler(error_class, _database_unavailable)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> Response:
+        # Runs in Starlette's outermost middleware, which then re-raises: the server logs
+        # the traceback (with the request id); the client gets the error body, no traceback.
+        return _server_side(
+            request, 500, "internal_error", "an unexpected error; the server log has the details"
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:

@@ -24,6 +24,7 @@ COMMANDS = {
     "import-run": "app.cli.service:import_run",
     "triage": "app.cli.service:triage",
     "export": "app.cli.service:export",
+    "backup": "app.cli.backup:backup",
 }
 
 

@@ -65,12 +65,30 @@ output_option = click.option(
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
-def serve(host: str, port: int, workers: int) -> None:
+@click.option(
+    "--log-format",
+    type=click.Choice(["json", "text"]),
+    envvar="MISSTRIAGE_LOG_FORMAT",
+    help="One JSON object per line (default outside development) or readable text "
+    "(default in development). Env: MISSTRIAGE_LOG_FORMAT.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    envvar="MISSTRIAGE_LOG_LEVEL",
+)
+def serve(host: str, port: int, workers: int, log_format: str | None, log_level: str) -> None:
     """Migrate the database, then serve the web UI and the API."""
     import uvicorn
 
+    from app.observability import logging_config
+
     settings = _settings()
     upgrade(settings)
+    if log_format is None:
+        log_format = "text" if settings.environment == "development" else "json"
     click.echo(f"misstriage: serving on http://{host}:{port}/", err=True)
     uvicorn.run(
         "app.main:create_app",
@@ -79,7 +97,9 @@ def serve(host: str, port: int, workers: int) -> None:
         port=port,
         workers=workers,
         proxy_headers=True,
-        log_level="info",
+        log_config=logging_config("json" if log_format == "json" else "text", log_level.upper()),
+        # The app writes one line per request itself (request id, user, no query string).
+        access_log=False,
     )
 
 
