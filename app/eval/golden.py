@@ -13,6 +13,7 @@ from app.eval.errors import InputError
 from app.eval.jsonl import read_queries
 from app.eval.textio import ProgressFn
 from app.eval.trec import read_qrels
+from app.eval.values import check_length
 
 
 def count(n: int, singular: str, plural: str) -> str:
@@ -155,14 +156,33 @@ def golden_from_frame(
     return GoldenSet(judgments=judgments, queries=queries, min_grade=min_grade, report=report)
 
 
+@dataclass(frozen=True, slots=True)
+class IdLimits:
+    """The longest query and document ids a store keeps (its column widths)."""
+
+    query: int
+    document: int
+
+
 def load_golden(
     qrels: Path,
     *,
     queries: Path | None = None,
     min_grade: int = DEFAULT_MIN_GRADE,
     progress: ProgressFn | None = None,
+    id_limits: IdLimits | None = None,
 ) -> GoldenSet:
-    """Read a qrels file (TREC or BEIR TSV) and optional query texts into a golden set."""
+    """Read a qrels file (TREC or BEIR TSV) and optional query texts into a golden set.
+
+    With ``id_limits``, a longer id is an error naming its line (evaluation alone has none).
+    """
     frame, fmt = read_qrels(qrels, progress=progress)
-    texts = read_queries(queries) if queries is not None else {}
+    if id_limits is not None:
+        for column, limit, what in (
+            ("qid", id_limits.query, "query id"),
+            ("doc_id", id_limits.document, "document id"),
+        ):
+            check_length(frame, column, limit=limit, source=str(qrels), what=what)
+    max_qid = id_limits.query if id_limits is not None else None
+    texts = read_queries(queries, max_id_chars=max_qid) if queries is not None else {}
     return golden_from_frame(frame, queries=texts, min_grade=min_grade, source=str(qrels), fmt=fmt)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,15 +48,36 @@ def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
             yield number, len(raw), value
 
 
-def _identifier(value: Any, *, source: str, line: int, field: str) -> str:
+def _identifier(value: Any, *, source: str, line: int, field: str, limit: int | None = None) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise InputError(
             source, line, f'"{field}" must be a string or an integer, got {_kind(value)}'
         )
     text = str(value)
-    if not text or any(c.isspace() for c in text):
-        raise InputError(source, line, f'"{field}" {text!r} is empty or contains whitespace')
+    if not text or any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
+        raise InputError(
+            source, line, f'"{field}" {text!r} is empty or contains whitespace or control bytes'
+        )
+    _check_length(text, limit, source=source, line=line, what=f'"{field}"')
     return text
+
+
+def _check_length(text: str, limit: int | None, *, source: str, line: int, what: str) -> None:
+    if limit is not None and len(text) > limit:
+        raise InputError(
+            source,
+            line,
+            f"{what} {text[:40]!r}... is {len(text)} characters long (at most {limit})",
+        )
+
+
+def _text(value: Any, *, source: str, line: int, field: str) -> str:
+    """A free-text field: a string without NUL bytes (binary data, which no database keeps)."""
+    if not isinstance(value, str):
+        raise InputError(source, line, f'"{field}" must be a string, got {_kind(value)}')
+    if "\x00" in value:
+        raise InputError(source, line, f'"{field}" contains a NUL byte')
+    return value
 
 
 def _number(value: Any, *, source: str, line: int, field: str) -> float:
@@ -147,8 +169,10 @@ def read_jsonl_run(path: Path, *, progress: ProgressFn | None = None) -> tuple[p
     return frame, fmt or HIT_FORMAT
 
 
-def read_queries(path: Path) -> dict[str, str]:
-    """Read query texts: BEIR ``queries.jsonl`` (``_id``, ``text``) or TSV ``qid<TAB>text``."""
+def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, str]:
+    """Read query texts: BEIR ``queries.jsonl`` (``_id``, ``text``) or TSV ``qid<TAB>text``.
+
+    A file without a single query is an error (an empty upload, the wrong file)."""
     source = str(path)
     queries: dict[str, str] = {}
     with plain_file(path) as plain:
@@ -161,10 +185,10 @@ def read_queries(path: Path) -> dict[str, str]:
                 key = "_id" if "_id" in obj else "qid" if "qid" in obj else None
                 if key is None:
                     raise InputError(source, line, "missing field '_id'")
-                text = obj.get("text", obj.get("query"))
-                if not isinstance(text, str):
-                    raise InputError(source, line, f'"text" must be a string, got {_kind(text)}')
-                qid = _identifier(obj[key], source=source, line=line, field=key)
+                text = _text(
+                    obj.get("text", obj.get("query")), source=source, line=line, field="text"
+                )
+                qid = _identifier(obj[key], source=source, line=line, field=key, limit=max_id_chars)
                 _add_query(queries, qid, text, source=source, line=line)
         else:
             with plain.open("rb") as handle:
@@ -182,7 +206,18 @@ def read_queries(path: Path) -> dict[str, str]:
                         )
                     if line == 1 and qid.strip().lower() in ("qid", "query-id", "query_id", "id"):
                         continue
-                    _add_query(queries, qid.strip(), text.strip(), source=source, line=line)
+                    if "\x00" in decoded:
+                        raise InputError(source, line, "a NUL byte: not a text file")
+                    qid = qid.strip()
+                    _check_length(qid, max_id_chars, source=source, line=line, what="query id")
+                    _add_query(queries, qid, text.strip(), source=source, line=line)
+    if not queries:
+        raise InputError(
+            source,
+            None,
+            "no query in this file (expected qid<TAB>text lines or "
+            'JSON lines {"_id": ..., "text": ...})',
+        )
     return queries
 
 
@@ -206,28 +241,29 @@ class Document:
     cluster_id: str | None = None
 
 
-def read_corpus(path: Path) -> Iterator[Document]:
+def read_corpus(path: Path, *, max_id_chars: int | None = None) -> Iterator[Document]:
     """Stream a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``; optional ``parent_id``,
-    ``chunk_index``, ``cluster_id``), one document at a time."""
+    ``chunk_index``, ``cluster_id``), one document at a time; ids up to ``max_id_chars``."""
     source = str(path)
     seen: set[str] = set()
     with plain_file(path) as plain:
         for line, _size, value in _lines(plain, source):
             obj = _object(value, source=source, line=line, required=("_id",))
-            doc_id = _identifier(obj["_id"], source=source, line=line, field="_id")
+            doc_id = _identifier(
+                obj["_id"], source=source, line=line, field="_id", limit=max_id_chars
+            )
             if doc_id in seen:
                 raise InputError(source, line, f"document {doc_id!r} appears twice")
             seen.add(doc_id)
             fields: dict[str, Any] = {}
             for name in ("title", "text"):
-                text = obj.get(name, "")
-                if not isinstance(text, str):
-                    raise InputError(source, line, f'"{name}" must be a string, got {_kind(text)}')
-                fields[name] = text
+                fields[name] = _text(obj.get(name, ""), source=source, line=line, field=name)
             for name in ("parent_id", "cluster_id"):
                 raw = obj.get(name)
                 fields[name] = (
-                    None if raw is None else _identifier(raw, source=source, line=line, field=name)
+                    None
+                    if raw is None
+                    else _identifier(raw, source=source, line=line, field=name, limit=max_id_chars)
                 )
             chunk = obj.get("chunk_index")
             if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):

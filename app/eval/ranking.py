@@ -118,8 +118,11 @@ def rank_run(
     retrieved = {
         qid: n - dropped_per_query.get(qid, 0) for qid, n in per_query.filter(is_known).iter_rows()
     }
+    evaluated = golden.evaluated_qids
+    absent = [qid for qid in evaluated if qid not in retrieved]
+    if frame.height and evaluated and len(absent) == len(evaluated):
+        raise InputError(source, None, _no_match(per_query.get_column("qid"), evaluated))
     judged = _judged_ranks(kept, golden.judgments, order)
-    absent = [qid for qid in golden.evaluated_qids if qid not in retrieved]
     unknown_lines = int(unknown.get_column("n").sum())
     report = RunReport(
         source=source,
@@ -141,6 +144,20 @@ def rank_run(
         retrieved=retrieved,
         report=report,
         results=kept if keep_results else None,
+    )
+
+
+def _no_match(run_qids: pl.Series, evaluated: list[str]) -> str:
+    """A run that answers none of the golden queries is the wrong file (or the wrong ids)."""
+
+    def some(ids: list[str]) -> str:
+        shown = ", ".join(repr(i) for i in ids[:3])
+        return shown + (", ..." if len(ids) > 3 else "")
+
+    return (
+        f"none of the run's {count(run_qids.len(), 'query', 'queries')} is a golden query with "
+        f"a relevant document (run: {some(run_qids.sort().to_list())}; golden set: "
+        f"{some(evaluated)}): do both files use the same query ids?"
     )
 
 

@@ -170,6 +170,12 @@ def _read_fast(
     anomalies = [pl.col("_bad")]
     anomalies += [~pl.col(c).is_finite().fill_null(False) for c in floats]
     anomalies += [pl.col(c).is_null() for c in ints]
+    # A NUL byte is binary data (and no database stores it in text): the tolerant path names it.
+    anomalies += [
+        pl.col(c).str.contains("\x00", literal=True)
+        for c in keep
+        if c not in floats and c not in ints
+    ]
     if frame.select(pl.any_horizontal(anomalies).any()).item():
         return None
     return frame.drop("_bad")
@@ -210,6 +216,14 @@ def _read_tolerant(
                 int(first["line"]),
                 f"expected {ncols} columns ({expected}), found {found}" + _more(bad.height),
             )
+        for column in keep:
+            nul = fields.filter(pl.col(column).str.contains("\x00", literal=True))
+            if nul.height:
+                raise InputError(
+                    source,
+                    int(nul.get_column("line")[0]),
+                    f"a NUL byte in the {column} field: not a text file" + _more(nul.height),
+                )
         parts.append(fields.select(*keep, pl.col("line").cast(pl.UInt32)))
     if not parts:
         return pl.DataFrame(schema={**dict.fromkeys(keep, pl.String), "line": pl.UInt32})

@@ -41,3 +41,17 @@ def int_column(frame: pl.DataFrame, column: str, *, source: str, what: str) -> p
         line, text, count = found
         raise InputError(source, line, f"{what} {text!r} is not an integer{_more(count)}")
     return frame.with_columns(parsed)
+
+
+def check_length(frame: pl.DataFrame, column: str, *, limit: int, source: str, what: str) -> None:
+    """Refuse values longer than ``limit`` characters (a store's column width), naming the
+    line of the first; the value itself is shown cut, never whole."""
+    found = _first_bad(frame, pl.col(column).str.len_chars() > limit, column)
+    if found:
+        line, text, count = found
+        raise InputError(
+            source,
+            line,
+            f"{what} {text[:40]!r}... is {len(text)} characters long (at most {limit})"
+            + _more(count),
+        )

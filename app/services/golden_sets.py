@@ -7,15 +7,26 @@ from typing import Any
 
 import polars as pl
 from sqlalchemy import func
-from sqlmodel import Session, col, select
+from sqlmodel import Session, SQLModel, col, select
 
 from app.db import write_transaction
 from app.eval import GoldenSet as EvalGoldenSet
 from app.eval import InputError, golden_from_frame, load_golden
+from app.eval.golden import IdLimits
 from app.eval.jsonl import read_corpus
 from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
+
+
+def column_width(model: type[SQLModel], column: str) -> int:
+    length = getattr(model.__table__.c[column].type, "length", None)  # type: ignore[attr-defined]
+    assert isinstance(length, int)
+    return length
+
+
+#: Ids longer than their columns are refused at import, naming the line (never a 5xx).
+ID_LIMITS = IdLimits(query=column_width(Judgment, "qid"), document=column_width(Judgment, "doc_id"))
 
 
 def bad_input(error: InputError, names: dict[str, str] | None = None) -> BadInput:
@@ -57,7 +68,7 @@ def import_golden_set(
     if session.exec(select(GoldenSet).where(GoldenSet.name == name)).first() is not None:
         raise Conflict(f"a golden set named {name!r} exists already", code="name_taken")
     try:
-        gold = load_golden(qrels, queries=queries, min_grade=min_grade)
+        gold = load_golden(qrels, queries=queries, min_grade=min_grade, id_limits=ID_LIMITS)
         documents = _read_documents(corpus) if corpus is not None else None
     except InputError as error:
         raise bad_input(error, source_names) from None
@@ -123,7 +134,7 @@ def import_golden_set(
 def _read_documents(path: Path) -> pl.DataFrame:
     rows = [
         (d.doc_id, d.title, d.text, d.parent_id, d.chunk_index, d.cluster_id)
-        for d in read_corpus(path)
+        for d in read_corpus(path, max_id_chars=ID_LIMITS.document)
     ]
     return pl.DataFrame(
         rows,

@@ -28,7 +28,7 @@ from app.eval.golden import GoldenSet as EvalGoldenSet
 from app.models import GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
-from app.services.golden_sets import bad_input, eval_golden_set
+from app.services.golden_sets import bad_input, column_width, eval_golden_set
 
 RUN_FORMATS = ("trec", "jsonl")
 
@@ -72,6 +72,8 @@ def import_run(
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
     top = top_candidates(ranked, keep_depth)
+    # The uploaded file's name, cut to its column (the end, which has the extension).
+    source_name = source_name[-column_width(Run, "source_name") :]
     report = ranked.report.as_dict()
     report["source"] = source_name
     run = Run(
