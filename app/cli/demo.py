@@ -8,11 +8,17 @@ from pathlib import Path
 
 import click
 
-DEMO_NAME = "Help centre (demo)"
+DEMO_NAME = "Quillstack help centre (demo)"
+DESCRIPTION = (
+    "A help centre written for this demo: 59 articles in 240 chunks, wiki pastes and PDF "
+    "exports of some (duplicate clusters), three PDF-only documents the index manifest leaves "
+    "out, 67 queries with graded judgments. Runs: BM25, BM25 with query expansion, and an RRF "
+    "of chunk and whole-article BM25 (scripts/make_demo_data.py)."
+)
 LEAD = ("lead@demo.misstriage.local", "demo-lead-pass")
 REVIEWER = ("reviewer@demo.misstriage.local", "demo-review-pass")
-RUNS = ("bm25", "bm25-expanded")
-DEPTH, K = 50, 3
+RUNS = ("bm25", "bm25-expanded", "rrf")
+DEPTH, K = 50, 10
 
 
 def _data_dir() -> Path:
@@ -21,9 +27,10 @@ def _data_dir() -> Path:
     return resource_dir("examples") / "helpcentre"
 
 
-def seed(database_url: str, data: Path) -> int:
+def seed(database_url: str, data: Path) -> tuple[int, int]:
     """Create the accounts, import the demo golden set and runs, create the bm25 triage.
-    Returns the triage id. Safe to call again: what exists is reused."""
+    Returns the golden set's and the triage's ids. Safe to call again: what exists is
+    reused."""
     from sqlmodel import Session, select
 
     from app.db import make_engine
@@ -48,6 +55,8 @@ def seed(database_url: str, data: Path) -> int:
                     qrels=data / "qrels.tsv",
                     queries=data / "queries.jsonl",
                     corpus=data / "corpus.jsonl",
+                    manifest=data / "manifest.txt",
+                    description=DESCRIPTION,
                 )
                 for name in RUNS:
                     runs.import_run(
@@ -67,8 +76,9 @@ def seed(database_url: str, data: Path) -> int:
                 triage = triages.create_triage(
                     session=session, run=first, golden=golden, depth=DEPTH, k=K, user=None
                 )
+            assert golden.id is not None
             assert triage.id is not None
-            return triage.id
+            return golden.id, triage.id
     finally:
         engine.dispose()
 
@@ -86,7 +96,7 @@ def seed(database_url: str, data: Path) -> int:
     help="Folder of the demo database.",
 )
 def demo(host: str, port: int, reset: bool, var_dir: Path) -> None:
-    """Set up the demo (accounts, a golden set, two runs, a triage) and serve it."""
+    """Set up the demo (accounts, a golden set, three runs, a triage) and serve it."""
     import uvicorn
 
     var_dir.mkdir(parents=True, exist_ok=True)
@@ -95,7 +105,7 @@ def demo(host: str, port: int, reset: bool, var_dir: Path) -> None:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{database}{suffix}").unlink(missing_ok=True)
     url = f"sqlite:///{database}"
-    triage_id = seed(url, _data_dir())
+    golden_id, triage_id = seed(url, _data_dir())
     os.environ["DATABASE_URL"] = url
     base = f"http://{host}:{port}"
     click.echo(
@@ -104,8 +114,9 @@ misstriage demo: {database}
   lead      {LEAD[0]}  password {LEAD[1]}
   reviewer  {REVIEWER[0]}  password {REVIEWER[1]}
 
-Open {base}/golden-sets/1 as the lead (runs, depth curve, comparison), or
-{base}/triages/{triage_id}/review as the reviewer and label the misses with 1/2/3.
+Click {base}/golden-sets/{golden_id} and log in as the lead (runs, depth curve, run
+comparison, the triage dashboard); in a private window, {base}/triages/{triage_id}/review as
+the reviewer: keys 1/2/3 label a miss, a accepts the hint.
 Stop with Ctrl+C; `misstriage demo --reset` starts again from scratch.
 """
     )

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import polars as pl
 from tqdm import tqdm
 
 from app import __version__
-from app.cli.output import render_per_query, render_summary
+from app.cli.output import render_clusters, render_per_query, render_summary
 from app.eval import (
     Conventions,
     Gain,
@@ -31,14 +32,23 @@ from app.eval import (
     misses_frame,
     parse_measure,
     resolve_golden,
+    top_candidates,
 )
+from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.evaluate import query_row
+from app.eval.jsonl import read_corpus
 from app.eval.textio import ProgressFn
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_BAD_INPUT = 2
+
+
+def _clusters(path: Path) -> pl.DataFrame:
+    """doc_id -> cluster_id of the documents of a corpus.jsonl that carry a cluster."""
+    pairs = [(d.doc_id, d.cluster_id) for d in read_corpus(path) if d.cluster_id]
+    return pl.DataFrame(pairs, schema={"doc_id": pl.String, "cluster_id": pl.String}, orient="row")
 
 
 def _fail(message: str) -> NoReturn:
@@ -147,6 +157,13 @@ def _write_misses(path: Path, golden: GoldenSet, results: list[tuple[str, Any]])
     help="Query texts: BEIR queries.jsonl or qid<TAB>text.",
 )
 @click.option(
+    "--corpus",
+    "corpus_path",
+    type=click.Path(path_type=Path),
+    help="A corpus.jsonl whose documents carry cluster_id: adds unique-clusters@k and "
+    "cluster-recall@k (a document without a cluster is its own).",
+)
+@click.option(
     "--split",
     default="test",
     show_default=True,
@@ -240,6 +257,7 @@ def _write_misses(path: Path, golden: GoldenSet, results: list[tuple[str, Any]])
 def evaluate(
     qrels_path: Path,
     queries_path: Path | None,
+    corpus_path: Path | None,
     split: str,
     run_specs: tuple[str, ...],
     run_format: str | None,
@@ -279,7 +297,9 @@ def evaluate(
             golden = load_golden(
                 paths.qrels, queries=paths.queries, min_grade=min_grade, progress=progress
             )
+            clusters = _clusters(corpus_path) if corpus_path is not None else None
             results: list[RunEvaluation] = []
+            by_cluster: dict[str, ClusterEvaluation] = {}
             missing: list[tuple[str, Any]] = []
             for name, path in runs:
                 ranked = load_run(
@@ -289,6 +309,7 @@ def evaluate(
                     order=conventions.order,
                     fmt=run_format,
                     progress=progress,
+                    keep_results=clusters is not None,
                 )
                 results.append(
                     evaluate_run(
@@ -301,6 +322,9 @@ def evaluate(
                         thresholds=thresholds,
                     )
                 )
+                if clusters is not None:
+                    top = top_candidates(ranked, k)
+                    by_cluster[name] = evaluate_clusters(golden, top, clusters, k)
                 if misses_out is not None:
                     missing.append((name, misses_frame(golden, ranked, depth)))
         if misses_out is not None:
@@ -326,6 +350,7 @@ def evaluate(
         failures,
         thresholds_below,
         curve,
+        by_cluster,
     )
     for failure in failures:
         click.echo(
@@ -347,6 +372,7 @@ def _emit(
     failures: list[dict[str, Any]],
     thresholds_below: list[tuple[Measure, float]],
     curve: tuple[int, ...],
+    clusters: dict[str, ClusterEvaluation],
 ) -> None:
     first = results[0]
     if output_format == "json":
@@ -361,7 +387,11 @@ def _emit(
                 "queries": str(queries) if queries else None,
                 "report": golden.report.as_dict(),
             },
-            "runs": [r.as_dict(per_query=per_query) for r in results],
+            "runs": [
+                r.as_dict(per_query=per_query)
+                | ({"clusters": clusters[r.name].as_dict()} if r.name in clusters else {})
+                for r in results
+            ],
             "fail_under": {
                 "thresholds": {str(m): t for m, t in thresholds_below},
                 "failures": failures,
@@ -392,6 +422,8 @@ def _emit(
         if golden.report.warnings:
             click.echo("golden set: " + "; ".join(golden.report.warnings), err=True)
         click.echo(render_summary(results))
+        if clusters:
+            click.echo("\n" + render_clusters(clusters))
         if per_query:
             for result in results:
                 click.echo("\n" + render_per_query(result))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app.eval import RunEvaluation
+from app.eval.clusters import FEW, ClusterEvaluation
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
 
 
@@ -74,6 +75,33 @@ def render_summary(results: Sequence[RunEvaluation]) -> str:
     if warnings:
         lines += ["", "warnings:"] + [f"  {name}: {text}" for name, text in warnings]
     return "\n".join(lines)
+
+
+def render_clusters(clusters: Mapping[str, ClusterEvaluation]) -> str:
+    """Duplicate clusters: how many distinct documents the top k holds, and recall when
+    copies count once."""
+    k = next(iter(clusters.values())).k
+    rows = [
+        [
+            name,
+            f"{c.median_unique:g}",
+            f"{100 * c.share_few:.0f}%",
+            format_number(c.cluster_recall),
+            format_number(c.cluster_recall_micro),
+        ]
+        for name, c in clusters.items()
+    ]
+    header = [
+        "run",
+        f"unique-clusters@{k} median",
+        f"queries <= {FEW}",
+        f"cluster-R@{k}",
+        f"micro cluster-R@{k}",
+    ]
+    return (
+        "duplicate clusters (copies of one document count once; a document without a "
+        "cluster is its own):\n" + render_table(header, rows)
+    )
 
 
 def render_per_query(result: RunEvaluation) -> str:

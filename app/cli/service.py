@@ -150,6 +150,11 @@ def create_token(email: str, name: str) -> None:
 )
 @click.option("--queries", type=click.Path(path_type=Path))
 @click.option("--corpus", type=click.Path(path_type=Path))
+@click.option(
+    "--manifest",
+    type=click.Path(path_type=Path),
+    help="The document ids the index holds, one a line (default: manifest.txt of a BEIR folder).",
+)
 @click.option("--split", default="test", show_default=True)
 @click.option("--min-grade", default=1, show_default=True, type=int)
 @output_option
@@ -158,6 +163,7 @@ def import_golden_set(
     qrels: Path,
     queries: Path | None,
     corpus: Path | None,
+    manifest: Path | None,
     split: str,
     min_grade: int,
     output: str,
@@ -174,6 +180,7 @@ def import_golden_set(
             qrels=paths.qrels,
             queries=paths.queries,
             corpus=corpus or paths.corpus,
+            manifest=manifest or paths.manifest,
             min_grade=min_grade,
         )
     _emit(

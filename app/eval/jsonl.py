@@ -271,3 +271,32 @@ def read_corpus(path: Path, *, max_id_chars: int | None = None) -> Iterator[Docu
                     source, line, f'"chunk_index" must be an integer, got {_kind(chunk)}'
                 )
             yield Document(doc_id=doc_id, chunk_index=chunk, **fields)
+
+
+def read_manifest(path: Path) -> list[str]:
+    """Read an index manifest: the ids of the documents the search index holds, one a line
+    (blank lines and lines starting with ``#`` skipped; plain or gzip). A repeated id is an
+    error naming both lines, because a manifest that lists a document twice was not made by
+    the tool we think it was."""
+    source = str(path)
+    first_seen: dict[str, int] = {}
+    with plain_file(path) as plain, plain.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
+                ) from None
+            if not text or text.startswith("#"):
+                continue
+            if any(c.isspace() for c in text):
+                raise InputError(source, number, f"a document id has no spaces, got {text!r}")
+            if text in first_seen:
+                raise InputError(
+                    source,
+                    number,
+                    f"document {text!r} is listed twice (first on line {first_seen[text]})",
+                )
+            first_seen[text] = number
+    return list(first_seen)

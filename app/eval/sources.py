@@ -73,11 +73,12 @@ class GoldenPaths:
     qrels: Path
     queries: Path | None
     corpus: Path | None
+    manifest: Path | None = None
 
 
 def resolve_golden(path: Path, *, queries: Path | None = None, split: str = "test") -> GoldenPaths:
     """A qrels file, or a BEIR folder (``qrels/<split>.tsv``, ``queries.jsonl``,
-    ``corpus.jsonl``)."""
+    ``corpus.jsonl``, and our own optional ``manifest.txt``: the ids the index holds)."""
     if path.is_dir():
         qrels_dir = path / "qrels"
         candidates = [qrels_dir / f"{split}.tsv", path / "qrels.tsv", path / f"{split}.tsv"]
@@ -90,10 +91,12 @@ def resolve_golden(path: Path, *, queries: Path | None = None, split: str = "tes
             raise InputError(path, None, f"no qrels/{split}.tsv or qrels.tsv in this BEIR folder")
         beir_queries = path / "queries.jsonl"
         beir_corpus = path / "corpus.jsonl"
+        manifest = path / "manifest.txt"
         return GoldenPaths(
             qrels=qrels,
             queries=queries or (beir_queries if beir_queries.is_file() else None),
             corpus=beir_corpus if beir_corpus.is_file() else None,
+            manifest=manifest if manifest.is_file() and beir_corpus.is_file() else None,
         )
     if not path.exists():
         raise InputError(path, None, "file not found")

@@ -5,12 +5,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+    true,
+)
 from sqlmodel import Field, SQLModel
 
+from app.eval.hints import HINT_CAUSES
 from app.models.base import UTCDateTime, utcnow
 
-DEFAULT_CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+#: The three causes of DESIGN.md, which the hints can suggest.
+DEFAULT_CAUSES = list(HINT_CAUSES)
 
 
 def _golden_fk() -> Column[int]:
@@ -31,6 +45,11 @@ class GoldenSet(SQLModel, table=True):
     judgments: int = 0
     relevant: int = 0
     documents: int = 0
+    #: An index manifest was imported beside the corpus: documents outside it are not indexed.
+    #: Without one, the corpus itself is what the index holds.
+    has_manifest: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
     report: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     created_by_id: int | None = Field(
@@ -80,3 +99,7 @@ class Document(SQLModel, table=True):
     parent_id: str | None = Field(default=None, sa_column=Column(String(300)))
     chunk_index: int | None = None
     cluster_id: str | None = Field(default=None, sa_column=Column(String(300)))
+    #: In the index manifest (always, when the golden set has no separate manifest).
+    indexed: bool = Field(
+        default=True, sa_column=Column(Boolean, nullable=False, server_default=true())
+    )

@@ -6,7 +6,18 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
@@ -17,6 +28,9 @@ OTHER = "other"
 class MissState(StrEnum):
     OPEN = "open"
     LABELLED = "labelled"
+    #: A duplicate-cluster mate of the document is in the candidates: the run delivered its
+    #: evidence. Off the queue unless a lead includes such misses (they become open).
+    COVERED = "covered"
 
 
 class Triage(SQLModel, table=True):
@@ -81,6 +95,22 @@ class Miss(SQLModel, table=True):
         sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
     )
     labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    #: The cause the hints suggest (app/eval/hints.py), and which hints fired: the dashboard
+    #: measures their precision and recall against the reviewers' labels.
+    hint: str | None = Field(default=None, sa_column=Column(String(100)))
+    hint_not_indexed: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+    hint_vocabulary: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+    hint_chunk: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+    #: The evidence shown on the review page (MissHints.evidence()).
+    evidence: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    #: The cluster mate in the candidates that makes this miss "covered by a duplicate".
+    covered_by: str | None = Field(default=None, sa_column=Column(String(300)))
 
 
 class LabelEvent(SQLModel, table=True):

@@ -15,10 +15,22 @@ from typing import Any
 from sqlalchemy import literal
 from sqlmodel import Session, col, select
 
-from app.models import OTHER, Document, GoldenQuery, GoldenSet, Miss, Run, Triage, User
+from app.models import (
+    OTHER,
+    Document,
+    GoldenQuery,
+    GoldenSet,
+    Miss,
+    MissState,
+    Run,
+    Triage,
+    User,
+)
 from app.services.triages import Summary
 
 BATCH = 2000
+#: The backlog's group of misses covered by a duplicate (not a cause: off the queue).
+COVERED = MissState.COVERED.value
 FORMATS = ("json", "csv", "jsonl")
 #: The stable fields of a backlog row, in this order (documented in docs/backlog.md).
 FIELDS = (
@@ -37,6 +49,8 @@ FIELDS = (
     "labelled_by",
     "labelled_at",
     "url",
+    "hint",
+    "covered_by",
 )
 
 
@@ -49,10 +63,13 @@ def rows(
     base_url: str,
     category: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Backlog rows in queue order; ``category`` filters ("unlabelled" = not labelled yet)."""
+    """Backlog rows in queue order; ``category`` filters ("unlabelled" = not labelled yet,
+    "covered" = covered by a duplicate and left off the queue)."""
     where: list[Any] = [Miss.triage_id == triage.id]
     if category == "unlabelled":
-        where.append(col(Miss.category).is_(None))
+        where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
+    elif category == COVERED:
+        where.append(Miss.state == MissState.COVERED.value)
     elif category:
         where.append(Miss.category == category)
     query = (
@@ -88,7 +105,10 @@ def rows(
                 "title": title,
                 "grade": miss.grade,
                 "rank": miss.rank,
-                "cause": miss.category,
+                "cause": miss.category
+                or (COVERED if miss.state == MissState.COVERED.value else None),
+                "hint": miss.hint,
+                "covered_by": miss.covered_by,
                 "note": miss.note,
                 "labelled_by": email,
                 "labelled_at": miss.labelled_at.isoformat() if miss.labelled_at else None,
@@ -124,8 +144,10 @@ def as_json(
     items: Iterator[dict[str, Any]], *, summary: Summary, causes: list[str], meta: dict[str, Any]
 ) -> Iterator[str]:
     """One JSON document: the closure report, counts per cause, then the misses grouped by
-    cause (named causes in taxonomy order, then other, then unlabelled)."""
-    groups: dict[str, list[dict[str, Any]]] = {c: [] for c in [*causes, OTHER, "unlabelled"]}
+    cause (named causes in taxonomy order, then other, then unlabelled, then the misses covered
+    by a duplicate when there are any)."""
+    names = [*causes, OTHER, "unlabelled"] + ([COVERED] if summary.covered else [])
+    groups: dict[str, list[dict[str, Any]]] = {c: [] for c in names}
     for item in items:
         groups.setdefault(item["cause"] or "unlabelled", []).append(item)
     head = {
@@ -133,6 +155,7 @@ def as_json(
         "counts": summary.counts,
         "other": summary.other,
         "unlabelled": summary.unlabelled,
+        "covered": summary.covered,
         "misses": summary.misses,
         "closes": summary.closes,
         "closure": summary.closure,

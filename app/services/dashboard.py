@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from app.eval.hints import HINT_CAUSES
 from app.models import OTHER, LabelEvent, Miss, MissState, Triage, User
 from app.services.errors import Invalid
 
@@ -123,7 +125,9 @@ def backlog(
         raise Invalid("page >= 1 and per_page within 1..500", code="invalid_page")
     where: list[Any] = [Miss.triage_id == triage.id]
     if cause == "unlabelled":
-        where.append(col(Miss.category).is_(None))
+        where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
+    elif cause == MissState.COVERED.value:
+        where.append(Miss.state == MissState.COVERED.value)
     elif cause:
         where.append(Miss.category == cause)
     if qid:
@@ -158,3 +162,69 @@ def reviewers(*, session: Session, triage: Triage) -> list[str]:
         .exists()
     )
     return list(session.exec(select(User.email).where(labelled).order_by(col(User.email))))
+
+
+@dataclass(frozen=True)
+class HintAccuracy:
+    """How one hint fared against the reviewers' labels.
+
+    precision = labelled misses with the hint that reviewers put in its cause / labelled
+    misses with the hint; recall = labelled misses of the cause that had the hint / labelled
+    misses of the cause. None when there is nothing to divide by yet.
+    """
+
+    cause: str
+    hinted: int
+    agreed: int
+    labelled_as_cause: int
+
+    @property
+    def precision(self) -> float | None:
+        return self.agreed / self.hinted if self.hinted else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.agreed / self.labelled_as_cause if self.labelled_as_cause else None
+
+
+@dataclass(frozen=True)
+class HintReport:
+    per_cause: list[HintAccuracy]
+    #: Labelled misses that had a suggestion, and how many got the suggested cause.
+    suggested: int
+    accepted: int
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.accepted / self.suggested if self.suggested else None
+
+
+def hint_accuracy(*, session: Session, triage: Triage) -> HintReport:
+    """Precision and recall of each hint over the labelled misses (one grouped query)."""
+    flags = {
+        HINT_CAUSES[0]: 1,  # positions in the row below
+        HINT_CAUSES[1]: 2,
+        HINT_CAUSES[2]: 3,
+    }
+    columns = (
+        col(Miss.category),
+        col(Miss.hint_not_indexed),
+        col(Miss.hint_vocabulary),
+        col(Miss.hint_chunk),
+        col(Miss.hint),
+    )
+    # six columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
+    rows = session.execute(
+        sa_select(*columns, func.count())
+        .where(col(Miss.triage_id) == triage.id, col(Miss.state) == MissState.LABELLED.value)
+        .group_by(*columns)
+    ).all()
+    report = []
+    for cause, position in flags.items():
+        hinted = sum(row[5] for row in rows if row[position])
+        agreed = sum(row[5] for row in rows if row[position] and row[0] == cause)
+        labelled = sum(row[5] for row in rows if row[0] == cause)
+        report.append(HintAccuracy(cause, hinted, agreed, labelled))
+    suggested = sum(row[5] for row in rows if row[4])
+    accepted = sum(row[5] for row in rows if row[4] and row[4] == row[0])
+    return HintReport(report, suggested, accepted)

@@ -129,7 +129,8 @@ def drafts(
     for row in backlog.rows(
         session=session, triage=triage, run=run, golden=golden, base_url=base_url
     ):
-        if row["cause"]:
+        # covered misses are not a cause: the run delivered their evidence via a duplicate
+        if row["cause"] and row["cause"] != backlog.COVERED:
             by_cause.setdefault(row["cause"], []).append(row)
     order = [*golden.causes, OTHER]
     return [

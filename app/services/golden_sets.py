@@ -13,7 +13,7 @@ from app.db import write_transaction
 from app.eval import GoldenSet as EvalGoldenSet
 from app.eval import InputError, golden_from_frame, load_golden
 from app.eval.golden import IdLimits
-from app.eval.jsonl import read_corpus
+from app.eval.jsonl import read_corpus, read_manifest
 from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
@@ -58,18 +58,29 @@ def import_golden_set(
     qrels: Path,
     queries: Path | None = None,
     corpus: Path | None = None,
+    manifest: Path | None = None,
     min_grade: int = 1,
     description: str = "",
     user: User | None = None,
     source_names: dict[str, str] | None = None,
 ) -> GoldenSet:
-    """Parse everything first, then write in one transaction: a bad file leaves no rows."""
+    """Parse everything first, then write in one transaction: a bad file leaves no rows.
+
+    ``manifest`` (the ids the search index holds) needs ``corpus``: the corpus documents it
+    leaves out are stored as not indexed, evidence for the "not indexed" hint. Without a
+    manifest, the corpus is what the index holds.
+    """
     name = _check_name(name)
+    if manifest is not None and corpus is None:
+        raise Invalid(
+            "an index manifest needs the corpus it describes", code="manifest_without_corpus"
+        )
     if session.exec(select(GoldenSet).where(GoldenSet.name == name)).first() is not None:
         raise Conflict(f"a golden set named {name!r} exists already", code="name_taken")
     try:
         gold = load_golden(qrels, queries=queries, min_grade=min_grade, id_limits=ID_LIMITS)
         documents = _read_documents(corpus) if corpus is not None else None
+        indexed = read_manifest(manifest) if manifest is not None else None
     except InputError as error:
         raise bad_input(error, source_names) from None
     report: dict[str, Any] = {"judgments": gold.report.as_dict()}
@@ -80,6 +91,22 @@ def import_golden_set(
             "documents": documents.height,
             "relevant_documents_not_in_corpus": absent.height,
         }
+        if indexed is not None:
+            listed = pl.DataFrame({"doc_id": indexed}, schema={"doc_id": pl.String})
+            documents = documents.with_columns(
+                pl.col("doc_id").is_in(listed.get_column("doc_id").implode()).alias("indexed")
+            )
+            report["manifest"] = {
+                "indexed": int(documents.get_column("indexed").sum()),
+                "not_indexed": int((~documents.get_column("indexed")).sum()),
+                "relevant_not_indexed": relevant_ids.join(
+                    documents.filter(~pl.col("indexed")).select("doc_id"), on="doc_id"
+                ).height,
+                # ids the index holds that the corpus does not describe: no text to show
+                "unknown_to_corpus": listed.join(
+                    documents.select("doc_id"), on="doc_id", how="anti"
+                ).height,
+            }
     golden = GoldenSet(
         name=name,
         description=description.strip(),
@@ -88,6 +115,7 @@ def import_golden_set(
         judgments=gold.report.judgments,
         relevant=gold.report.relevant,
         documents=documents.height if documents is not None else 0,
+        has_manifest=indexed is not None,
         report=report,
         created_by_id=user.id if user else None,
     )

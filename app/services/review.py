@@ -3,11 +3,13 @@ terms marked, where the run put it, what won instead, sibling chunks, an earlier
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlmodel import Session, col, select
 
+from app.eval.hints import HINT_CAUSES
+from app.eval.terms import content_terms, marked
 from app.models import Document, GoldenQuery, GoldenSet, Miss, Run, RunQuery, Triage, User
 from app.services import queue
 from app.services.runs import head_of
@@ -16,81 +18,11 @@ from app.services.runs import head_of
 CANDIDATES_SHOWN = 10
 TEXT_SHOWN = 4000
 SNIPPET = 220
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(
-    (
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "not",
-        "no",
-    )
-)
 
 
 def query_terms(text: str | None) -> set[str]:
-    """Content words of the query, lowercased (stop words and one-letter words dropped)."""
-    return {
-        w for w in (m.lower() for m in _WORD.findall(text or "")) if len(w) > 1 and w not in _STOP
-    }
-
-
-def _matches(word: str, terms: set[str]) -> bool:
-    low = word.lower()
-    if low in terms:
-        return True
-    # A crude stem: a shared prefix of five letters ("throttling" ~ "throttled").
-    return len(low) >= 5 and any(len(t) >= 5 and t[:5] == low[:5] for t in terms)
-
-
-def marked(text: str, terms: set[str]) -> list[tuple[str, bool]]:
-    """The text as (segment, is_query_term) pieces; the template escapes every piece."""
-    pieces: list[tuple[str, bool]] = []
-    last = 0
-    for match in _WORD.finditer(text):
-        if _matches(match.group(), terms):
-            if match.start() > last:
-                pieces.append((text[last : match.start()], False))
-            pieces.append((match.group(), True))
-            last = match.end()
-    if last < len(text):
-        pieces.append((text[last:], False))
-    return pieces
+    """The stems of the query's content words (app/eval/terms.py: the hints' analyzer)."""
+    return {t.stem for t in content_terms(text)}
 
 
 @dataclass
@@ -116,6 +48,69 @@ class ReviewCard:
     siblings: list[tuple[Document, bool]] = field(default_factory=list)
     missing_terms: list[str] = field(default_factory=list)
     suggestion: tuple[str, str] | None = None
+    #: The hints' suggested cause (a key accepts it) and their evidence, one line per cause.
+    hint: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One cause's evidence, as shown to the reviewer: ``has`` and ``lacks`` are query words."""
+
+    cause: str
+    fired: bool
+    text: str
+    has: tuple[str, ...] = ()
+    lacks: tuple[str, ...] = ()
+
+
+def evidence_lines(miss: Miss) -> list[Evidence]:
+    """The stored evidence of a miss (app/eval/hints.py), worded for the review page."""
+    data: dict[str, Any] = miss.evidence or {}
+    lines: list[Evidence] = []
+    reason = data.get("not_indexed")
+    lines.append(
+        Evidence(HINT_CAUSES[0], True, f"The document is {reason}.")
+        if reason
+        else Evidence(HINT_CAUSES[0], False, "The index holds the document.")
+    )
+    vocabulary = data.get("vocabulary")
+    if vocabulary:
+        has, lacks = tuple(vocabulary["present"]), tuple(vocabulary["missing"])
+        share = vocabulary["coverage"]
+        lines.append(
+            Evidence(
+                HINT_CAUSES[1],
+                miss.hint_vocabulary,
+                f"The document has {len(has)} of {len(has) + len(lacks)} query terms "
+                f"({share:.0%}).",
+                has,
+                lacks,
+            )
+        )
+    sibling = data.get("sibling_in_candidates")
+    complement = data.get("complementary_chunk")
+    if sibling:
+        text = f"An adjacent chunk, {sibling['doc_id']}, is in the candidates at rank "
+        lines.append(Evidence(HINT_CAUSES[2], True, text + f"{sibling['rank']}."))
+    elif complement:
+        text = (
+            f"With the adjacent chunk {complement['doc_id']} it covers the query; that chunk brings"
+        )
+        lines.append(Evidence(HINT_CAUSES[2], True, text, tuple(complement["terms"])))
+    elif miss.evidence is not None:
+        lines.append(Evidence(HINT_CAUSES[2], False, "No adjacent chunk is in the candidates."))
+    covered = data.get("covered_by")
+    if covered:
+        lines.append(
+            Evidence(
+                "covered",
+                True,
+                f"A duplicate, {covered['doc_id']}, is in the candidates at rank "
+                f"{covered['rank']}: the run delivered this evidence.",
+            )
+        )
+    return lines
 
 
 def _snippet(text: str) -> str:
@@ -193,8 +188,7 @@ def build_card(
             )
         ]
     body = document.text if document else ""
-    seen = {w.lower() for w in _WORD.findall((document.title + " " + body) if document else "")}
-    missing = sorted(t for t in terms if not any(_matches(w, {t}) for w in seen))
+    vocabulary = (miss.evidence or {}).get("vocabulary") or {}
     return ReviewCard(
         miss=miss,
         query_text=text,
@@ -206,8 +200,10 @@ def build_card(
         where=where_the_run_put_it(miss, retrieved),
         candidates=candidates,
         siblings=siblings,
-        missing_terms=missing if document else [],
+        missing_terms=list(vocabulary.get("missing", [])),
         suggestion=earlier_label(session=session, miss=miss, golden=golden),
+        hint=miss.hint if miss.hint in golden.causes else None,
+        evidence=evidence_lines(miss),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ from app.eval import (
     load_run,
     top_candidates,
 )
+from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import DEFAULT_DEPTHS
 from app.eval.golden import GoldenSet as EvalGoldenSet
-from app.models import GoldenSet, Run, RunHead, RunJudged, RunQuery, User
+from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import bad_input, column_width, eval_golden_set
@@ -141,6 +143,55 @@ def head_of(*, session: Session, run: Run, qid: str) -> list[tuple[int, str, flo
     ]
 
 
+def stored_top(
+    *, session: Session, run: Run, depth: int, qids: Iterable[str] | None = None
+) -> pl.DataFrame:
+    """The run's first ``depth`` results per query (qid, doc_id, rank), as far as stored: the
+    kept head of each ranking (``keep_depth``) and, deeper, the judged documents."""
+    where: list[Any] = [RunHead.run_id == run.id]
+    judged_where: list[Any] = [RunJudged.run_id == run.id, RunJudged.rank <= depth]
+    if qids is not None:
+        wanted = sorted(set(qids))
+        where.append(col(RunHead.qid).in_(wanted))
+        judged_where.append(col(RunJudged.qid).in_(wanted))
+    rows = [
+        (qid, doc_id, rank)
+        for qid, ranking in session.exec(select(RunHead.qid, RunHead.ranking).where(*where))
+        for rank, doc_id in enumerate(ranking["doc_ids"][:depth], start=1)
+    ]
+    schema = {"qid": pl.String, "doc_id": pl.String, "rank": pl.Int64}
+    head = pl.DataFrame(rows, schema=schema, orient="row")
+    judged = pl.DataFrame(
+        session.exec(
+            select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(*judged_where)
+        ).all(),
+        schema=schema,
+        orient="row",
+    )
+    return pl.concat([head, judged]).unique(["qid", "doc_id"]).sort("qid", "rank")
+
+
+def cluster_evaluation(
+    *, session: Session, run: Run, golden: GoldenSet, k: int
+) -> ClusterEvaluation | None:
+    """unique-clusters@k and cluster-recall@k of a stored run; None when ``k`` is deeper than
+    the kept head of its rankings (the unjudged results there are not stored)."""
+    if k > run.keep_depth:
+        return None
+    gold = eval_golden_set(session=session, golden=golden)
+    clusters = pl.DataFrame(
+        session.exec(
+            select(Document.doc_id, Document.cluster_id).where(
+                Document.golden_set_id == golden.id, col(Document.cluster_id).is_not(None)
+            )
+        ).all(),
+        schema={"doc_id": pl.String, "cluster_id": pl.String},
+        orient="row",
+    )
+    top = stored_top(session=session, run=run, depth=k)
+    return evaluate_clusters(gold, top, clusters, k)
+
+
 def list_runs(*, session: Session, golden: GoldenSet) -> list[Run]:
     return list(
         session.exec(select(Run).where(Run.golden_set_id == golden.id).order_by(col(Run.id)))
@@ -232,8 +283,11 @@ def public(run: Run) -> dict[str, Any]:
     }
 
 
-def metrics_document(evaluation: RunEvaluation, run: Run) -> dict[str, Any]:
-    """The API shape of a run's metrics (API.md)."""
+def metrics_document(
+    evaluation: RunEvaluation, run: Run, clusters: ClusterEvaluation | None = None
+) -> dict[str, Any]:
+    """The API shape of a run's metrics (API.md); ``clusters`` null when k is deeper than the
+    kept head of the rankings."""
     return {
         "run_id": run.id,
         "k": evaluation.k,
@@ -247,4 +301,5 @@ def metrics_document(evaluation: RunEvaluation, run: Run) -> dict[str, Any]:
         "micro_depth_curve": {str(d): v for d, v in evaluation.micro_depth_curve.items()},
         "misses": evaluation.misses,
         "diagnosis": evaluation.diagnosis_counts,
+        "clusters": None if clusters is None else clusters.as_dict(),
     }

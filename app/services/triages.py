@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from app.db import write_transaction
@@ -15,6 +15,7 @@ from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import eval_golden_set
+from app.services.hints import context_for, hint_columns
 from app.services.runs import stored_ranking
 
 MAX_DEPTH = 100_000
@@ -24,7 +25,10 @@ def create_triage(
     *, session: Session, run: Run, golden: GoldenSet, depth: int, k: int, user: User | None
 ) -> Triage:
     """Enumerate the run's misses at ``depth`` and put them on a new queue, in queue order:
-    the misses of one query together (golden-set order), then grade descending."""
+    the misses of one query together (golden-set order), then grade descending.
+
+    Each miss gets its cause hints (app/eval/hints.py); a miss whose duplicate-cluster mate is
+    in the candidates is "covered" and stays off the queue until a lead includes it."""
     if not 1 <= depth <= MAX_DEPTH or not 1 <= k <= MAX_DEPTH:
         raise Invalid(f"depth and k must be within 1..{MAX_DEPTH}", code="invalid_cutoff")
     existing = session.exec(
@@ -38,6 +42,15 @@ def create_triage(
         )
     gold = eval_golden_set(session=session, golden=golden)
     misses = misses_frame(gold, stored_ranking(session=session, run=run, gold=gold), depth)
+    ctx = context_for(
+        session=session,
+        golden=golden,
+        run=run,
+        misses=misses,
+        depth=depth,
+        query_texts=gold.queries,
+    )
+    misses = hint_columns(misses, ctx, list(golden.causes))
     triage = Triage(
         run_id=run.id,  # type: ignore[arg-type]
         depth=depth,
@@ -59,9 +72,18 @@ def create_triage(
                 "grade",
                 pl.col("rank").cast(pl.Int64),
                 pl.col("position").cast(pl.Int64),
-                pl.lit(MissState.OPEN.value).alias("state"),
+                pl.when(pl.col("covered_by").is_null())
+                .then(pl.lit(MissState.OPEN.value))
+                .otherwise(pl.lit(MissState.COVERED.value))
+                .alias("state"),
                 pl.lit("").alias("note"),
                 pl.lit(1, dtype=pl.Int64).alias("version"),
+                "hint",
+                "hint_not_indexed",
+                "hint_vocabulary",
+                "hint_chunk",
+                "evidence",
+                "covered_by",
             ),
         )
         session.commit()
@@ -70,6 +92,51 @@ def create_triage(
         raise
     session.refresh(triage)
     return triage
+
+
+def include_covered(*, session: Session, triage: Triage, include: bool) -> int:
+    """Put the misses covered by a duplicate on the queue (``include``), or take those not yet
+    labelled back off it. Returns how many misses moved. Labelled misses keep their label."""
+    if include:
+        moved = (
+            update(Miss)
+            .where(col(Miss.triage_id) == triage.id, col(Miss.state) == MissState.COVERED.value)
+            .values(state=MissState.OPEN.value)
+        )
+    else:
+        moved = (
+            update(Miss)
+            .where(
+                col(Miss.triage_id) == triage.id,
+                col(Miss.state) == MissState.OPEN.value,
+                col(Miss.covered_by).is_not(None),
+                col(Miss.lease_holder_id).is_(None),
+            )
+            .values(state=MissState.COVERED.value)
+        )
+    write_transaction(session)
+    try:
+        count = session.execute(moved).rowcount  # type: ignore[attr-defined]
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    return int(count)
+
+
+def covered_on_queue(*, session: Session, triage: Triage) -> int:
+    """Misses covered by a duplicate that a lead put on the queue (open or labelled)."""
+    return int(
+        session.exec(
+            select(func.count())
+            .select_from(Miss)
+            .where(
+                Miss.triage_id == triage.id,
+                col(Miss.covered_by).is_not(None),
+                Miss.state != MissState.COVERED.value,
+            )
+        ).one()
+    )
 
 
 def causes_of(*, session: Session, triage_id: int) -> list[str]:
@@ -120,6 +187,8 @@ class Summary:
     counts: dict[str, int]
     other: int
     unlabelled: int
+    #: Misses covered by a duplicate and left off the queue: counted apart, outside closure.
+    covered: int = 0
 
     @property
     def closes(self) -> bool:
@@ -127,20 +196,28 @@ class Summary:
 
     @property
     def closure(self) -> str:
-        return closure_sentence(self.counts, other=self.other, unlabelled=self.unlabelled)
+        return closure_sentence(
+            self.counts, other=self.other, unlabelled=self.unlabelled, covered=self.covered
+        )
 
 
-def closure_sentence(counts: dict[str, int], *, other: int, unlabelled: int) -> str:
-    """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left."""
+def closure_sentence(
+    counts: dict[str, int], *, other: int, unlabelled: int, covered: int = 0
+) -> str:
+    """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left;
+    misses covered by a duplicate and not queued are counted apart."""
     named = sum(counts.values())
     total = named + other + unlabelled
     terms = " + ".join(str(n) for n in counts.values()) or "0"
     misses = "miss" if total == 1 else "misses"
+    apart = f" ({covered} more covered by a duplicate, not queued)" if covered else ""
     if other == 0 and unlabelled == 0:
-        return f"{terms} = {named} of {total} {misses} accounted for: the categories close"
+        return f"{terms} = {named} of {total} {misses} accounted for: the categories close{apart}"
     left = [f"{n} {what}" for n, what in ((other, OTHER), (unlabelled, "unlabelled")) if n]
-    return f"{terms} = {named} of {total} {misses} in named causes: does not close: " + ", ".join(
-        left
+    return (
+        f"{terms} = {named} of {total} {misses} in named causes: does not close: "
+        + ", ".join(left)
+        + apart
     )
 
 
@@ -152,15 +229,19 @@ def summarise(*, session: Session, triage: Triage, causes: list[str]) -> Summary
         .group_by(col(Miss.state), col(Miss.category))
     ).all()
     counts = dict.fromkeys(causes, 0)
-    other = unlabelled = 0
+    other = unlabelled = covered = 0
     for state, category, n in rows:
-        if state != MissState.LABELLED.value or category is None:
+        if state == MissState.COVERED.value:
+            covered += n
+        elif state != MissState.LABELLED.value or category is None:
             unlabelled += n
         elif category == OTHER:
             other += n
         else:
             counts[category] = counts.get(category, 0) + n
-    return Summary(misses=triage.misses, counts=counts, other=other, unlabelled=unlabelled)
+    return Summary(
+        misses=triage.misses, counts=counts, other=other, unlabelled=unlabelled, covered=covered
+    )
 
 
 def list_misses(
@@ -207,6 +288,7 @@ def public(triage: Triage, summary: Summary | None = None) -> dict[str, Any]:
             "counts": summary.counts,
             "other": summary.other,
             "unlabelled": summary.unlabelled,
+            "covered": summary.covered,
             "closes": summary.closes,
             "closure": summary.closure,
         }
@@ -224,6 +306,8 @@ def public_miss(miss: Miss) -> dict[str, Any]:
         "category": miss.category,
         "note": miss.note,
         "version": miss.version,
+        "hint": miss.hint,
+        "covered_by": miss.covered_by,
         "lease_holder": miss.lease_holder_id,
         "lease_expires_at": miss.lease_expires_at.isoformat() if miss.lease_expires_at else None,
     }

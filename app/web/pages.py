@@ -67,12 +67,13 @@ def import_golden_set(
     qrels: UploadFile,
     queries: UploadFile | None = None,
     corpus: UploadFile | None = None,
+    manifest: UploadFile | None = None,
     min_grade: Annotated[int, Form()] = 1,
 ) -> Response:
     form = {"name": name, "min_grade": min_grade}
     try:
-        with saved_uploads(qrels, queries, corpus) as saved:
-            qrels_path, queries_path, corpus_path = saved.paths
+        with saved_uploads(qrels, queries, corpus, manifest) as saved:
+            qrels_path, queries_path, corpus_path, manifest_path = saved.paths
             if qrels_path is None:
                 raise ServiceError("Choose a judgments file.", code="qrels_required")
             golden = golden_service.import_golden_set(
@@ -81,6 +82,7 @@ def import_golden_set(
                 qrels=qrels_path,
                 queries=queries_path,
                 corpus=corpus_path,
+                manifest=manifest_path,
                 min_grade=min_grade,
                 user=principal.user,
                 source_names=saved.names,

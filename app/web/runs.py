@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from app.api.deps import ReviewerDep, SessionDep
 from app.eval import Gain
+from app.eval.clusters import FEW
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
 from app.services import comparisons
 from app.services import golden_sets as golden_service
@@ -83,6 +84,10 @@ def run_page(
             "page": page,
             "pages": pages,
             "diagnoses": [(d.value, counts[d.value], DIAGNOSIS_MEANING[d]) for d in Diagnosis],
+            "clusters": run_service.cluster_evaluation(
+                session=session, run=run, golden=golden, k=k
+            ),
+            "few": FEW,
         },
         principal=principal,
     )

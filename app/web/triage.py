@@ -75,8 +75,11 @@ def _dashboard(
             "residue_total": residue_total,
             "texts": texts,
             "throughput": dashboard.throughput(session=session, triage=triage),
+            "hints": dashboard.hint_accuracy(session=session, triage=triage),
+            "covered_on_queue": triage_service.covered_on_queue(session=session, triage=triage),
             "leases": dashboard.live_leases(session=session, triage=triage, now=clock.now()),
-            "labelled": triage.misses - summary.unlabelled,
+            "labelled": triage.misses - summary.unlabelled - summary.covered,
+            "queued": triage.misses - summary.covered,
             "is_lead": principal.role.allows_lead,
             "miss_url": miss_url_prefix(request),
             "trackers": TRACKERS,
@@ -169,6 +172,20 @@ def release_lease(
     return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
 
 
+@router.post("/triages/{triage_id}/covered", name="covered_form")
+def covered_form(
+    request: Request,
+    session: SessionDep,
+    principal: LeadDep,
+    triage_id: int,
+    include: Annotated[bool, Form()],
+) -> Response:
+    """Put the misses covered by a duplicate on the queue, or take them back off it."""
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    triage_service.include_covered(session=session, triage=triage, include=include)
+    return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
+
+
 @router.get("/triages/{triage_id}/backlog", name="backlog_page")
 def backlog_page(
     request: Request,
@@ -215,7 +232,7 @@ def backlog_page(
                 "state": state,
                 "sort": sort,
             },
-            "causes": [*context["golden"].causes, OTHER, "unlabelled"],
+            "causes": [*context["golden"].causes, OTHER, "unlabelled", MissState.COVERED.value],
             "reviewers": dashboard.reviewers(session=session, triage=triage),
             "texts": texts,
             "miss_url": miss_url_prefix(request),

@@ -26,14 +26,16 @@ def import_golden_set(
     qrels: UploadFile,
     queries: UploadFile | None = None,
     corpus: UploadFile | None = None,
+    manifest: UploadFile | None = None,
     min_grade: Annotated[int, Form()] = 1,
     description: Annotated[str, Form()] = "",
 ) -> dict[str, Any]:
     """Import judgments (TREC qrels or BEIR TSV, plain or gzip), optional query texts and an
-    optional corpus (BEIR corpus.jsonl). All or nothing: a bad file answers 400 naming its
-    line and leaves no rows."""
-    with saved_uploads(qrels, queries, corpus) as saved:
-        qrels_path, queries_path, corpus_path = saved.paths
+    optional corpus (BEIR corpus.jsonl) with an optional index manifest (the ids the index
+    holds, one a line). All or nothing: a bad file answers 400 naming its line and leaves no
+    rows."""
+    with saved_uploads(qrels, queries, corpus, manifest) as saved:
+        qrels_path, queries_path, corpus_path, manifest_path = saved.paths
         if qrels_path is None:
             raise Invalid("a qrels file is needed", code="qrels_required")
         golden = service.import_golden_set(
@@ -42,6 +44,7 @@ def import_golden_set(
             qrels=qrels_path,
             queries=queries_path,
             corpus=corpus_path,
+            manifest=manifest_path,
             min_grade=min_grade,
             description=description,
             user=principal.user,

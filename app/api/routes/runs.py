@@ -52,7 +52,8 @@ def run_metrics(
     depths: str | None = None,
 ) -> dict[str, Any]:
     """Recall@k, recall@depth, nDCG@k (macro and micro), the depth curve and the misses at
-    depth, with the conventions they were computed under."""
+    depth, with the conventions they were computed under; with duplicate clusters,
+    unique-clusters@k (median, share of queries with 4 or fewer) and cluster-recall@k."""
     run = service.get_run(session=session, run_id=run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
     evaluation = service.evaluate_stored_run(
@@ -64,7 +65,8 @@ def run_metrics(
         gain=gain,
         depths=_depths(depths),
     )
-    return service.metrics_document(evaluation, run)
+    clusters = service.cluster_evaluation(session=session, run=run, golden=golden, k=k)
+    return service.metrics_document(evaluation, run, clusters)
 
 
 @router.get("/{run_id}/queries")

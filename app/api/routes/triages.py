@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.services import backlog as backlog_service
+from app.services import dashboard, queue
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
-from app.services import queue
 from app.services import runs as run_service
 from app.services import triages as service
 
@@ -28,6 +28,47 @@ def get_triage(session: SessionDep, principal: ReviewerDep, triage_id: int) -> d
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
     summary = service.summarise(session=session, triage=triage, causes=list(golden.causes))
     return service.public(triage, summary)
+
+
+class CoveredBody(BaseModel):
+    include: bool
+
+
+@router.post("/{triage_id}/covered")
+def include_covered(
+    session: SessionDep, principal: LeadDep, triage_id: int, body: CoveredBody
+) -> dict[str, Any]:
+    """Put the misses covered by a duplicate on the queue (``include``: true), or take those
+    not yet labelled or leased back off it. Answers how many moved and the new summary."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    moved = service.include_covered(session=session, triage=triage, include=body.include)
+    causes = service.causes_of(session=session, triage_id=triage_id)
+    summary = service.summarise(session=session, triage=triage, causes=causes)
+    return {"moved": moved, "triage": service.public(triage, summary)}
+
+
+@router.get("/{triage_id}/hints")
+def hint_accuracy(session: SessionDep, principal: ReviewerDep, triage_id: int) -> dict[str, Any]:
+    """How each cause hint fared against the reviewers' labels (labelled misses only)."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    report = dashboard.hint_accuracy(session=session, triage=triage)
+    return {
+        "triage_id": triage.id,
+        "hints": [
+            {
+                "cause": h.cause,
+                "hinted": h.hinted,
+                "agreed": h.agreed,
+                "labelled_as_cause": h.labelled_as_cause,
+                "precision": h.precision,
+                "recall": h.recall,
+            }
+            for h in report.per_cause
+        ],
+        "suggested": report.suggested,
+        "accepted": report.accepted,
+        "acceptance": report.acceptance,
+    }
 
 
 @router.get("/{triage_id}/misses")

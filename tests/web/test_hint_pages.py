@@ -1,0 +1,110 @@
+"""Hints on the review page, hint accuracy and duplicate covers on the dashboard, cluster
+measures on the run page: full pages and fragments, parsed, not grepped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+
+from app.models import Role
+from tests.conftest import Account, login
+from tests.hint_fixture import EXPECTED_HINTS, import_hint_fixture
+from tests.web.test_pages import ORIGIN, get
+
+HTMX = {"HX-Request": "true", **ORIGIN}
+
+
+@pytest.fixture(params=["page", "fragment"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_review_page_shows_evidence_and_a_key_accepts_the_hint(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path, mode: str
+) -> None:
+    ids = import_hint_fixture(client, accounts[Role.LEAD].headers, tmp_path)
+    login(client, accounts[Role.REVIEWER].email)
+    soup = get(client, f"/triages/{ids['triage']}/review", mode)
+    # queue order: q1 first, the vocabulary mismatch
+    assert soup.select_one("#query-text").get_text() == "How do I stop API throttling?"
+    assert soup.select_one("#hint").get_text() == "vocabulary-mismatch"
+    evidence = {li["data-hint"]: li for li in soup.select("#hints li")}
+    assert evidence["vocabulary-mismatch"]["class"] == ["fired"]
+    assert [c.get_text() for c in evidence["vocabulary-mismatch"].select("code.lacks")] == [
+        "stop",
+        "api",
+        "throttling",
+    ]
+    assert evidence["not-indexed"]["class"] == ["quiet"]
+    accept = soup.select_one("#accept-hint")
+    assert (accept["data-key"], accept["value"]) == ("a", "vocabulary-mismatch")
+    miss_id = soup.select_one(".card")["data-miss"]
+    saved = client.post(
+        f"/triages/{ids['triage']}/review/label",
+        headers=HTMX,
+        data={"miss_id": miss_id, "version": "1", "category": accept["value"]},
+    )
+    card = BeautifulSoup(saved.text, "html.parser")
+    assert card.select_one("#message").get_text().startswith("Saved: q1 / rate#0")
+    # next: q2, the answer split across chunks; its adjacent chunk is in the candidates
+    assert card.select_one("#hint").get_text() == "chunk-boundary"
+    chunk = card.select_one('#hints li[data-hint="chunk-boundary"]')
+    assert "trash#0" in chunk.get_text()
+    assert "rank 1" in chunk.get_text()
+
+
+def test_dashboard_hint_accuracy_and_covered(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path, mode: str
+) -> None:
+    lead = accounts[Role.LEAD]
+    ids = import_hint_fixture(client, lead.headers, tmp_path)
+    for miss in client.get(
+        f"/api/v1/triages/{ids['triage']}/misses?state=open", headers=lead.headers
+    ).json()["items"]:
+        client.post(
+            f"/api/v1/misses/{miss['id']}/label",
+            headers=lead.headers,
+            json={"category": miss["hint"], "version": miss["version"]},
+        )
+    login(client, lead.email)
+    soup = get(client, f"/triages/{ids['triage']}", mode)
+    assert "the categories close" in soup.select_one("#closure").get_text()
+    assert soup.select_one("#labelled").get_text() == "3 of 3 labelled"
+    rows = {
+        tr["data-hint"]: [td.get_text(" ", strip=True) for td in tr.select("td")]
+        for tr in soup.select("#hint-accuracy tbody tr")
+    }
+    assert rows["not-indexed"] == ["1", "100% (1/1)", "100% (1/1)"]
+    # vocabulary evidence also fired on q2, which reviewers put in chunk-boundary
+    assert rows["vocabulary-mismatch"] == ["2", "50% (1/2)", "100% (1/1)"]
+    assert rows["chunk-boundary"] == ["1", "100% (1/1)", "100% (1/1)"]
+    assert soup.select_one("#acceptance").get_text(" ", strip=True) == "100% (3/3)"
+    covered = soup.select_one("#covered")
+    assert covered.select_one("b").get_text() == "1"
+    assert covered.select_one("form button").get_text() == "Put them on the queue"
+    backlog = get(client, f"/triages/{ids['triage']}/backlog?cause=covered", mode)
+    listed = [tr.select("td") for tr in backlog.select("tbody tr")]
+    assert len(listed) == 1
+    assert "audit#0" in listed[0][1].get_text()
+    assert set(EXPECTED_HINTS) | {("q4", "audit#0")} == {
+        (m["qid"], m["doc_id"])
+        for m in client.get(f"/api/v1/triages/{ids['triage']}/misses", headers=lead.headers).json()[
+            "items"
+        ]
+    }
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_run_page_shows_cluster_measures(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path, mode: str
+) -> None:
+    ids = import_hint_fixture(client, accounts[Role.LEAD].headers, tmp_path)
+    login(client, accounts[Role.REVIEWER].email)
+    soup = get(client, f"/runs/{ids['run']}?k=2", mode)
+    text = soup.select_one("#clusters").get_text(" ", strip=True)
+    assert "unique-clusters@2 median 2" in text
+    assert "cluster-R@2 0.250" in text
