@@ -1,0 +1,184 @@
+"""Script-injection payloads in everything a person can type or upload, and the check that a
+page shows them as text.
+
+``seed`` fills a database through the JSON API (as a lead and a reviewer would): a golden set,
+its query texts, ids, corpus, causes and webhook, two runs, two triages, labels with notes, a
+skip reason, a reviewer whose email is a payload, a token name. ``assert_inert`` parses a page
+and fails on any element or attribute that did not come from our templates.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.models import Role
+from app.services import users as user_service
+from tests.conftest import PASSWORD, Account
+
+SCRIPT = '<script>alert("xss-1")</script>'
+IMG = '"><img src=x onerror=alert("xss-2")>'
+JS = 'javascript:alert("xss-3")'
+SVG = "<svg/onload=alert('xss-4')>"
+PAYLOADS = (SCRIPT, IMG, JS, SVG)
+
+#: ids have no whitespace, but may hold markup
+QID = "q3<svg/onload=alert('xss-5')>"
+DOC = "d<img/src=x/onerror=alert('xss-6')>"
+PARENT = "p<img/src=x/onerror=alert('xss-8')>"
+EMAIL = 'x"><img src=x onerror=alert("xss-7")>@example.com'
+CAUSE = f"vocab {IMG}"
+
+QRELS = f"q1 0 {DOC} 2\nq1 0 a 1\n{QID} 0 b 1\nq2 0 c 1\n"
+QUERIES = f"q1\t{SCRIPT} {IMG} rate limits\nq2\t{JS}\n{QID}\t{SVG} sso\n"
+CORPUS = "".join(
+    json.dumps(doc) + "\n"
+    for doc in (
+        {"_id": DOC, "title": SVG, "text": f"rate limits {SCRIPT} {IMG} {JS}", "parent_id": PARENT},
+        {
+            "_id": "a",
+            "title": SCRIPT,
+            "text": f"limits {IMG}",
+            "parent_id": PARENT,
+            "chunk_index": 1,
+        },
+        {"_id": "b", "title": IMG, "text": SVG},
+        {"_id": "c", "title": JS, "text": SCRIPT},
+        {"_id": "n1", "title": IMG, "text": f"ranked first {SCRIPT}"},
+    )
+)
+# Every relevant document is outside the top 1 of the first run; the second finds 'a'.
+FIRST = f"q1 Q0 n1 1 9 t\nq2 Q0 n1 1 9 t\n{QID} Q0 n1 1 9 t\n"
+SECOND = f"q1 Q0 a 1 9 t\nq1 Q0 n1 2 8 t\nq2 Q0 n1 1 9 t\n{QID} Q0 n1 1 9 t\n"
+
+
+@dataclass
+class Seeded:
+    golden: int
+    runs: tuple[int, int]
+    triages: tuple[int, int]
+    #: the misses of the first triage: labelled other, labelled with CAUSE, skipped, leased
+    misses: tuple[int, int, int, int]
+    reviewer: Account
+
+
+def seed(client: TestClient, engine: Engine, lead: Account) -> Seeded:
+    """Fill the database with payloads, through the API as the people who type them."""
+    with Session(engine, expire_on_commit=False) as session:
+        user = user_service.create_user(
+            session=session, email=EMAIL, password=PASSWORD, role=Role.REVIEWER
+        )
+        secret = user_service.create_token(session=session, user=user, name=SCRIPT).secret
+    reviewer = Account(EMAIL, Role.REVIEWER, secret)
+    client.post("/api/v1/tokens", headers=lead.headers, json={"name": IMG})
+
+    def ok(response: Any) -> dict[str, Any]:
+        assert response.status_code in (200, 201), response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    golden = ok(
+        client.post(
+            "/api/v1/golden-sets",
+            headers=lead.headers,
+            data={"name": f"gs {SCRIPT}", "description": IMG},
+            files={
+                "qrels": ("q.qrels", QRELS),
+                "queries": ("q.tsv", QUERIES),
+                "corpus": ("c.jsonl", CORPUS),
+            },
+        )
+    )["id"]
+    base = f"/api/v1/golden-sets/{golden}"
+    ok(
+        client.put(
+            f"{base}/causes",
+            headers=lead.headers,
+            json={"causes": ["not-indexed", CAUSE, "chunk-boundary"]},
+        )
+    )
+    ok(
+        client.put(
+            f"{base}/webhook",
+            headers=lead.headers,
+            json={"url": f"https://example.com/{IMG}", "events": ["miss.labelled"]},
+        )
+    )
+    runs = tuple(
+        ok(
+            client.post(
+                f"{base}/runs",
+                headers=lead.headers,
+                data={"name": name, "description": SVG},
+                files={"run": (f"{name[:20]}.trec", content)},
+            )
+        )["id"]
+        for name, content in ((IMG, FIRST), (SCRIPT, SECOND))
+    )
+    triages = tuple(
+        ok(client.post(f"/api/v1/runs/{run}/triages", headers=lead.headers, json={"depth": 1}))[
+            "id"
+        ]
+        for run in runs
+    )
+    claimed = []
+    for category, note in (("other", SCRIPT), (CAUSE, JS), (None, SVG), (None, None)):
+        miss = ok(client.post(f"/api/v1/triages/{triages[0]}/claim", headers=reviewer.headers))
+        claimed.append(miss["id"])
+        if category is not None:
+            ok(
+                client.post(
+                    f"/api/v1/misses/{miss['id']}/label",
+                    headers=reviewer.headers,
+                    json={"category": category, "note": note, "version": miss["version"]},
+                )
+            )
+        elif note is not None:
+            ok(
+                client.post(
+                    f"/api/v1/misses/{miss['id']}/skip",
+                    headers=reviewer.headers,
+                    json={"reason": note},
+                )
+            )
+    return Seeded(
+        golden=golden,
+        runs=(runs[0], runs[1]),
+        triages=(triages[0], triages[1]),
+        misses=(claimed[0], claimed[1], claimed[2], claimed[3]),
+        reviewer=reviewer,
+    )
+
+
+#: attributes whose value a browser follows or evaluates
+_ACTIVE = {"href", "src", "action", "formaction", "hx-get", "hx-post", "hx-vals", "hx-on"}
+
+
+def assert_inert(html: str, where: str) -> BeautifulSoup:
+    """No element or attribute of the page came from a payload: scripts only from /static/,
+    no event handlers, no images or frames, the only SVG our chart, no active attribute that
+    holds a payload."""
+    soup = BeautifulSoup(html, "html.parser")
+    for tag in soup.find_all(True):
+        here = f"{where}: <{tag.name} {tag.attrs}>"
+        if tag.name == "script":
+            assert urlsplit(str(tag.get("src", ""))).path.startswith("/static/"), here
+            assert not tag.get_text().strip(), here
+        assert tag.name not in ("img", "iframe", "object", "embed", "frame"), here
+        if tag.name == "svg":
+            assert tag.get("id") == "depth-curve", here
+        for name, value in tag.attrs.items():
+            text = " ".join(value) if isinstance(value, list) else str(value)
+            assert not name.lower().startswith("on"), here
+            assert not name.lower().startswith("hx-on"), here
+            if name.lower() in _ACTIVE:
+                assert "alert(" not in text, here
+                assert not text.strip().lower().startswith("javascript:"), here
+    return soup
