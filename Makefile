@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/helpcentre
 
-.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard clean
+.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault clean
 
 $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(PYTHON) scripts/bootstrap_venv.py $(VENV)
@@ -38,7 +38,7 @@ test: lint
 	$(BIN)/pytest
 
 # Benchmarks: scripts that print their figures (targets included); none is a test.
-bench: bench-evaluate bench-import bench-queue bench-dashboard
+bench: bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault
 
 bench-evaluate: $(STAMP)
 	$(BIN)/python benchmarks/evaluate_msmarco_scale.py
@@ -51,6 +51,11 @@ bench-queue: $(STAMP)
 
 bench-dashboard: $(STAMP)
 	$(BIN)/python benchmarks/dashboard_http.py
+
+# 64 reviewers for 2 minutes against 2 app processes on a throwaway PostgreSQL cluster, with an
+# app process killed and PostgreSQL restarted midway; fails unless 0 lost, 0 doubled, 0 stuck.
+bench-load-fault: $(STAMP)
+	$(BIN)/python benchmarks/load_fault.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -78,7 +78,23 @@ def session_id_from_cookie(request: Request) -> str | None:
 
 
 def optional_principal(request: Request, session: SessionDep) -> Principal | None:
-    """Bearer token first (API clients), else the session cookie (the HTML UI)."""
+    """Bearer token first (API clients), else the session cookie (the HTML UI).
+
+    Ends its transaction before returning, so the request gives its pooled connection back
+    while it waits for a worker thread to run the route. Holding it there deadlocks a busy
+    process: every thread taken by newer requests waiting for a connection, every connection
+    held by requests waiting for a thread, until the pool times out (found by
+    benchmarks/load_fault.py; tests/api/test_pool_starvation.py)."""
+    try:
+        principal = _principal(request, session)
+    except BaseException:
+        session.rollback()
+        raise
+    session.commit()  # expire_on_commit=False: the user stays loaded
+    return principal
+
+
+def _principal(request: Request, session: Session) -> Principal | None:
     authorization = request.headers.get("authorization")
     if authorization:
         scheme, _, secret = authorization.partition(" ")
