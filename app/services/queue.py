@@ -302,14 +302,18 @@ def progress(*, session: Session, triage: Triage, user: User) -> Progress:
         .where(Miss.triage_id == triage.id)
         .group_by(col(Miss.state), by_me)
     ).all()
-    mine = labelled = remaining = 0
+    mine = labelled = remaining = covered = 0
     for state, by_me, n in rows:
         if state == MissState.LABELLED.value:
             labelled += n
             mine += n if by_me else 0
+        elif state == MissState.COVERED.value:
+            covered += n  # off the queue: neither work done nor work left
         else:
             remaining += n
-    return Progress(mine=mine, labelled=labelled, remaining=remaining, total=triage.misses)
+    return Progress(
+        mine=mine, labelled=labelled, remaining=remaining, total=triage.misses - covered
+    )
 
 
 def public_event(event: LabelEvent) -> dict[str, Any]:

@@ -168,7 +168,7 @@ def build_card(
             rank=rank,
             doc_id=doc_id,
             title=docs[doc_id].title if doc_id in docs else "",
-            snippet=(docs[doc_id].text[:SNIPPET] if doc_id in docs else ""),
+            snippet=_snippet(docs[doc_id].text) if doc_id in docs else "",
             relevant=doc_id in relevant,
         )
         for rank, doc_id, _ in head

@@ -1,5 +1,5 @@
 """`misstriage demo` on a free port in a temporary folder: log in with the printed
-credentials in Chromium and label one miss."""
+credentials in Chromium, as the lead and as the reviewer, and label every miss."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
+from tests.browser.conftest import screenshot
 from tests.live import free_port
 
 
@@ -49,19 +50,61 @@ def demo(tmp_path: Path) -> Iterator[tuple[str, str]]:
     assert (tmp_path / "var" / "demo.db").exists()
 
 
-def test_demo_logs_in_and_labels_one_miss(page: Page, demo: tuple[str, str]) -> None:
-    url, printed = demo
-    account = re.search(r"reviewer\s+(\S+)\s+password\s+(\S+)", printed)
-    review = re.search(r"(http://\S+/review)", printed)
-    assert account is not None, printed
-    assert review is not None, printed
-    email, password = account.groups()
-    assert review.group(1).startswith(url)
-    page.goto(review.group(1))
+def _log_in(page: Page, url: str, email: str, password: str) -> None:
+    page.goto(url)
     page.fill('input[name="email"]', email)
     page.fill('input[name="password"]', password)
     page.keyboard.press("Enter")
-    expect(page.locator("#query-text")).to_be_visible()
-    page.keyboard.press("2")
-    expect(page.locator("#message")).to_contain_text("Saved:")
-    expect(page.locator("#progress")).to_contain_text("mine 1")
+
+
+def test_demo_as_a_new_user_until_the_categories_close(
+    page: Page, browser: Browser, demo: tuple[str, str]
+) -> None:
+    """The issue's "done when": runs table and chart, a dashboard that does not close, the
+    reviewer's page with real context, every miss labelled, the categories close."""
+    url, printed = demo
+    lead = re.search(r"lead\s+(\S+)\s+password\s+(\S+)", printed)
+    reviewer = re.search(r"reviewer\s+(\S+)\s+password\s+(\S+)", printed)
+    golden = re.search(r"(http://\S+/golden-sets/\d+)", printed)
+    review = re.search(r"(http://\S+/review)", printed)
+    assert lead is not None, printed
+    assert reviewer is not None, printed
+    assert golden is not None, printed
+    assert review is not None, printed
+    assert golden.group(1).startswith(url)
+
+    # the lead: three runs, the depth curve, the triage that does not close yet
+    _log_in(page, golden.group(1), *lead.groups())
+    expect(page.locator("#runs-table tbody tr")).to_have_count(3)
+    expect(page.locator("svg#depth-curve g.series")).to_have_count(3)
+    screenshot(page, "demo-golden-set")
+    page.goto(review.group(1).removesuffix("/review"))
+    expect(page.locator("#closure")).to_contain_text("does not close: 23 unlabelled")
+    expect(page.locator("#covered b")).to_have_text("5")
+
+    # the reviewer, in a browser context of their own: real context, then every miss
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    reviewer_page = context.new_page()
+    _log_in(reviewer_page, review.group(1), *reviewer.groups())
+    expect(reviewer_page.locator("#query-text")).to_be_visible()
+    expect(reviewer_page.locator("#doc-text")).not_to_be_empty()
+    expect(reviewer_page.locator("#candidates li")).to_have_count(10)
+    expect(reviewer_page.locator("#hints li.fired")).not_to_have_count(0)
+    screenshot(reviewer_page, "demo-review", full_page=False)
+    for labelled in range(1, 24):
+        expect(reviewer_page.locator("#progress")).to_contain_text(f"mine {labelled - 1}")
+        # "a" accepts the hints' suggestion; every demo miss has one
+        expect(reviewer_page.locator("#accept-hint")).to_be_visible()
+        reviewer_page.keyboard.press("a")
+        expect(reviewer_page.locator("#progress")).to_contain_text(f"mine {labelled}")
+    expect(reviewer_page.locator("#empty")).to_be_visible()
+    context.close()
+
+    page.reload()
+    expect(page.locator("#closure")).to_have_text(
+        "6 + 10 + 7 = 23 of 23 misses accounted for: the categories close "
+        "(5 more covered by a duplicate, not queued)"
+    )
+    expect(page.locator("#acceptance")).to_contain_text("100% (23/23)")
+    page.set_viewport_size({"width": 1280, "height": 1200})
+    screenshot(page, "demo-dashboard", full_page=False)
