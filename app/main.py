@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
@@ -18,6 +18,7 @@ from app import __version__
 from app.api import api_router
 from app.api import errors as api_errors
 from app.api.deps import ReviewerDep
+from app.api.params import refuse_nul
 from app.clock import Clock
 from app.db import make_engine
 from app.middleware import BodySizeLimit, SecurityHeaders
@@ -61,6 +62,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        dependencies=[Depends(refuse_nul)],
     )
     app.state.settings = settings
     app.state.engine = engine or make_engine(settings)

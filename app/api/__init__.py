@@ -2,9 +2,10 @@
 
 from fastapi import APIRouter
 
+from app.api.responses import ERROR_RESPONSES
 from app.api.routes import accounts, golden_sets, misses, runs, triages
 
-api_router = APIRouter(prefix="/api/v1")
+api_router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 api_router.include_router(golden_sets.router)
 api_router.include_router(runs.router)
 api_router.include_router(triages.router)

@@ -19,6 +19,7 @@ from app.api.deps import (
     same_origin,
     session_id_from_cookie,
 )
+from app.api.params import Id
 from app.security import CookieSigner
 from app.services import logins
 from app.services import users as user_service
@@ -162,7 +163,7 @@ def create_token(
 
 @router.post("/tokens/{token_id}/revoke", name="revoke_token_form")
 def revoke_token(
-    request: Request, session: SessionDep, principal: ReviewerDep, token_id: int
+    request: Request, session: SessionDep, principal: ReviewerDep, token_id: Id
 ) -> Response:
     user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
     return redirect(request, str(request.url_for("tokens_page")))

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.api.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
+from app.api.params import Id
 from app.api.uploads import saved_uploads
 from app.eval import Gain, Order
 from app.eval.conventions import DEFAULT_DEPTHS
@@ -204,7 +205,7 @@ def golden_set_page(
     request: Request,
     session: SessionDep,
     principal: ReviewerDep,
-    golden_set_id: int,
+    golden_set_id: Id,
     k: int = 10,
     depth: int = 50,
     gain: Gain = Gain.EXP,
@@ -224,7 +225,7 @@ def import_run(
     session: SessionDep,
     settings: SettingsDep,
     principal: LeadDep,
-    golden_set_id: int,
+    golden_set_id: Id,
     name: Annotated[str, Form()],
     run: UploadFile,
     format: Annotated[str, Form()] = "",
@@ -266,7 +267,7 @@ def create_triage(
     request: Request,
     session: SessionDep,
     principal: LeadDep,
-    run_id: int,
+    run_id: Id,
     depth: Annotated[int, Form()] = 50,
     k: Annotated[int, Form()] = 10,
 ) -> Response:
@@ -283,7 +284,7 @@ def golden_set_settings(
     request: Request,
     session: SessionDep,
     principal: LeadDep,
-    golden_set_id: int,
+    golden_set_id: Id,
     causes: Annotated[str, Form()],
     webhook_url: Annotated[str, Form()] = "",
     webhook_events: Annotated[list[str] | None, Form()] = None,

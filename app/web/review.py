@@ -20,6 +20,7 @@ from app.api.deps import (
     SessionDep,
     SettingsDep,
 )
+from app.api.params import Id
 from app.models import OTHER, Miss, Role, Triage
 from app.services import golden_sets as golden_service
 from app.services import queue
@@ -97,7 +98,7 @@ def review_page(
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    triage_id: int,
+    triage_id: Id,
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     return _card(
@@ -124,7 +125,7 @@ def review_label(
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerOrNoneDep,
-    triage_id: int,
+    triage_id: Id,
     miss_id: Annotated[int, Form()],
     version: Annotated[int, Form()],
     category: Annotated[str, Form()],
@@ -189,7 +190,7 @@ def review_skip(
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerOrNoneDep,
-    triage_id: int,
+    triage_id: Id,
     miss_id: Annotated[int, Form()],
     reason: Annotated[str, Form()] = "",
 ) -> Response:
@@ -229,7 +230,7 @@ def review_undo(
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerOrNoneDep,
-    triage_id: int,
+    triage_id: Id,
 ) -> Response:
     if principal is None:
         return _expired(request, "your undo")
@@ -271,7 +272,7 @@ def review_renew(
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerOrNoneDep,
-    triage_id: int,
+    triage_id: Id,
     miss_id: Annotated[int, Form()],
 ) -> Response:
     """The page's heartbeat: keep the lease; say so at once if it was lost."""

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.api.deps import ReviewerDep, SessionDep
+from app.api.params import Id
 from app.eval import Gain
 from app.eval.clusters import FEW
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
@@ -38,7 +39,7 @@ def run_page(
     request: Request,
     session: SessionDep,
     principal: ReviewerDep,
-    run_id: int,
+    run_id: Id,
     k: int = 10,
     depth: int = 50,
     gain: Gain = Gain.EXP,
@@ -98,7 +99,7 @@ def compare_page(
     request: Request,
     session: SessionDep,
     principal: ReviewerDep,
-    golden_set_id: int,
+    golden_set_id: Id,
     a: int,
     b: int,
     depth: int = 50,

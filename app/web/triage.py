@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.api.params import Id
 from app.exporters import TRACKERS
 from app.models import OTHER, Miss, MissState, Triage, User
 from app.services import dashboard, queue
@@ -38,7 +39,7 @@ def _context(session: Any, triage: Triage) -> dict[str, Any]:
 
 @router.get("/triages/{triage_id}", name="triage_page")
 def triage_page(
-    request: Request, session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: int
+    request: Request, session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: Id
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     return _dashboard(request, session, clock, principal, triage)
@@ -99,7 +100,7 @@ def export_form(
     settings: SettingsDep,
     clock: ClockDep,
     principal: LeadDep,
-    triage_id: int,
+    triage_id: Id,
     tracker: Annotated[str, Form()],
     target: Annotated[str, Form()],
     action: Annotated[str, Form()] = "preview",
@@ -165,8 +166,8 @@ def release_lease(
     session: SessionDep,
     clock: ClockDep,
     principal: LeadDep,
-    triage_id: int,
-    miss_id: int,
+    triage_id: Id,
+    miss_id: Id,
 ) -> Response:
     queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
     return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
@@ -177,7 +178,7 @@ def covered_form(
     request: Request,
     session: SessionDep,
     principal: LeadDep,
-    triage_id: int,
+    triage_id: Id,
     include: Annotated[bool, Form()],
 ) -> Response:
     """Put the misses covered by a duplicate on the queue, or take them back off it."""
@@ -191,7 +192,7 @@ def backlog_page(
     request: Request,
     session: SessionDep,
     principal: ReviewerDep,
-    triage_id: int,
+    triage_id: Id,
     cause: str = "",
     qid: str = "",
     reviewer: str = "",
@@ -285,7 +286,7 @@ def _users_query(events: list[Any]) -> Any:
 
 @router.get("/misses/{miss_id}", name="miss_page")
 def miss_page(
-    request: Request, session: SessionDep, principal: ReviewerDep, miss_id: int
+    request: Request, session: SessionDep, principal: ReviewerDep, miss_id: Id
 ) -> HTMLResponse:
     miss = session.get(Miss, miss_id)
     if miss is None:
@@ -299,7 +300,7 @@ def relabel(
     session: SessionDep,
     clock: ClockDep,
     principal: LeadDep,
-    miss_id: int,
+    miss_id: Id,
     category: Annotated[str, Form()],
     version: Annotated[int, Form()],
     note: Annotated[str, Form()] = "",

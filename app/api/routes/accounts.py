@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.api.deps import AdminDep, ReviewerDep, SessionDep
+from app.api.params import Id
 from app.models import ApiToken, Role, User
 from app.services import users as service
 
@@ -52,7 +53,7 @@ def list_tokens(session: SessionDep, principal: ReviewerDep) -> dict[str, Any]:
 
 
 @router.delete("/tokens/{token_id}")
-def revoke_token(session: SessionDep, principal: ReviewerDep, token_id: int) -> dict[str, Any]:
+def revoke_token(session: SessionDep, principal: ReviewerDep, token_id: Id) -> dict[str, Any]:
     return public_token(
         service.revoke_token(session=session, user=principal.user, token_id=token_id)
     )

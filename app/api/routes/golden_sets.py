@@ -8,6 +8,7 @@ from fastapi import APIRouter, Form, Response, UploadFile
 from pydantic import BaseModel
 
 from app.api.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.api.params import Id
 from app.api.uploads import saved_uploads
 from app.eval import Order
 from app.services import events
@@ -67,13 +68,13 @@ def list_golden_sets(
 
 @router.get("/{golden_set_id}")
 def get_golden_set(
-    session: SessionDep, principal: ReviewerDep, golden_set_id: int
+    session: SessionDep, principal: ReviewerDep, golden_set_id: Id
 ) -> dict[str, Any]:
     return service.public(service.get_golden_set(session=session, golden_set_id=golden_set_id))
 
 
 @router.delete("/{golden_set_id}", status_code=204)
-def delete_golden_set(session: SessionDep, principal: LeadDep, golden_set_id: int) -> Response:
+def delete_golden_set(session: SessionDep, principal: LeadDep, golden_set_id: Id) -> Response:
     service.delete_golden_set(session=session, golden_set_id=golden_set_id)
     return Response(status_code=204)
 
@@ -83,7 +84,7 @@ def import_run(
     session: SessionDep,
     settings: SettingsDep,
     principal: LeadDep,
-    golden_set_id: int,
+    golden_set_id: Id,
     name: Annotated[str, Form()],
     run: UploadFile,
     format: Annotated[str | None, Form()] = None,
@@ -112,7 +113,7 @@ def import_run(
 
 
 @router.get("/{golden_set_id}/runs")
-def list_runs(session: SessionDep, principal: ReviewerDep, golden_set_id: int) -> dict[str, Any]:
+def list_runs(session: SessionDep, principal: ReviewerDep, golden_set_id: Id) -> dict[str, Any]:
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     runs = run_service.list_runs(session=session, golden=golden)
     return {"items": [run_service.public(r) for r in runs], "total": len(runs)}
@@ -124,7 +125,7 @@ class CausesBody(BaseModel):
 
 @router.put("/{golden_set_id}/causes")
 def set_causes(
-    session: SessionDep, principal: LeadDep, golden_set_id: int, body: CausesBody
+    session: SessionDep, principal: LeadDep, golden_set_id: Id, body: CausesBody
 ) -> dict[str, Any]:
     """Rename or add causes (``other`` is built in); 409 once labelling has started."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
@@ -138,7 +139,7 @@ class WebhookBody(BaseModel):
 
 @router.put("/{golden_set_id}/webhook")
 def set_webhook(
-    session: SessionDep, principal: LeadDep, golden_set_id: int, body: WebhookBody
+    session: SessionDep, principal: LeadDep, golden_set_id: Id, body: WebhookBody
 ) -> dict[str, Any]:
     """Post ``miss.labelled`` and/or ``triage.closed`` events of this golden set's triages to
     ``url``, signed with MISSTRIAGE_WEBHOOK_SECRET (HMAC-SHA256); ``url`` null turns it off."""

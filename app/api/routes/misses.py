@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
+from app.api.params import Id
 from app.services import queue
 from app.services.triages import causes_of_miss, public_miss
 
@@ -21,7 +22,7 @@ def renew(
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    miss_id: int,
+    miss_id: Id,
 ) -> dict[str, Any]:
     """Extend the caller's lease (the review page does this while it is open)."""
     miss = queue.renew(
@@ -36,7 +37,7 @@ def renew(
 
 @router.post("/{miss_id}/release")
 def release(
-    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: int
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id
 ) -> dict[str, Any]:
     """Give the miss back to the queue (its holder, or a lead for anyone's lease)."""
     return public_miss(
@@ -50,7 +51,7 @@ class SkipBody(BaseModel):
 
 @router.post("/{miss_id}/skip")
 def skip(
-    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: int, body: SkipBody
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: SkipBody
 ) -> dict[str, Any]:
     """Pass the miss to other reviewers, with a reason (audited)."""
     miss = queue.skip(
@@ -67,7 +68,7 @@ class LabelBody(BaseModel):
 
 @router.post("/{miss_id}/label")
 def label(
-    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: int, body: LabelBody
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: LabelBody
 ) -> dict[str, Any]:
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
@@ -87,7 +88,7 @@ def label(
 
 
 @router.get("/{miss_id}/events")
-def events(session: SessionDep, principal: ReviewerDep, miss_id: int) -> dict[str, Any]:
+def events(session: SessionDep, principal: ReviewerDep, miss_id: Id) -> dict[str, Any]:
     """The audit trail of the miss, oldest first."""
     items = queue.audit_trail(session=session, miss_id=miss_id)
     return {"items": [queue.public_event(e) for e in items], "total": len(items)}

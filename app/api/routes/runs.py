@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from app.api.deps import LeadDep, ReviewerDep, SessionDep
+from app.api.params import Id
 from app.eval import Gain, Thresholds
 from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
 from app.eval.evaluate import query_row
@@ -31,12 +32,12 @@ def _depths(depths: str | None) -> tuple[int, ...]:
 
 
 @router.get("/{run_id}")
-def get_run(session: SessionDep, principal: ReviewerDep, run_id: int) -> dict[str, Any]:
+def get_run(session: SessionDep, principal: ReviewerDep, run_id: Id) -> dict[str, Any]:
     return service.public(service.get_run(session=session, run_id=run_id))
 
 
 @router.delete("/{run_id}", status_code=204)
-def delete_run(session: SessionDep, principal: LeadDep, run_id: int) -> Response:
+def delete_run(session: SessionDep, principal: LeadDep, run_id: Id) -> Response:
     service.delete_run(session=session, run_id=run_id)
     return Response(status_code=204)
 
@@ -45,7 +46,7 @@ def delete_run(session: SessionDep, principal: LeadDep, run_id: int) -> Response
 def run_metrics(
     session: SessionDep,
     principal: ReviewerDep,
-    run_id: int,
+    run_id: Id,
     k: Cutoff = 10,
     depth: Cutoff = 50,
     gain: Gain = Gain.EXP,
@@ -73,7 +74,7 @@ def run_metrics(
 def run_queries(
     session: SessionDep,
     principal: ReviewerDep,
-    run_id: int,
+    run_id: Id,
     k: Cutoff = 10,
     depth: Cutoff = 50,
     gain: Gain = Gain.EXP,
@@ -106,7 +107,7 @@ class TriageCreate(BaseModel):
 
 @router.post("/{run_id}/triages", status_code=201)
 def create_triage(
-    session: SessionDep, principal: LeadDep, run_id: int, body: TriageCreate
+    session: SessionDep, principal: LeadDep, run_id: Id, body: TriageCreate
 ) -> dict[str, Any]:
     """Enumerate every miss at ``depth`` and put it on a new work queue."""
     run = service.get_run(session=session, run_id=run_id)
@@ -118,7 +119,7 @@ def create_triage(
 
 
 @router.get("/{run_id}/triages")
-def list_triages(session: SessionDep, principal: ReviewerDep, run_id: int) -> dict[str, Any]:
+def list_triages(session: SessionDep, principal: ReviewerDep, run_id: Id) -> dict[str, Any]:
     run = service.get_run(session=session, run_id=run_id)
     items = triage_service.list_triages(session=session, run=run)
     return {"items": [triage_service.public(t) for t in items], "total": len(items)}

@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.api.params import Id
 from app.services import backlog as backlog_service
 from app.services import dashboard, queue
 from app.services import exports as export_service
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/triages", tags=["triages"])
 
 
 @router.get("/{triage_id}")
-def get_triage(session: SessionDep, principal: ReviewerDep, triage_id: int) -> dict[str, Any]:
+def get_triage(session: SessionDep, principal: ReviewerDep, triage_id: Id) -> dict[str, Any]:
     """Counts per cause, other, unlabelled, and whether the categories close."""
     triage = service.get_triage(session=session, triage_id=triage_id)
     run = run_service.get_run(session=session, run_id=triage.run_id)
@@ -36,7 +37,7 @@ class CoveredBody(BaseModel):
 
 @router.post("/{triage_id}/covered")
 def include_covered(
-    session: SessionDep, principal: LeadDep, triage_id: int, body: CoveredBody
+    session: SessionDep, principal: LeadDep, triage_id: Id, body: CoveredBody
 ) -> dict[str, Any]:
     """Put the misses covered by a duplicate on the queue (``include``: true), or take those
     not yet labelled or leased back off it. Answers how many moved and the new summary."""
@@ -48,7 +49,7 @@ def include_covered(
 
 
 @router.get("/{triage_id}/hints")
-def hint_accuracy(session: SessionDep, principal: ReviewerDep, triage_id: int) -> dict[str, Any]:
+def hint_accuracy(session: SessionDep, principal: ReviewerDep, triage_id: Id) -> dict[str, Any]:
     """How each cause hint fared against the reviewers' labels (labelled misses only)."""
     triage = service.get_triage(session=session, triage_id=triage_id)
     report = dashboard.hint_accuracy(session=session, triage=triage)
@@ -75,7 +76,7 @@ def hint_accuracy(session: SessionDep, principal: ReviewerDep, triage_id: int) -
 def list_misses(
     session: SessionDep,
     principal: ReviewerDep,
-    triage_id: int,
+    triage_id: Id,
     state: str | None = None,
     category: str | None = None,
     qid: str | None = None,
@@ -95,13 +96,17 @@ def list_misses(
     return {"items": [service.public_miss(m) for m in items], "total": total}
 
 
-@router.post("/{triage_id}/claim", response_model=None)
+@router.post(
+    "/{triage_id}/claim",
+    response_model=None,
+    responses={204: {"description": "nothing is left to claim"}},
+)
 def claim(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    triage_id: int,
+    triage_id: Id,
 ) -> dict[str, Any] | Response:
     """The next miss for the caller, leased to them; 204 when nothing is left."""
     triage = service.get_triage(session=session, triage_id=triage_id)
@@ -123,7 +128,7 @@ def undo(
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    triage_id: int,
+    triage_id: Id,
 ) -> dict[str, Any]:
     """Undo the caller's last label in this triage."""
     triage = service.get_triage(session=session, triage_id=triage_id)
@@ -137,12 +142,21 @@ def undo(
     return service.public_miss(miss)
 
 
-@router.get("/{triage_id}/backlog", response_model=None)
+@router.get(
+    "/{triage_id}/backlog",
+    response_model=None,
+    responses={
+        200: {
+            "description": "every miss: JSON grouped by cause, CSV or JSON lines (``format``)",
+            "content": {"application/json": {}, "text/csv": {}, "application/x-ndjson": {}},
+        }
+    },
+)
 def backlog(
     request: Request,
     session: SessionDep,
     principal: ReviewerDep,
-    triage_id: int,
+    triage_id: Id,
     format: Annotated[str, Query(pattern="^(json|csv|jsonl)$")] = "json",
     category: str | None = None,
 ) -> StreamingResponse:
@@ -189,7 +203,7 @@ def export_backlog(
     session: SessionDep,
     settings: SettingsDep,
     principal: LeadDep,
-    triage_id: int,
+    triage_id: Id,
     body: ExportBody,
 ) -> dict[str, Any]:
     """One tracker issue per cause; a second export updates the same issues. ``dry_run``
