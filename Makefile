@@ -18,12 +18,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/misstriage demo
 
-# The offline evaluation of the same example, no server.
+# The offline evaluation of the demo's golden set and runs, no server (clusters from its corpus).
 demo-evaluate: $(STAMP)
-	$(BIN)/misstriage evaluate --qrels $(EXAMPLE) \
+	$(BIN)/misstriage evaluate --qrels $(EXAMPLE) --corpus $(EXAMPLE)/corpus.jsonl \
 		--run bm25=$(EXAMPLE)/runs/bm25.trec \
 		--run bm25-expanded=$(EXAMPLE)/runs/bm25-expanded.trec \
-		--k 3 --depth 5 --depths 1,3,5,10
+		--run rrf=$(EXAMPLE)/runs/rrf.trec \
+		--k 10 --depth 50
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
