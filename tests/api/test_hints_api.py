@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from app.models import Role
 from tests.conftest import Account
@@ -137,3 +138,36 @@ def test_cluster_measures_in_the_metrics(
     assert clusters["unique-clusters@2"] == {"median": 2.0, "share_at_most_4": 1.0}
     deep = client.get(f"/api/v1/runs/{ids['run']}/metrics?k=500", headers=lead.headers)
     assert deep.json()["clusters"] is None  # deeper than the kept heads
+
+
+def test_export_leaves_covered_misses_out(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    lead = accounts[Role.LEAD]
+    ids = import_hint_fixture(client, lead.headers, tmp_path)
+    for miss in _misses(client, lead, ids["triage"]).values():
+        if miss["state"] == "open":
+            client.post(
+                f"/api/v1/misses/{miss['id']}/label",
+                headers=lead.headers,
+                json={"category": miss["hint"], "version": miss["version"]},
+            ).raise_for_status()
+    settings = client.app.state.settings  # type: ignore[attr-defined]
+    client.app.state.settings = settings.model_copy(  # type: ignore[attr-defined]
+        update={"github_api_url": "http://127.0.0.1:9", "github_token": SecretStr("t0ken")}
+    )
+    dry = client.post(
+        f"/api/v1/triages/{ids['triage']}/exports",
+        headers=lead.headers,
+        json={"tracker": "github", "target": "acme/search", "dry_run": True},
+    )
+    assert dry.status_code == 200, dry.text
+    # one issue per named cause; the miss covered by a duplicate is no cause of its own
+    assert [r["category"] for r in dry.json()["results"]] == [
+        "not-indexed",
+        "vocabulary-mismatch",
+        "chunk-boundary",
+    ]
+    bodies = " ".join(str(r["body"]) for r in dry.json()["requests"])
+    assert "rate#0" in bodies
+    assert "audit#0" not in bodies
