@@ -5,13 +5,17 @@ from __future__ import annotations
 import contextlib
 from typing import Annotated, Any
 
-from fastapi import Path, Request
+from fastapi import Path, Query, Request
 
 from app.services.errors import Invalid
 
 #: A row id in a URL: within the database's integer range, so a larger number answers 422
 #: (documented in /openapi.json) instead of failing in the database driver.
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
+#: A row id in a query string, likewise.
+QueryId = Annotated[int, Query(ge=1, le=2**31 - 1)]
+#: A page number: its offset (page x per_page) stays a database integer.
+Page = Annotated[int, Query(ge=1, le=2**31 - 1)]
 
 
 def _has_nul(value: Any) -> bool:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.api.deps import ReviewerDep, SessionDep
-from app.api.params import Id
+from app.api.params import Id, Page, QueryId
 from app.eval import Gain
 from app.eval.clusters import FEW
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
@@ -47,7 +47,7 @@ def run_page(
     diagnosis: str = "",
     sort: str = "qid",
     desc: bool = False,
-    page: int = 1,
+    page: Page = 1,
 ) -> HTMLResponse:
     run = run_service.get_run(session=session, run_id=run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
@@ -100,8 +100,8 @@ def compare_page(
     session: SessionDep,
     principal: ReviewerDep,
     golden_set_id: Id,
-    a: int,
-    b: int,
+    a: QueryId,
+    b: QueryId,
     depth: int = 50,
 ) -> HTMLResponse:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)

@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id
+from app.api.params import Id, Page
 from app.exporters import TRACKERS
 from app.models import OTHER, Miss, MissState, Triage, User
 from app.services import dashboard, queue
@@ -198,7 +198,7 @@ def backlog_page(
     reviewer: str = "",
     state: str = "",
     sort: str = "position",
-    page: int = 1,
+    page: Page = 1,
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     context = _context(session, triage)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Response, UploadFile
+from fastapi import APIRouter, Form, Query, Response, UploadFile
 from pydantic import BaseModel
 
 from app.api.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id
+from app.api.params import Id, Page
 from app.api.uploads import saved_uploads
 from app.eval import Order
 from app.services import events
@@ -56,7 +56,10 @@ def import_golden_set(
 
 @router.get("")
 def list_golden_sets(
-    session: SessionDep, principal: ReviewerDep, page: int = 1, per_page: int = 50
+    session: SessionDep,
+    principal: ReviewerDep,
+    page: Page = 1,
+    per_page: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> dict[str, Any]:
     items = service.list_golden_sets(session=session)
     start = (max(page, 1) - 1) * per_page

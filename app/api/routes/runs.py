@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from app.api.deps import LeadDep, ReviewerDep, SessionDep
-from app.api.params import Id
+from app.api.params import Id, Page
 from app.eval import Gain, Thresholds
 from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
 from app.eval.evaluate import query_row
@@ -78,7 +78,7 @@ def run_queries(
     k: Cutoff = 10,
     depth: Cutoff = 50,
     gain: Gain = Gain.EXP,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Page = 1,
     per_page: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> dict[str, Any]:
     """Per-query rows: R@k, R@depth, nDCG@k, the candidate-ideal diagnostic, misses and the
