@@ -129,7 +129,7 @@ def hint_columns(misses: pl.DataFrame, ctx: HintContext, causes: list[str]) -> p
         pl.Series("hint_chunk", [h.chunk for h in found]),
         pl.Series(
             "evidence",
-            [json.dumps(h.evidence()) if h.evidence() else None for h in found],
+            [json.dumps(e) if (e := h.evidence()) else None for h in found],
             dtype=pl.String,
         ),
         pl.Series(
