@@ -44,7 +44,6 @@ import argparse
 import os
 import random
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -64,12 +63,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.testclient import TestClient
 from support import (
-    BenchTimeout,
-    arm_time_limit,
     bench_database,
     free_port,
     log_problems,
     random_secret,
+    run_bounded,
     stop_server,
     tail,
     wait_healthy,
@@ -914,10 +912,7 @@ def main() -> None:
     if args.leases > args.misses - round(args.misses * LABELLED_SHARE):
         parser.error("--leases must not exceed the open misses (20%)")
 
-    processes: list[subprocess.Popen[bytes]] = []
-
-    watchdog = arm_time_limit(args.timeout, processes)
-    try:
+    def body(processes: list[subprocess.Popen[bytes]]) -> bool:
         results = []
         for backend in backends:
             print(
@@ -926,14 +921,9 @@ def main() -> None:
                 flush=True,
             )
             results.append(bench_backend(backend, args, processes))
-        ok = report(results, args.extra_index)
-    except BenchTimeout as error:
-        print(f"benchmark stopped: {error}", file=sys.stderr, flush=True)
-        ok = False
-    finally:
-        signal.alarm(0)
-        watchdog.cancel()
-    sys.exit(0 if ok else 1)
+        return report(results, args.extra_index)
+
+    run_bounded(args.timeout, body, name="dashboard")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,13 +42,12 @@ import psycopg
 from evaluate_msmarco_scale import DEPTH, paths
 from support import (
     PG_ADMIN,
-    BenchTimeout,
-    arm_time_limit,
     bench_database,
     cpu_seconds,
     free_port,
     log_problems,
     random_secret,
+    run_bounded,
     stop_server,
     tail,
     wait_healthy,
@@ -567,10 +565,7 @@ def main() -> None:
     if unknown := set(backends) - set(BACKENDS):
         parser.error(f"unknown backends {sorted(unknown)}; choose from {BACKENDS}")
 
-    processes: list[subprocess.Popen[bytes]] = []
-
-    watchdog = arm_time_limit(args.timeout, processes)
-    try:
+    def body(processes: list[subprocess.Popen[bytes]]) -> bool:
         started = time.perf_counter()
         qrels, run = ensure_data(args.queries)
         lines = count_lines(run)
@@ -590,14 +585,9 @@ def main() -> None:
         if not args.no_copy:
             print("raw COPY baselines ...", flush=True)
             copies = copy_baselines(run, expected)
-        ok = report(results, copies, lines)
-    except BenchTimeout as error:
-        print(f"benchmark stopped: {error}", file=sys.stderr, flush=True)
-        ok = False
-    finally:
-        signal.alarm(0)
-        watchdog.cancel()
-    sys.exit(0 if ok else 1)
+        return report(results, copies, lines)
+
+    run_bounded(args.timeout, body, name="import")
 
 
 if __name__ == "__main__":

@@ -43,10 +43,9 @@ from load_fault_report import summarise, write_report
 from load_fault_verify import check_labels, drain, wait_for_leases
 from sqlmodel import Session
 from support import (
-    BenchTimeout,
-    arm_time_limit,
     free_port,
     random_secret,
+    run_bounded,
     stop_server,
     wait_healthy,
 )
@@ -371,18 +370,11 @@ def main() -> None:
     out = args.out or ROOT / "var" / "load-fault" / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
 
-    processes: list[Any] = []
-    watchdog = arm_time_limit(args.timeout or int(args.seconds) + 420, processes)
-    try:
+    def body(processes: list[subprocess.Popen[bytes]]) -> bool:
         report = run(args, out, processes)
-        ok = write_report(report, out)
-    except BenchTimeout as error:
-        print(f"load-fault: stopped: {error}", file=sys.stderr, flush=True)
-        ok = False
-    finally:
-        signal.alarm(0)
-        watchdog.cancel()
-    sys.exit(0 if ok else 1)
+        return write_report(report, out)
+
+    run_bounded(args.timeout or int(args.seconds) + 420, body, name="load-fault")
 
 
 if __name__ == "__main__":

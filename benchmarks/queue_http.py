@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -48,12 +47,11 @@ import psycopg
 from sqlmodel import Session
 from support import (
     HEALTH_TIMEOUT,
-    BenchTimeout,
-    arm_time_limit,
     bench_database,
     cpu_seconds,
     free_port,
     random_secret,
+    run_bounded,
     stop_server,
     tail,
     wait_healthy,
@@ -595,10 +593,7 @@ def main() -> None:
     if args.reviewers < 1 or args.workers < 1:
         parser.error("--reviewers and --workers must be >= 1")
 
-    processes: list[subprocess.Popen[bytes]] = []
-
-    watchdog = arm_time_limit(args.timeout, processes)
-    try:
+    def body(processes: list[subprocess.Popen[bytes]]) -> bool:
         results = []
         for backend in backends:
             print(
@@ -609,14 +604,9 @@ def main() -> None:
             results.append(
                 bench_backend(backend, args.misses, args.reviewers, args.workers, processes)
             )
-        ok = report(results)
-    except BenchTimeout as error:
-        print(f"benchmark stopped: {error}", file=sys.stderr, flush=True)
-        ok = False
-    finally:
-        signal.alarm(0)
-        watchdog.cancel()
-    sys.exit(0 if ok else 1)
+        return report(results)
+
+    run_bounded(args.timeout, body, name="queue")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ Imported by the scripts beside it (run as ``python benchmarks/<script>.py``).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -14,9 +15,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import NoReturn
 
 import httpx
 import psutil
@@ -104,13 +106,31 @@ def tail(log: Path, lines: int = 30) -> str:
 
 
 def log_problems(log: Path) -> list[str]:
-    """Server log lines that look like trouble (errors, warnings, tracebacks, 5xx)."""
+    """Server log lines that look like trouble: JSON lines (``misstriage serve``'s format)
+    at level WARNING or above, with a 5xx status or a traceback; other lines that mention
+    errors, warnings, tracebacks, 5xx or kills."""
     words = ("error", "warning", "traceback", "exception", '" 5', "killed")
     try:
         text = log.read_text(errors="replace")
     except FileNotFoundError:
         return []
-    return [line for line in text.splitlines() if any(w in line.lower() for w in words)]
+    problems = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict):
+            # the logger "uvicorn.error" logs routine lines: judge by level and status
+            if (
+                entry.get("level") in ("WARNING", "ERROR", "CRITICAL")
+                or int(entry.get("status") or 0) >= 500
+                or "exception" in entry
+            ):
+                problems.append(line)
+        elif any(w in line.lower() for w in words):
+            problems.append(line)
+    return problems
 
 
 def cpu_seconds(pid: int) -> float:
@@ -144,3 +164,22 @@ def arm_time_limit(seconds: int, processes: list[subprocess.Popen[bytes]]) -> th
     watchdog.daemon = True
     watchdog.start()
     return watchdog
+
+
+def run_bounded(
+    seconds: int, body: Callable[[list[subprocess.Popen[bytes]]], bool], *, name: str = "benchmark"
+) -> NoReturn:
+    """Run ``body`` (it starts its servers into the list it is given and answers whether the
+    figures met their targets) within ``seconds``, then exit 0 or 1: over time it is stopped,
+    cleaned up and reported as a failure (see ``arm_time_limit``)."""
+    processes: list[subprocess.Popen[bytes]] = []
+    watchdog = arm_time_limit(seconds, processes)
+    try:
+        ok = body(processes)
+    except BenchTimeout as error:
+        print(f"{name}: stopped: {error}", file=sys.stderr, flush=True)
+        ok = False
+    finally:
+        signal.alarm(0)
+        watchdog.cancel()
+    sys.exit(0 if ok else 1)

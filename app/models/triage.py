@@ -68,6 +68,17 @@ class Miss(SQLModel, table=True):
         Index("ix_miss_position", "triage_id", "position"),
         Index("ix_miss_category", "triage_id", "category", "position"),
         Index("ix_miss_labelled_by", "triage_id", "labelled_by_id"),
+        # the dashboard's hint accuracy, grouped from the index alone
+        Index(
+            "ix_miss_hints",
+            "triage_id",
+            "state",
+            "category",
+            "hint",
+            "hint_not_indexed",
+            "hint_vocabulary",
+            "hint_chunk",
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)
