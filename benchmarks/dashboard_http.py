@@ -46,7 +46,6 @@ import random
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -63,9 +62,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.testclient import TestClient
 from support import (
+    MISSTRIAGE,
+    PG_URL,
     bench_database,
     free_port,
     log_problems,
+    print_log_problems,
     random_secret,
     run_bounded,
     stop_server,
@@ -80,9 +82,7 @@ from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, MissState, Role
 from app.services import dashboard, golden_sets, runs, triages, users
 from app.settings import Settings
 
-MISSTRIAGE = Path(sys.executable).with_name("misstriage")
 BACKENDS = ("postgresql", "sqlite")
-PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
 LEAD_EMAIL = "lead@example.com"
 PASSWORD = "benchpass1"
 DEPTH = 50
@@ -873,10 +873,7 @@ def report(results: list[BackendResult], extra: list[str]) -> bool:
             [(r.backend, t) for r in results for t in r.indexed_services],
         )
     for r in results:
-        if r.log_problems:
-            print(f"\n{r.backend} server log, suspicious lines ({len(r.log_problems)}):")
-            for line in r.log_problems[:20]:
-                print(f"  {line[:300]}")
+        print_log_problems(r.backend, r.log_problems)
         if r.error:
             print(f"\n{r.backend} FAILED: {r.error}")
     return ok

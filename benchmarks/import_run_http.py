@@ -41,11 +41,14 @@ import psutil
 import psycopg
 from evaluate_msmarco_scale import DEPTH, paths
 from support import (
+    MISSTRIAGE,
     PG_ADMIN,
+    PG_URL,
     bench_database,
     cpu_seconds,
     free_port,
     log_problems,
+    print_log_problems,
     random_secret,
     run_bounded,
     stop_server,
@@ -55,9 +58,7 @@ from support import (
 
 BENCHMARKS = Path(__file__).resolve().parent
 GENERATOR = BENCHMARKS / "evaluate_msmarco_scale.py"
-MISSTRIAGE = Path(sys.executable).with_name("misstriage")
 BACKENDS = ("sqlite", "postgresql")
-PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
 EMAIL = "bench@example.com"
 PASSWORD = "benchpass1"
 SAMPLE_SECONDS = 0.05
@@ -544,10 +545,7 @@ def report(
             f"(target < 1 GB = {RSS_TARGET_MIB} MiB: {verdict})"
         )
     for r in results:
-        if r.log_problems:
-            print(f"\n{r.backend} server log, suspicious lines ({len(r.log_problems)}):")
-            for line in r.log_problems[:20]:
-                print(f"  {line[:300]}")
+        print_log_problems(r.backend, r.log_problems)
         if r.error:
             print(f"\n{r.backend} FAILED: {r.error}")
     return ok

@@ -43,6 +43,7 @@ from load_fault_report import summarise, write_report
 from load_fault_verify import check_labels, drain, wait_for_leases
 from sqlmodel import Session
 from support import (
+    MISSTRIAGE,
     free_port,
     random_secret,
     run_bounded,
@@ -60,7 +61,6 @@ from app.services import golden_sets, runs, triages, users  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from tests.db import ThrowawayCluster  # noqa: E402
 
-MISSTRIAGE = Path(sys.executable).with_name("misstriage")
 DATABASE = "misstriage_load"
 PASSWORD = "load-fault-password"
 MONITOR_EVERY_S = 0.25

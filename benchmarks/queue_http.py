@@ -26,11 +26,11 @@ Usage: python benchmarks/queue_http.py [--misses 5000] [--reviewers 32] [--worke
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -47,9 +47,13 @@ import psycopg
 from sqlmodel import Session
 from support import (
     HEALTH_TIMEOUT,
+    MISSTRIAGE,
+    PG_URL,
     bench_database,
     cpu_seconds,
     free_port,
+    log_problems,
+    print_log_problems,
     random_secret,
     run_bounded,
     stop_server,
@@ -63,9 +67,7 @@ from app.models import DEFAULT_CAUSES, Role
 from app.services import users
 from app.settings import Settings
 
-MISSTRIAGE = Path(sys.executable).with_name("misstriage")
 BACKENDS = ("postgresql", "sqlite")
-PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
 PASSWORD = "benchpass1"
 DEPTH = 50
 K = 10
@@ -78,7 +80,7 @@ P95_TARGET_MS = 50.0
 #: Mean reading time between claim and label (--think-ms); 0 = back to back.
 THINK_S = 0.0
 #: A uvicorn access-log line of a claim or a label: '"POST /api/v1/misses/7/label HTTP/1.1" 200'
-ACCESS = re.compile(r'"POST /api/v1/\w+/\d+/(?P<route>claim|label) HTTP/[\d.]+" (?P<status>\d+)')
+QUEUE_PATH = re.compile(r"/api/v1/\w+/\d+/(?P<route>claim|label)")
 
 
 @dataclass
@@ -369,20 +371,23 @@ def postgres_cpu() -> dict[int, float]:
 
 
 def read_log(log: Path) -> tuple[list[str], Counter[str]]:
-    """Server log lines that look like trouble (errors, warnings, tracebacks, 5xx), and the
-    access log's answers by method, path pattern and status."""
-    words = ("error", "warning", "traceback", "exception", '" 5', "killed")
+    """Server log lines that look like trouble (``support.log_problems``), and the claim and
+    label answers by status, from the JSON request log of ``misstriage serve``."""
+    statuses = Counter[str]()
     try:
         text = log.read_text(errors="replace")
     except FileNotFoundError:
-        return [], Counter()
-    problems, statuses = [], Counter[str]()
+        return [], statuses
     for line in text.splitlines():
-        if any(w in line.lower() for w in words):
-            problems.append(line)
-        if match := ACCESS.search(line):
-            statuses[f"{match['route']} {match['status']}"] += 1
-    return problems, statuses
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("method") != "POST":
+            continue
+        if match := QUEUE_PATH.fullmatch(str(entry.get("path", ""))):
+            statuses[f"{match['route']} {entry.get('status')}"] += 1
+    return log_problems(log), statuses
 
 
 def bench_backend(
@@ -561,10 +566,7 @@ def report(results: list[BackendResult]) -> bool:
         if r.log_statuses:
             statuses = ", ".join(f"{k}: {n}" for k, n in sorted(r.log_statuses.items()))
             print(f"\n{r.backend} server access log: {statuses}")
-        if r.log_problems:
-            print(f"{r.backend} server log, suspicious lines ({len(r.log_problems)}):")
-            for line in r.log_problems[:20]:
-                print(f"  {line[:300]}")
+        print_log_problems(r.backend, r.log_problems)
     return ok
 
 

@@ -26,6 +26,10 @@ import psycopg
 from psycopg import sql
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+#: A benchmark database on the local server, by name.
+PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
+#: The console script of this virtualenv, which the benchmarks start as servers.
+MISSTRIAGE = Path(sys.executable).with_name("misstriage")
 #: How long a server may take to answer /healthz after it starts.
 HEALTH_TIMEOUT = 60.0
 #: How long a server gets to stop after SIGTERM before SIGKILL.
@@ -183,3 +187,11 @@ def run_bounded(
         signal.alarm(0)
         watchdog.cancel()
     sys.exit(0 if ok else 1)
+
+
+def print_log_problems(backend: str, problems: list[str], *, shown: int = 20) -> None:
+    """Print the first suspicious server log lines of a backend (see ``log_problems``)."""
+    if problems:
+        print(f"\n{backend} server log, suspicious lines ({len(problems)}):")
+        for line in problems[:shown]:
+            print(f"  {line[:300]}")
