@@ -11,19 +11,26 @@ from sqlmodel import col, select
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.api.params import Id, Page
-from app.exporters import TRACKERS
+from app.exporters import CREDENTIALS, TRACKERS, missing_credentials
 from app.models import OTHER, Miss, MissState, Triage, User
-from app.services import dashboard, queue
+from app.services import dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import NotFound, ServiceError
-from app.services.review import where_the_run_put_it
+from app.services.review import where_of
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
+TRACKER_NAMES = {
+    "github": "GitHub",
+    "gitlab": "GitLab",
+    "jira": "Jira",
+    "linear": "Linear",
+    "webhook": "a webhook",
+}
 
 
 def miss_url_prefix(request: Request) -> str:
@@ -39,15 +46,21 @@ def _context(session: Any, triage: Triage) -> dict[str, Any]:
 
 @router.get("/triages/{triage_id}", name="triage_page")
 def triage_page(
-    request: Request, session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: Id
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    triage_id: Id,
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    return _dashboard(request, session, clock, principal, triage)
+    return _dashboard(request, session, settings, clock, principal, triage)
 
 
 def _dashboard(
     request: Request,
     session: Any,
+    settings: Any,
     clock: Any,
     principal: Any,
     triage: Triage,
@@ -62,7 +75,7 @@ def _dashboard(
     )
     residue, residue_total = dashboard.residue(session=session, triage=triage)
     texts = golden_service.query_texts(
-        session=session, golden=context["golden"], qids={m.qid for m in residue}
+        session=session, golden=context["golden"], qids={r.miss.qid for r in residue}
     )
     largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
     return render(
@@ -84,8 +97,12 @@ def _dashboard(
             "is_lead": principal.role.allows_lead,
             "miss_url": miss_url_prefix(request),
             "trackers": TRACKERS,
+            "tracker_names": TRACKER_NAMES,
             "exports": export_service.stored(session=session, triage=triage),
             "export": export or {"tracker": "github", "target": ""},
+            "credentials": {t: CREDENTIALS[t] for t in TRACKERS},
+            "missing": {t: missing_credentials(t, settings) for t in TRACKERS},
+            "skipped": skips.skips(session=session, triage=triage, open_only=True),
         },
         principal=principal,
         status=status,
@@ -114,12 +131,30 @@ def export_form(
         return _dashboard(
             request,
             session,
+            settings,
             clock,
             principal,
             triage,
             export=form,
             status=400,
             error_code="unknown_tracker",
+        )
+    missing = missing_credentials(tracker, settings)
+    if action == "push" and missing:
+        form["error"] = (
+            f"Nothing was sent: a push to {TRACKER_NAMES[tracker]} needs "
+            f"{' and '.join(missing)} in the server's settings. The preview works without."
+        )
+        return _dashboard(
+            request,
+            session,
+            settings,
+            clock,
+            principal,
+            triage,
+            export=form,
+            status=400,
+            error_code="credentials_missing",
         )
     try:
         outcome = export_service.export(
@@ -137,6 +172,7 @@ def export_form(
         return _dashboard(
             request,
             session,
+            settings,
             clock,
             principal,
             triage,
@@ -157,7 +193,7 @@ def export_form(
             for r in outcome.requests
         ],
     }
-    return _dashboard(request, session, clock, principal, triage, export=form)
+    return _dashboard(request, session, settings, clock, principal, triage, export=form)
 
 
 @router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")
@@ -208,7 +244,7 @@ def backlog_page(
         cause=cause,
         qid=qid.strip(),
         reviewer=reviewer,
-        state=state if state in {s.value for s in MissState} else "",
+        state=state if state in {*(s.value for s in MissState), dashboard.SKIPPED} else "",
         sort=sort if sort in dashboard.BACKLOG_SORTS else "position",
         page=max(page, 1),
         per_page=PER_PAGE,
@@ -267,7 +303,7 @@ def _miss_page(
             "people": people,
             "message": message,
             "causes": [*context["golden"].causes, OTHER],
-            "where": where_the_run_put_it(miss, None),
+            "where": where_of(session=session, miss=miss, triage=triage),
             "text": golden_service.query_texts(
                 session=session, golden=context["golden"], qids={miss.qid}
             ).get(miss.qid),

@@ -18,7 +18,14 @@ from app.models import Role
 from tests.conftest import Account
 
 PUBLIC = {"login_page", "login", "healthz"}
-REVIEW_ACTIONS = {"review_label", "review_skip", "review_undo", "review_renew"}
+REVIEW_ACTIONS = {
+    "review_label",
+    "review_skip",
+    "review_undo",
+    "review_renew",
+    "review_claim",
+    "review_take_back",
+}
 REVIEW_FORM = {"miss_id": "1", "version": "1", "category": "not-indexed", "reason": "r"}
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.api.params import Id, Page
 from app.services import backlog as backlog_service
-from app.services import dashboard, queue
+from app.services import dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
@@ -142,8 +142,20 @@ def undo(
     return service.public_miss(miss)
 
 
+@router.post("/{triage_id}/take-back")
+def take_back(
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: Id
+) -> dict[str, Any]:
+    """Put the unlabelled misses the caller skipped back on the caller's queue (claim hands
+    them out again); answers how many."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    taken = skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
+    return {"taken_back": taken}
+
+
 @router.get(
     "/{triage_id}/backlog",
+    name="backlog_download",
     response_model=None,
     responses={
         200: {
