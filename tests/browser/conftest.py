@@ -34,10 +34,12 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
-def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
-    """Save a screenshot under var/screenshots/ (kept for people to look at); the viewport
-    alone with ``full_page=False``, as a person sees the page (sticky bars in place)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+def screenshot(page: Any, name: str, *, full_page: bool = True, folder: Path | None = None) -> Path:
+    """Save a screenshot under var/screenshots/ (or ``folder``), kept for people to look at;
+    the viewport alone with ``full_page=False``, as a person sees the page (sticky bars in
+    place)."""
+    folder = folder or SCREENSHOTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
