@@ -110,6 +110,23 @@ def _dashboard(
     )
 
 
+@router.get("/triages/{triage_id}/export-preview", name="export_preview")
+def export_preview(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    triage_id: Id,
+    tracker: str = "github",
+    target: str = "",
+) -> HTMLResponse:
+    """The dashboard with a dry run of an export: the exact requests, credentials masked
+    or absent; it sends nothing and writes nothing, so it is a GET that survives reloads."""
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    return _export(request, session, settings, clock, principal, triage, tracker, target, False)
+
+
 @router.post("/triages/{triage_id}/exports", name="export_form")
 def export_form(
     request: Request,
@@ -122,39 +139,51 @@ def export_form(
     target: Annotated[str, Form()],
     action: Annotated[str, Form()] = "preview",
 ) -> HTMLResponse:
-    """Preview (dry run: the exact requests, credentials masked) or push the backlog."""
+    """Push the backlog (or, with ``action=preview``, the dry run)."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    push = action == "push"
+    return _export(request, session, settings, clock, principal, triage, tracker, target, push)
+
+
+def _export(
+    request: Request,
+    session: Any,
+    settings: Any,
+    clock: Any,
+    principal: Any,
+    triage: Triage,
+    tracker: str,
+    target: str,
+    push: bool,
+) -> HTMLResponse:
+    """Preview (dry run) or push, answered by the dashboard with the outcome or the reason
+    nothing was sent next to the form."""
     context = _context(session, triage)
     form: dict[str, Any] = {"tracker": tracker, "target": target.strip()}
+
+    def refused(message: str, status: int, code: str) -> HTMLResponse:
+        form["error"] = message
+        return _dashboard(
+            request,
+            session,
+            settings,
+            clock,
+            principal,
+            triage,
+            export=form,
+            status=status,
+            error_code=code,
+        )
+
     if tracker not in TRACKERS:
-        form["error"] = f"Choose one of {', '.join(TRACKERS)}."
-        return _dashboard(
-            request,
-            session,
-            settings,
-            clock,
-            principal,
-            triage,
-            export=form,
-            status=400,
-            error_code="unknown_tracker",
-        )
+        return refused(f"Choose one of {', '.join(TRACKERS)}.", 400, "unknown_tracker")
     missing = missing_credentials(tracker, settings)
-    if action == "push" and missing:
-        form["error"] = (
+    if push and missing:
+        return refused(
             f"Nothing was sent: a push to {TRACKER_NAMES[tracker]} needs "
-            f"{' and '.join(missing)} in the server's settings. The preview works without."
-        )
-        return _dashboard(
-            request,
-            session,
-            settings,
-            clock,
-            principal,
-            triage,
-            export=form,
-            status=400,
-            error_code="credentials_missing",
+            f"{' and '.join(missing)} in the server's settings. The preview works without.",
+            400,
+            "credentials_missing",
         )
     try:
         outcome = export_service.export(
@@ -165,23 +194,12 @@ def export_form(
             golden=context["golden"],
             tracker=tracker,
             target=form["target"],
-            dry_run=action != "push",
+            dry_run=not push,
         )
     except ServiceError as exc:
-        form["error"] = exc.message
-        return _dashboard(
-            request,
-            session,
-            settings,
-            clock,
-            principal,
-            triage,
-            export=form,
-            status=exc.status,
-            error_code=exc.code,
-        )
+        return refused(exc.message, exc.status, exc.code)
     form |= {
-        "dry_run": action != "push",
+        "dry_run": not push,
         "results": outcome.results,
         "requests": [
             r

@@ -59,11 +59,11 @@ def test_preview_works_without_credentials(
         "linear": "TEAM",
         "webhook": "https://hooks.example.com/misstriage",
     }[tracker]
-    response = client.post(
-        f"/triages/{triage_id}/exports",
-        data={"tracker": tracker, "target": target, "action": "preview"},
-        headers=ORIGIN,
-    )
+    # the form's Preview: a GET (a dry run writes nothing), so a reload shows it again
+    form = BeautifulSoup(client.get(f"/triages/{triage_id}").text, "html.parser")
+    action = form.select_one("#export form")["action"]
+    assert form.select_one("#export form")["method"] == "get"
+    response = client.get(action, params={"tracker": tracker, "target": target})
     assert response.status_code == 200, response.text[:500]
     soup = BeautifulSoup(response.text, "html.parser")
     assert soup.select_one("#export-error") is None
@@ -75,6 +75,17 @@ def test_preview_works_without_credentials(
     assert len(soup.select("details.request")) == 2
     needed = soup.select_one(f'#credentials li[data-tracker="{tracker}"]').get_text(" ")
     assert "(not set" in needed
+    # the same dry run posted (the API's way, and older pages) answers the same
+    posted = client.post(
+        f"/triages/{triage_id}/exports",
+        data={"tracker": tracker, "target": target, "action": "preview"},
+        headers=ORIGIN,
+    )
+    assert posted.status_code == 200
+    again = BeautifulSoup(posted.text, "html.parser")
+    assert [s.get_text() for s in again.select("details.request summary")] == [
+        s.get_text() for s in soup.select("details.request summary")
+    ]
 
 
 def test_the_page_names_the_credential_and_refuses_a_push_as_a_page(
@@ -91,8 +102,10 @@ def test_the_page_names_the_credential_and_refuses_a_push_as_a_page(
         "a push to Jira needs MISSTRIAGE_JIRA_API_URL and MISSTRIAGE_JIRA_EMAIL and "
         "MISSTRIAGE_JIRA_TOKEN (not set)"
     )
+    push = soup.select_one('#export button[value="push"]')
+    assert push["formmethod"] == "post"
     pushed = client.post(
-        f"/triages/{triage_id}/exports",
+        push["formaction"],
         data={"tracker": "github", "target": "acme/search", "action": "push"},
         headers={**ORIGIN, "Accept": "text/html"},
     )
