@@ -108,17 +108,7 @@ def claim(
     (queue order: one query's misses together, grade descending), leased to the caller.
     Misses the caller skipped go to other reviewers. None when nothing is left."""
     write_transaction(session)
-    mine = session.exec(
-        select(Miss)
-        .where(
-            Miss.triage_id == triage.id,
-            Miss.state == MissState.OPEN.value,
-            Miss.lease_holder_id == user.id,
-            col(Miss.lease_expires_at) > now,
-        )
-        .order_by(col(Miss.position))
-        .limit(1)
-    ).first()
+    mine = current(session=session, triage=triage, user=user, now=now)
     if mine is None:
         skipped = skipped_ids(triage_id=triage.id, user_id=user.id)  # type: ignore[arg-type]
         query = (

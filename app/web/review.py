@@ -282,7 +282,7 @@ def review_skip(
         principal,
         triage,
         _next(session, settings, clock, triage, principal),
-        message="Skipped: it goes to another reviewer.",
+        message="Skipped: it goes to the other reviewers; you can take it back later.",
     )
 
 
