@@ -24,6 +24,7 @@ from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
+SKIPS_SHOWN = 100
 TRACKER_NAMES = {
     "github": "GitHub",
     "gitlab": "GitLab",
@@ -77,6 +78,7 @@ def _dashboard(
     texts = golden_service.query_texts(
         session=session, golden=context["golden"], qids={r.miss.qid for r in residue}
     )
+    skipped = skips.skips(session=session, triage=triage, open_only=True)
     largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
     return render(
         request,
@@ -102,7 +104,8 @@ def _dashboard(
             "export": export or {"tracker": "github", "target": ""},
             "credentials": {t: CREDENTIALS[t] for t in TRACKERS},
             "missing": {t: missing_credentials(t, settings) for t in TRACKERS},
-            "skipped": skips.skips(session=session, triage=triage, open_only=True),
+            "skipped": skipped[:SKIPS_SHOWN],
+            "skipped_total": len(skipped),
         },
         principal=principal,
         status=status,
