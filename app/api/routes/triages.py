@@ -147,7 +147,7 @@ def take_back(
     session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: Id
 ) -> dict[str, Any]:
     """Put the unlabelled misses the caller skipped back on the caller's queue (claim hands
-    them out again); answers how many."""
+    them out again); answers how many: `{"taken_back": n}`."""
     triage = service.get_triage(session=session, triage_id=triage_id)
     taken = skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
     return {"taken_back": taken}
