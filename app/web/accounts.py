@@ -129,7 +129,7 @@ def logout(request: Request, session: SessionDep, principal: ReviewerDep) -> Res
     session_id = session_id_from_cookie(request)
     if session_id is not None:
         user_service.end_session(session=session, session_id=session_id)
-    response = redirect(request, str(request.url_for("login_page")))
+    response = redirect(request, request.url_for("login_page").path)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
 
@@ -167,4 +167,4 @@ def revoke_token(
     request: Request, session: SessionDep, principal: ReviewerDep, token_id: Id
 ) -> Response:
     user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
-    return redirect(request, str(request.url_for("tokens_page")))
+    return redirect(request, request.url_for("tokens_page").path)

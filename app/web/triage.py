@@ -27,8 +27,8 @@ PER_PAGE = 50
 
 
 def miss_url_prefix(request: Request) -> str:
-    """``/misses/`` as an absolute URL: one url_for per page instead of one per row."""
-    return str(request.url_for("miss_page", miss_id=0)).removesuffix("0")
+    """``/misses/`` as a path: one url_for per page instead of one per row."""
+    return request.url_for("miss_page", miss_id=0).path.removesuffix("0")
 
 
 def _context(session: Any, triage: Triage) -> dict[str, Any]:
@@ -170,7 +170,7 @@ def release_lease(
     miss_id: Id,
 ) -> Response:
     queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
-    return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
+    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path)
 
 
 @router.post("/triages/{triage_id}/covered", name="covered_form")
@@ -184,7 +184,7 @@ def covered_form(
     """Put the misses covered by a duplicate on the queue, or take them back off it."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     triage_service.include_covered(session=session, triage=triage, include=include)
-    return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
+    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path)
 
 
 @router.get("/triages/{triage_id}/backlog", name="backlog_page")
@@ -329,4 +329,4 @@ def relabel(
             status=exc.status,
             error_code=exc.code,
         )
-    return redirect(request, str(request.url_for("miss_page", miss_id=miss_id)))
+    return redirect(request, request.url_for("miss_page", miss_id=miss_id).path)

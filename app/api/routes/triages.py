@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
@@ -153,8 +153,8 @@ def undo(
     },
 )
 def backlog(
-    request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     principal: ReviewerDep,
     triage_id: Id,
     format: Annotated[str, Query(pattern="^(json|csv|jsonl)$")] = "json",
@@ -165,7 +165,8 @@ def backlog(
     triage = service.get_triage(session=session, triage_id=triage_id)
     run = run_service.get_run(session=session, run_id=triage.run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
-    base = str(request.base_url).rstrip("/")
+    # Links in a downloaded file leave the product: from the setting, never the Host header.
+    base = settings.public_url.rstrip("/")
     items = backlog_service.rows(
         session=session, triage=triage, run=run, golden=golden, base_url=base, category=category
     )
