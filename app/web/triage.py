@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page
+from app.api.params import Id, Page, PerPage
 from app.exporters import TRACKERS
 from app.models import OTHER, Miss, MissState, Triage, User
 from app.services import dashboard, queue
@@ -199,6 +199,7 @@ def backlog_page(
     state: str = "",
     sort: str = "position",
     page: Page = 1,
+    per_page: PerPage = PER_PAGE,
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     context = _context(session, triage)
@@ -211,9 +212,9 @@ def backlog_page(
         state=state if state in {s.value for s in MissState} else "",
         sort=sort if sort in dashboard.BACKLOG_SORTS else "position",
         page=max(page, 1),
-        per_page=PER_PAGE,
+        per_page=per_page,
     )
-    pages = max(1, -(-total // PER_PAGE))
+    pages = max(1, -(-total // per_page))
     texts = golden_service.query_texts(
         session=session, golden=context["golden"], qids={r.miss.qid for r in rows}
     )
@@ -232,6 +233,7 @@ def backlog_page(
                 "reviewer": reviewer,
                 "state": state,
                 "sort": sort,
+                "per_page": per_page,
             },
             "causes": [*context["golden"].causes, OTHER, "unlabelled", MissState.COVERED.value],
             "reviewers": dashboard.reviewers(session=session, triage=triage),

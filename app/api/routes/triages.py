@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page
+from app.api.params import Id, Page, PerPage
 from app.services import backlog as backlog_service
 from app.services import dashboard, queue
 from app.services import exports as export_service
@@ -81,7 +81,7 @@ def list_misses(
     category: str | None = None,
     qid: str | None = None,
     page: Page = 1,
-    per_page: Annotated[int, Query(ge=1, le=1000)] = 50,
+    per_page: PerPage = 50,
 ) -> dict[str, Any]:
     triage = service.get_triage(session=session, triage_id=triage_id)
     items, total = service.list_misses(
