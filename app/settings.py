@@ -38,12 +38,12 @@ class Settings(BaseSettings):
     login_failures_per_email_and_address: int = Field(default=5, ge=1)
     login_failures_per_email: int = Field(default=50, ge=1)
     login_failures_per_address: int = Field(default=20, ge=1)
+    login_window_seconds: int = 15 * 60
     #: Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: addresses or
     #: CIDR networks, comma-separated. Default none: the peer's address is the client's.
     trusted_proxies: str = ""
     #: Seconds a request body may stall (no bytes arriving) before the answer is 408.
     body_timeout_seconds: float = Field(default=60.0, gt=0)
-    login_window_seconds: int = 15 * 60
     #: How many results per query a run keeps for review context.
     keep_depth: int = 200
     #: Rows per batch when writing to SQLite.
@@ -74,10 +74,11 @@ class Settings(BaseSettings):
     def _proxy_networks(cls, value: str) -> str:
         for item in filter(None, (part.strip() for part in value.split(","))):
             try:
-                ipaddress.ip_network(item, strict=False)
+                ipaddress.ip_network(item)  # host bits set (10.0.0.1/8) is refused
             except ValueError:
                 raise ValueError(
-                    f"MISSTRIAGE_TRUSTED_PROXIES: {item[:100]!r} is not an address or a network"
+                    f"MISSTRIAGE_TRUSTED_PROXIES: {item[:100]!r} is not an address or a "
+                    "network (a network's host bits must be 0)"
                 ) from None
         return value
 

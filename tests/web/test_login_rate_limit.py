@@ -205,6 +205,8 @@ def test_forwarded_for_is_read_from_a_trusted_proxy(
 def test_trusted_proxies_must_be_addresses_or_networks() -> None:
     with pytest.raises(ValueError, match="MISSTRIAGE_TRUSTED_PROXIES"):
         make_settings("sqlite://", trusted_proxies="10.0.0.0/8, proxy.internal")
+    with pytest.raises(ValueError, match="host bits"):
+        make_settings("sqlite://", trusted_proxies="10.0.0.1/8")
     assert make_settings("sqlite://", trusted_proxies=" 10.0.0.1 ,::1").trusted_proxy_list == [
         "10.0.0.1",
         "::1",
