@@ -185,8 +185,8 @@ def backlog(
     per_page: int = 50,
 ) -> tuple[list[BacklogRow], int]:
     """One page of the backlog; ``state`` "skipped" = misses with a skip still in force."""
-    if page < 1 or not 1 <= per_page <= 500:
-        raise Invalid("page >= 1 and per_page within 1..500", code="invalid_page")
+    if page < 1 or not 1 <= per_page <= 1000:
+        raise Invalid("page >= 1 and per_page within 1..1000", code="invalid_page")
     where: list[Any] = [Miss.triage_id == triage.id]
     if cause == "unlabelled":
         where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]

@@ -26,7 +26,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/", name="home")
 def home(request: Request, principal: ReviewerDep) -> Response:
-    return RedirectResponse(str(request.url_for("golden_sets_page")), status_code=303)
+    return RedirectResponse(request.url_for("golden_sets_page").path, status_code=303)
 
 
 def _golden_sets(
@@ -98,7 +98,7 @@ def import_golden_set(
             status=exc.status,
             error_code=exc.code,
         )
-    return redirect(request, str(request.url_for("golden_set_page", golden_set_id=golden.id)))
+    return redirect(request, request.url_for("golden_set_page", golden_set_id=golden.id).path)
 
 
 def _run_rows(
@@ -259,7 +259,7 @@ def import_run(
             status=exc.status,
             error_code=exc.code,
         )
-    return redirect(request, str(request.url_for("golden_set_page", golden_set_id=golden.id)))
+    return redirect(request, request.url_for("golden_set_page", golden_set_id=golden.id).path)
 
 
 @router.post("/runs/{run_id}/triages", name="create_triage_form")
@@ -276,7 +276,7 @@ def create_triage(
     triage = triage_service.create_triage(
         session=session, run=run, golden=golden, depth=depth, k=k, user=principal.user
     )
-    return redirect(request, str(request.url_for("triage_page", triage_id=triage.id)))
+    return redirect(request, request.url_for("triage_page", triage_id=triage.id).path)
 
 
 @router.post("/golden-sets/{golden_set_id}/settings", name="golden_set_settings_form")
@@ -311,4 +311,4 @@ def golden_set_settings(
             status=exc.status,
             error_code=exc.code,
         )
-    return redirect(request, str(request.url_for("golden_set_page", golden_set_id=golden.id)))
+    return redirect(request, request.url_for("golden_set_page", golden_set_id=golden.id).path)

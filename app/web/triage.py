@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page
+from app.api.params import Id, Page, PerPage
 from app.exporters import CREDENTIALS, TRACKERS, missing_credentials
 from app.models import OTHER, Miss, MissState, Triage, User
 from app.services import dashboard, queue, skips
@@ -35,8 +35,8 @@ TRACKER_NAMES = {
 
 
 def miss_url_prefix(request: Request) -> str:
-    """``/misses/`` as an absolute URL: one url_for per page instead of one per row."""
-    return str(request.url_for("miss_page", miss_id=0)).removesuffix("0")
+    """``/misses/`` as a path: one url_for per page instead of one per row."""
+    return request.url_for("miss_page", miss_id=0).path.removesuffix("0")
 
 
 def _context(session: Any, triage: Triage) -> dict[str, Any]:
@@ -227,7 +227,7 @@ def release_lease(
     miss_id: Id,
 ) -> Response:
     queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
-    return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
+    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path)
 
 
 @router.post("/triages/{triage_id}/covered", name="covered_form")
@@ -241,7 +241,7 @@ def covered_form(
     """Put the misses covered by a duplicate on the queue, or take them back off it."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     triage_service.include_covered(session=session, triage=triage, include=include)
-    return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)))
+    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path)
 
 
 @router.get("/triages/{triage_id}/backlog", name="backlog_page")
@@ -256,6 +256,7 @@ def backlog_page(
     state: str = "",
     sort: str = "position",
     page: Page = 1,
+    per_page: PerPage = PER_PAGE,
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     context = _context(session, triage)
@@ -268,9 +269,9 @@ def backlog_page(
         state=state if state in {*(s.value for s in MissState), dashboard.SKIPPED} else "",
         sort=sort if sort in dashboard.BACKLOG_SORTS else "position",
         page=max(page, 1),
-        per_page=PER_PAGE,
+        per_page=per_page,
     )
-    pages = max(1, -(-total // PER_PAGE))
+    pages = max(1, -(-total // per_page))
     texts = golden_service.query_texts(
         session=session, golden=context["golden"], qids={r.miss.qid for r in rows}
     )
@@ -289,6 +290,7 @@ def backlog_page(
                 "reviewer": reviewer,
                 "state": state,
                 "sort": sort,
+                "per_page": per_page,
             },
             "causes": [*context["golden"].causes, OTHER, "unlabelled", MissState.COVERED.value],
             "reviewers": dashboard.reviewers(session=session, triage=triage),
@@ -386,4 +388,4 @@ def relabel(
             status=exc.status,
             error_code=exc.code,
         )
-    return redirect(request, str(request.url_for("miss_page", miss_id=miss_id)))
+    return redirect(request, request.url_for("miss_page", miss_id=miss_id).path)

@@ -26,6 +26,15 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
 @pytest.fixture(scope="session")
+def base_url(pytestconfig: pytest.Config) -> str | None:
+    """pytest-playwright's own ``base_url`` (used without pytest-base-url) is a session
+    fixture defined as an instance method, which pytest 9 warns about
+    (PytestRemovedIn10Warning). The same fixture as a function; the tests use full URLs."""
+    value = pytestconfig.getoption("--base-url", None) or pytestconfig.getini("base_url")
+    return str(value) if value else None
+
+
+@pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
