@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     export_max_wait_seconds: float = 30.0
     #: How often each app process posts waiting webhook events; 0 turns the loop off.
     webhook_poll_seconds: float = 2.0
+    #: Allow webhooks and tracker URLs that resolve to loopback, private, link-local (cloud
+    #: metadata) and other non-public addresses (GitLab's "allow requests to the local
+    #: network"). Off: such URLs are refused when configured and again before each request.
+    allow_local_network: bool = False
 
     @model_validator(mode="after")
     def _secret_outside_development(self) -> Settings:

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from app.exporters.outbound import AddressRefused
+
 #: Header names whose values are secrets: shown as "***" in dry runs and never logged.
 SECRET_HEADERS = frozenset({"authorization", "private-token", "x-misstriage-signature"})
 
@@ -83,7 +85,7 @@ class Sender:
     timeout: float = 10.0
     attempts: int = 4
     max_wait: float = 30.0
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], object] = time.sleep
     waits: list[float] = field(default_factory=list)
 
     def send(self, client: httpx.Client, request: Request) -> httpx.Response:
@@ -98,6 +100,9 @@ class Sender:
                     content=request.content,
                     timeout=self.timeout,
                 )
+            except AddressRefused as exc:
+                # checked right before connecting: never retried, never sent
+                raise TrackerError(f"{request.method} {_url(request.url)} refused: {exc}") from None
             except httpx.ConnectError as exc:
                 last = f"connection failed ({type(exc).__name__})"
                 wait = self._backoff(attempt)
@@ -172,3 +177,9 @@ def _retry_after(response: httpx.Response) -> float | None:
 def _snippet(response: httpx.Response) -> str:
     text = response.text.strip().replace("\n", " ")
     return text[:300] if text else "(no body)"
+
+
+def _url(url: str) -> str:
+    """A URL as an error message shows it: no query string, at most 200 characters."""
+    bare = url.split("?", 1)[0]
+    return bare if len(bare) <= 200 else bare[:200] + "…"
