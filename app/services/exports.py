@@ -24,6 +24,7 @@ from app.exporters import (
 from app.models import OTHER, Export, GoldenSet, Run, Triage, utcnow
 from app.services import backlog
 from app.services.errors import Invalid
+from app.services.names import check_name
 from app.settings import Settings
 
 MEANINGS = {
@@ -182,6 +183,7 @@ def export(
     No database transaction is open while a tracker answers (it may take seconds, or time
     out): everything is read first and that transaction ended; each tracker answer is then
     written in a short transaction of its own."""
+    check_name(target, what="an export target", max_length=500, code="export_not_possible")
     try:
         exporter = exporter or exporter_for(tracker, settings)
         exporter.check_target(target)
