@@ -119,8 +119,15 @@ class Sender:
                 last = f"connection failed ({type(exc).__name__})"
                 wait = self._backoff(attempt)
             else:
-                if response.status_code < 400:
+                if response.status_code < 300:
                     return response
+                if response.status_code < 400:
+                    # Redirects are never followed: one could lead to the local network.
+                    raise TrackerError(
+                        f"{request.method} {_url(request.url)} answered "
+                        f"{response.status_code}: redirects are not followed",
+                        status=response.status_code,
+                    )
                 wait_for = self._retry_wait(response, attempt, idempotent=request.idempotent)
                 if wait_for is None:
                     raise TrackerError(
