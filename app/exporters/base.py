@@ -89,7 +89,7 @@ class Sender:
     waits: list[float] = field(default_factory=list)
 
     def send(self, client: httpx.Client, request: Request) -> httpx.Response:
-        last = "no attempt"
+        last, last_status = "no attempt", None
         for attempt in range(1, self.attempts + 1):
             try:
                 response = client.request(
@@ -135,12 +135,14 @@ class Sender:
                         f"{_snippet(response)}",
                         status=response.status_code,
                     )
-                last = f"answered {response.status_code}"
+                last, last_status = f"answered {response.status_code}", response.status_code
                 wait = wait_for
             if attempt < self.attempts:
                 self.waits.append(wait)
                 self.sleep(wait)
-        raise TrackerError(f"{request.method} {request.url} {last} ({self.attempts} attempts)")
+        raise TrackerError(
+            f"{request.method} {request.url} {last} ({self.attempts} attempts)", status=last_status
+        )
 
     def _backoff(self, attempt: int) -> float:
         return float(min(self.max_wait, 0.5 * 2 ** (attempt - 1)))

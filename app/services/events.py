@@ -188,6 +188,10 @@ def deliver_pending(
     return delivered
 
 
+class _Stopping(Exception):
+    """Raised in a retry wait when the app shuts down: no further attempt is sent."""
+
+
 class Deliverer(threading.Thread):
     """Delivers webhook events in the background of an app process. ``stop`` ends it
     promptly: the wait between polls and the waits between retries both end on it."""
@@ -201,8 +205,10 @@ class Deliverer(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        # Retry waits end early on stop; the request timeout bounds a send in flight.
-        sender = Sender(timeout=5.0, attempts=2, max_wait=5.0, sleep=self.stopping.wait)
+        # Retry waits end on stop (and no further attempt is sent); the request timeout
+        # bounds a send in flight. An event cut short stays claimed for CLAIM_SECONDS, then
+        # any process delivers it.
+        sender = Sender(timeout=5.0, attempts=2, max_wait=5.0, sleep=self._pause)
         while not self.stopping.wait(self.every):
             try:
                 with Session(self.engine, expire_on_commit=False) as session:
@@ -212,12 +218,18 @@ class Deliverer(threading.Thread):
                         sender=sender,
                         allow_local=self.allow_local,
                     )
+            except _Stopping:
+                return
             except Exception as exc:  # keep delivering after a database hiccup
                 # The type and a short message only: no URL with secrets, no huge body.
                 log.error(
                     "webhook delivery loop failed; retrying at the next poll",
                     extra={"error_type": type(exc).__name__, "error": str(exc)[:300]},
                 )
+
+    def _pause(self, seconds: float) -> None:
+        if self.stopping.wait(seconds):
+            raise _Stopping
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Ask the loop to end and wait for it; True when it ended within ``timeout``."""
