@@ -164,6 +164,7 @@ def deliver_pending(
     with outbound.client(allow_local=allow_local) as client:
         for row, request in requests:
             try:
+                _check_stored_url(request.url)
                 sender.send(client, request)
                 row.delivered_at = utcnow()
                 delivered += 1
@@ -186,6 +187,15 @@ def deliver_pending(
             session.add(row)
             session.commit()
     return delivered
+
+
+def _check_stored_url(url: str) -> None:
+    """A URL stored before these checks existed is held to them too: scheme, credentials
+    (the addresses are checked by the client as it connects)."""
+    try:
+        outbound.check_url(url, allow_local=True)
+    except outbound.AddressRefused as exc:
+        raise TrackerError(f"the webhook URL is refused: {exc.message}") from None
 
 
 class _Stopping(Exception):

@@ -251,3 +251,28 @@ def test_redirects_are_not_followed(fake: tuple[str, Tracker]) -> None:
         Sender(timeout=2, attempts=2, max_wait=0.1).send(open_client, request)
     assert "redirects are not followed" in str(failed.value)
     assert len(tracker.requests) == 1  # the redirect was not followed anywhere
+
+
+def test_a_stored_url_with_credentials_is_refused_at_send_time(
+    engine: Engine, tmp_path: Path, fake: tuple[str, Tracker]
+) -> None:
+    """Stored before the checks existed (written straight to the table): still refused."""
+    base, tracker = fake
+    golden, _, _ = make_triage(engine, tmp_path, queries=1, per_query=1)
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(GoldenSet, golden.id)
+        assert row is not None
+        row.webhook_url = base.replace("http://", "http://user:secret@") + "/hook"
+        row.webhook_events = ["miss.labelled"]
+        session.add(row)
+        session.add(WebhookDelivery(golden_set_id=row.id, event="miss.labelled", payload={}))
+        session.commit()
+        sender = Sender(timeout=2, attempts=2, max_wait=0.1)
+        assert (
+            events.deliver_pending(session=session, secret=SECRET, sender=sender, allow_local=True)
+            == 0
+        )
+        stored = session.exec(select(WebhookDelivery)).one()
+        assert "credentials" in (stored.last_error or "")
+        assert "secret" not in (stored.last_error or "")
+    assert tracker.requests == []

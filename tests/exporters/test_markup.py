@@ -290,3 +290,29 @@ def test_markdown_code_reads_back(value: str) -> None:
     assert code is not None
     # Outside a table the \| escape shows; in a GFM table cell it is the pipe.
     assert code.get_text().replace("\\|", "|") == value
+
+
+def test_webhook_export_with_unicode_causes_hashes_its_idempotency_key(
+    engine: Engine,
+    tracker_settings: Settings,  # noqa: F811
+    hostile_triage: tuple[GoldenSet, Run, Triage],
+    fake: tuple[str, Tracker],  # noqa: F811
+) -> None:
+    base, tracker = fake
+    golden, run, triage = hostile_triage
+    with Session(engine, expire_on_commit=False) as s:
+        outcome = exports.export(
+            session=s,
+            settings=tracker_settings,
+            triage=triage,
+            run=run,
+            golden=golden,
+            tracker="webhook",
+            target=f"{base}/hook",
+        )
+    assert [r.action for r in outcome.results] == ["create", "create"]
+    keys = [r.headers["Idempotency-Key"] for r in tracker.requests if r.path == "/hook"]
+    assert len(set(keys)) == 2
+    assert all(re.fullmatch(r"[0-9a-f]{64}", key) for key in keys)
+    causes = sorted(r.body["cause"] for r in tracker.requests if r.path == "/hook")
+    assert causes == sorted([OTHER, CAUSES[1]])  # the Unicode cause arrives intact in the body
