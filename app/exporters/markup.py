@@ -136,9 +136,10 @@ def _markdown(body: Body, family: str) -> str:
         query = markdown_code(row["qid"])
         if row.get("query"):
             query += " " + text(row["query"])
-        rank = row["rank"] if row["rank"] is not None else "not retrieved"
+        # "where" is the sentence about the miss's place in the run, when the rows carry it
+        rank = row.get("where") or (row["rank"] if row["rank"] is not None else "not retrieved")
         lines.append(
-            f"| {query} | {markdown_code(row['doc_id'])} | {text(row['grade'])} | {rank} | "
+            f"| {query} | {markdown_code(row['doc_id'])} | {text(row['grade'])} | {text(rank)} | "
             f"{text(row['note'])} | [miss](<{row['url']}>) |"
         )
     if body.count > ROWS_SHOWN:

@@ -154,11 +154,7 @@ def test_export_leaves_covered_misses_out(
             ).raise_for_status()
     settings = client.app.state.settings  # type: ignore[attr-defined]
     client.app.state.settings = settings.model_copy(  # type: ignore[attr-defined]
-        update={
-            "github_api_url": "http://127.0.0.1:9",
-            "github_token": SecretStr("t0ken"),
-            "allow_local_network": True,  # a loopback placeholder: a dry run sends nothing
-        }
+        update={"github_api_url": "http://127.0.0.1:9", "github_token": SecretStr("t0ken")}
     )
     dry = client.post(
         f"/api/v1/triages/{ids['triage']}/exports",
