@@ -276,3 +276,23 @@ def test_a_stored_url_with_credentials_is_refused_at_send_time(
         assert "credentials" in (stored.last_error or "")
         assert "secret" not in (stored.last_error or "")
     assert tracker.requests == []
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("github_api_url", "https://token-abc:x@api.github.com"),
+        ("gitlab_api_url", "ftp://gitlab.example"),
+        ("jira_api_url", "file:///etc/passwd"),
+        ("linear_api_url", "http:///graphql"),
+    ],
+)
+def test_tracker_urls_in_the_settings_are_checked_at_startup(variable: str, value: str) -> None:
+    from pydantic import ValidationError
+
+    from tests.conftest import make_settings
+
+    with pytest.raises(ValidationError) as refused:
+        make_settings("sqlite:///x.db", **{variable: value})
+    assert variable in str(refused.value)
+    assert "token-abc" not in str(refused.value)  # the refused value is not echoed
