@@ -188,8 +188,11 @@ def export(
         exporter = exporter or exporter_for(tracker, settings)
         exporter.check_target(target)
         endpoint = target if tracker == "webhook" else getattr(exporter, "api", None)
-        if endpoint and not dry_run:  # a dry run sends nothing (and may show placeholders)
-            outbound.check_url(endpoint, allow_local=settings.allow_local_network)
+        # A dry run sends nothing (and may show placeholders for unset tracker URLs): only a
+        # target given by the request is checked then, and for its form only.
+        if endpoint and (tracker == "webhook" or not dry_run):
+            allow = settings.allow_local_network or dry_run
+            outbound.check_url(endpoint, allow_local=allow)
     except (ValueError, NotConfigured) as exc:
         raise Invalid(str(exc), code="export_not_possible") from None
     except outbound.AddressRefused as exc:
