@@ -49,11 +49,12 @@ def create_app(
                 app.state.engine,
                 settings.webhook_secret.get_secret_value(),
                 settings.webhook_poll_seconds,
+                allow_local=settings.allow_local_network,
             )
             deliverer.start()
         yield
         if deliverer is not None:
-            deliverer.stopping.set()
+            deliverer.stop(timeout=10.0)  # joined: no delivery runs on after shutdown
 
     app = FastAPI(
         lifespan=lifespan,

@@ -19,7 +19,10 @@ class Settings(BaseSettings):
     """Every setting, with its environment variable. ``DATABASE_URL`` has no prefix (API.md);
     the others start with ``MISSTRIAGE_``."""
 
-    model_config = SettingsConfigDict(env_prefix="MISSTRIAGE_", env_file=".env", extra="ignore")
+    # hide_input_in_errors: a refused value may hold a secret (a token in a URL).
+    model_config = SettingsConfigDict(
+        env_prefix="MISSTRIAGE_", env_file=".env", extra="ignore", hide_input_in_errors=True
+    )
 
     environment: Literal["development", "production", "test"] = "development"
     database_url: str = Field(
@@ -68,6 +71,24 @@ class Settings(BaseSettings):
     export_max_wait_seconds: float = 30.0
     #: How often each app process posts waiting webhook events; 0 turns the loop off.
     webhook_poll_seconds: float = 2.0
+    #: Allow webhooks and tracker URLs that resolve to loopback, private, link-local (cloud
+    #: metadata) and other non-public addresses (GitLab's "allow requests to the local
+    #: network"). Off: such URLs are refused when configured and again before each request.
+    allow_local_network: bool = False
+
+    @field_validator("github_api_url", "gitlab_api_url", "jira_api_url", "linear_api_url")
+    @classmethod
+    def _tracker_url(cls, value: str | None) -> str | None:
+        """http(s), a host, no credentials; the addresses are checked at each export and
+        again as each connection opens (app.exporters.outbound)."""
+        if value is not None:
+            from app.exporters.outbound import AddressRefused, check_url
+
+            try:
+                check_url(value, allow_local=True)
+            except AddressRefused as exc:
+                raise ValueError(exc.message) from None
+        return value
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -5,6 +5,7 @@ know every status an operation may answer."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
@@ -33,3 +34,10 @@ _MEANINGS = {
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": meaning} for status, meaning in _MEANINGS.items()
 }
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition header value for a download named ``filename`` (any Unicode):
+    an ASCII fallback, and the exact name in RFC 5987 ``filename*`` (RFC 6266)."""
+    fallback = "".join(c if 0x20 <= ord(c) < 0x7F and c not in '"\\;%/' else "_" for c in filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from app.exporters.outbound import AddressRefused
+
 #: Header names whose values are secrets: shown as "***" in dry runs and never logged.
 SECRET_HEADERS = frozenset({"authorization", "private-token", "x-misstriage-signature"})
 
@@ -83,11 +85,11 @@ class Sender:
     timeout: float = 10.0
     attempts: int = 4
     max_wait: float = 30.0
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], object] = time.sleep
     waits: list[float] = field(default_factory=list)
 
     def send(self, client: httpx.Client, request: Request) -> httpx.Response:
-        last = "no attempt"
+        last, last_status = "no attempt", None
         for attempt in range(1, self.attempts + 1):
             try:
                 response = client.request(
@@ -98,6 +100,9 @@ class Sender:
                     content=request.content,
                     timeout=self.timeout,
                 )
+            except AddressRefused as exc:
+                # checked right before connecting: never retried, never sent
+                raise TrackerError(f"{request.method} {_url(request.url)} refused: {exc}") from None
             except httpx.ConnectError as exc:
                 last = f"connection failed ({type(exc).__name__})"
                 wait = self._backoff(attempt)
@@ -114,8 +119,15 @@ class Sender:
                 last = f"connection failed ({type(exc).__name__})"
                 wait = self._backoff(attempt)
             else:
-                if response.status_code < 400:
+                if response.status_code < 300:
                     return response
+                if response.status_code < 400:
+                    # Redirects are never followed: one could lead to the local network.
+                    raise TrackerError(
+                        f"{request.method} {_url(request.url)} answered "
+                        f"{response.status_code}: redirects are not followed",
+                        status=response.status_code,
+                    )
                 wait_for = self._retry_wait(response, attempt, idempotent=request.idempotent)
                 if wait_for is None:
                     raise TrackerError(
@@ -123,12 +135,14 @@ class Sender:
                         f"{_snippet(response)}",
                         status=response.status_code,
                     )
-                last = f"answered {response.status_code}"
+                last, last_status = f"answered {response.status_code}", response.status_code
                 wait = wait_for
             if attempt < self.attempts:
                 self.waits.append(wait)
                 self.sleep(wait)
-        raise TrackerError(f"{request.method} {request.url} {last} ({self.attempts} attempts)")
+        raise TrackerError(
+            f"{request.method} {request.url} {last} ({self.attempts} attempts)", status=last_status
+        )
 
     def _backoff(self, attempt: int) -> float:
         return float(min(self.max_wait, 0.5 * 2 ** (attempt - 1)))
@@ -172,3 +186,9 @@ def _retry_after(response: httpx.Response) -> float | None:
 def _snippet(response: httpx.Response) -> str:
     text = response.text.strip().replace("\n", " ")
     return text[:300] if text else "(no body)"
+
+
+def _url(url: str) -> str:
+    """A URL as an error message shows it: no query string, at most 200 characters."""
+    bare = url.split("?", 1)[0]
+    return bare if len(bare) <= 200 else bare[:200] + "…"

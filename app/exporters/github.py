@@ -13,6 +13,7 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 class GitHubExporter:
     name = "github"
+    markup = "github"
 
     def __init__(self, api_url: str, token: str) -> None:
         self.api = api_url.rstrip("/")

@@ -11,6 +11,7 @@ from app.exporters.base import Draft, Request
 
 class GitLabExporter:
     name = "gitlab"
+    markup = "gitlab"
 
     def __init__(self, api_url: str, token: str) -> None:
         self.api = api_url.rstrip("/")

@@ -10,13 +10,20 @@ from typing import Any
 import httpx
 
 from app.exporters.base import Draft, Request
+from app.exporters.markup import one_line
 
 _PROJECT = re.compile(r"^[A-Z][A-Z0-9_]+$")
 ROWS_SHOWN = 100
 
 
 def _text(value: object) -> dict[str, Any]:
-    return {"type": "text", "text": "" if value is None else str(value)}
+    # A text node is literal in ADF: no markup in it is parsed, no mark or link is made.
+    return {"type": "text", "text": one_line(value)}
+
+
+def _link(label: str, href: str) -> dict[str, Any]:
+    """The only link marks: to the product's own (percent-encoded) URLs."""
+    return {"type": "text", "text": label, "marks": [{"type": "link", "attrs": {"href": href}}]}
 
 
 def _paragraph(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -25,8 +32,8 @@ def _paragraph(*parts: dict[str, Any]) -> dict[str, Any]:
 
 def _cell(value: object, header: bool = False) -> dict[str, Any]:
     kind = "tableHeader" if header else "tableCell"
-    text = "" if value is None else str(value)
-    content = [_text(text)] if text else []
+    node = value if isinstance(value, dict) else _text(value)
+    content = [node] if node["text"] else []
     return {"type": kind, "content": [{"type": "paragraph", "content": content}]}
 
 
@@ -45,7 +52,7 @@ def adf(draft: Draft) -> dict[str, Any]:
                     _cell(row["grade"]),
                     _cell(row["where"]),
                     _cell(row["note"]),
-                    _cell(row["url"]),
+                    _cell(_link("miss", row["url"])),
                 ],
             }
         )
@@ -56,13 +63,17 @@ def adf(draft: Draft) -> dict[str, Any]:
     ]
     if draft.count > ROWS_SHOWN:
         content.append(
-            _paragraph(_text(f"And {draft.count - ROWS_SHOWN} more: {draft.backlog_url}"))
+            _paragraph(
+                _text(f"And {draft.count - ROWS_SHOWN} more in the "),
+                _link("backlog", draft.backlog_url),
+            )
         )
     return {"type": "doc", "version": 1, "content": content}
 
 
 class JiraExporter:
     name = "jira"
+    markup = "jira"
 
     def __init__(self, api_url: str, email: str, token: str) -> None:
         self.api = api_url.rstrip("/")

@@ -28,6 +28,7 @@ def issue_id(target: str, draft: Draft) -> str:
 
 class LinearExporter:
     name = "linear"
+    markup = "linear"
 
     def __init__(self, api_url: str, token: str) -> None:
         self.api = api_url

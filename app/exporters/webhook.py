@@ -18,6 +18,12 @@ def signature(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+def idempotency_key(*parts: object) -> str:
+    """A header-safe key from names (a cause may be any Unicode): their SHA-256, in hex."""
+    joined = "\x1f".join(str(p) for p in parts)
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
 def signed(
     url: str, secret: str, event: str, payload: dict[str, Any], idempotency_key: str
 ) -> Request:
@@ -33,6 +39,7 @@ def signed(
 
 class WebhookExporter:
     name = "webhook"
+    markup = "github"
 
     def __init__(self, secret: str) -> None:
         self.secret = secret
@@ -59,7 +66,7 @@ class WebhookExporter:
             self.secret,
             "backlog.cause",
             self._payload(draft, "create"),
-            f"{draft.triage_id}:{draft.category}",
+            idempotency_key(draft.triage_id, draft.category),
         )
 
     def update(self, target: str, external_id: str, draft: Draft) -> Request:
@@ -68,7 +75,7 @@ class WebhookExporter:
             self.secret,
             "backlog.cause",
             self._payload(draft, "update"),
-            f"{draft.triage_id}:{draft.category}",
+            idempotency_key(draft.triage_id, draft.category),
         )
 
     def created(self, target: str, response: httpx.Response, draft: Draft) -> tuple[str, str]:

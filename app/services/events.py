@@ -3,16 +3,16 @@ outbox: events are rows written with the label, delivered by ``deliver_pending``
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import timedelta
 from typing import Any
 
-import httpx
 from sqlalchemy import or_
 from sqlmodel import Session, col, select
 
 from app.db import write_transaction
-from app.exporters import Sender, TrackerError
+from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, WebhookDelivery, utcnow
 from app.services.errors import Invalid
@@ -20,16 +20,30 @@ from app.services.errors import Invalid
 EVENTS = ("miss.labelled", "triage.closed")
 MAX_ATTEMPTS = 8
 CLAIM_SECONDS = 60
+log = logging.getLogger(__name__)
 
 
 def configure(
-    *, session: Session, golden: GoldenSet, url: str | None, events: list[str]
+    *,
+    session: Session,
+    golden: GoldenSet,
+    url: str | None,
+    events: list[str],
+    allow_local: bool = False,
 ) -> GoldenSet:
+    """Set (or, with ``url`` None, clear) the golden set's webhook. The URL is refused (422)
+    unless it is http(s), without credentials, and (unless ``allow_local``) resolves to
+    public addresses only; it is checked again before each delivery."""
     unknown = sorted(set(events) - set(EVENTS))
     if unknown:
         raise Invalid(f"unknown events {unknown}: one of {', '.join(EVENTS)}", code="unknown_event")
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise Invalid("the webhook URL must be http(s)", code="bad_url")
+    if url is not None:
+        if len(url) > 2000:
+            raise Invalid("the webhook URL is longer than 2000 characters", code="bad_url")
+        try:
+            outbound.check_url(url, allow_local=allow_local)
+        except outbound.AddressRefused as exc:
+            raise Invalid(exc.message, code=exc.code) from None
     write_transaction(session)
     golden.webhook_url = url
     golden.webhook_events = sorted(set(events)) if url else []
@@ -98,7 +112,12 @@ def after_label(session: Session, miss: Miss) -> None:
 
 
 def deliver_pending(
-    *, session: Session, secret: str | None, sender: Sender, limit: int = 50
+    *,
+    session: Session,
+    secret: str | None,
+    sender: Sender,
+    limit: int = 50,
+    allow_local: bool = False,
 ) -> int:
     """Post the waiting events (oldest first); returns how many were delivered. Rows are
     claimed for a minute first, so several app processes never post one event twice."""
@@ -125,20 +144,43 @@ def deliver_pending(
         row.locked_until = now + timedelta(seconds=CLAIM_SECONDS)
         session.add(row)
     session.commit()
+    # Read what the requests need, then end the transaction: none is open while a
+    # receiver answers (it may take seconds, or time out).
+    targets: dict[int, GoldenSet | None] = {}
+    for row in claimed:
+        if row.golden_set_id not in targets:
+            targets[row.golden_set_id] = session.get(GoldenSet, row.golden_set_id)
+    requests = []
+    for row in claimed:
+        golden = targets[row.golden_set_id]
+        if golden is None or not golden.webhook_url:
+            continue
+        payload: dict[str, Any] = {"golden_set": golden.name, "delivery": row.id, **row.payload}
+        requests.append(
+            (row, signed(golden.webhook_url, secret, row.event, payload, f"event-{row.id}"))
+        )
+    session.commit()
     delivered = 0
-    with httpx.Client() as client:
-        for row in claimed:
-            golden = session.get(GoldenSet, row.golden_set_id)
-            if golden is None or not golden.webhook_url:
-                continue
-            payload: dict[str, Any] = {"golden_set": golden.name, "delivery": row.id, **row.payload}
-            request = signed(golden.webhook_url, secret, row.event, payload, f"event-{row.id}")
+    with outbound.client(allow_local=allow_local) as client:
+        for row, request in requests:
             try:
+                _check_stored_url(request.url)
                 sender.send(client, request)
                 row.delivered_at = utcnow()
                 delivered += 1
             except TrackerError as exc:
                 row.last_error = str(exc)[:1000]
+                log.warning(
+                    "webhook delivery failed",
+                    extra={
+                        "delivery": row.id,
+                        "event": row.event,
+                        "golden_set_id": row.golden_set_id,
+                        "attempt": row.attempts + 1,
+                        "status": exc.status,
+                        "error": str(exc)[:300],
+                    },
+                )
             row.attempts += 1
             row.locked_until = None
             write_transaction(session)
@@ -147,19 +189,63 @@ def deliver_pending(
     return delivered
 
 
-class Deliverer(threading.Thread):
-    """Delivers webhook events in the background of an app process."""
+def _check_stored_url(url: str) -> None:
+    """A URL stored before these checks existed is held to them too: scheme, credentials
+    (the addresses are checked by the client as it connects)."""
+    try:
+        outbound.check_url(url, allow_local=True)
+    except outbound.AddressRefused as exc:
+        raise TrackerError(f"the webhook URL is refused: {exc.message}") from None
 
-    def __init__(self, engine: Any, secret: str | None, every: float) -> None:
+
+class _Stopping(Exception):
+    """Raised in a retry wait when the app shuts down: no further attempt is sent."""
+
+
+class Deliverer(threading.Thread):
+    """Delivers webhook events in the background of an app process. ``stop`` ends it
+    promptly: the wait between polls and the waits between retries both end on it."""
+
+    def __init__(
+        self, engine: Any, secret: str | None, every: float, *, allow_local: bool = False
+    ) -> None:
         super().__init__(daemon=True, name="misstriage-webhooks")
         self.engine, self.secret, self.every = engine, secret, every
+        self.allow_local = allow_local
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        sender = Sender(timeout=5.0, attempts=2, max_wait=5.0)
+        # Retry waits end on stop (and no further attempt is sent); the request timeout
+        # bounds a send in flight. An event cut short stays claimed for CLAIM_SECONDS, then
+        # any process delivers it.
+        sender = Sender(timeout=5.0, attempts=2, max_wait=5.0, sleep=self._pause)
         while not self.stopping.wait(self.every):
             try:
                 with Session(self.engine, expire_on_commit=False) as session:
-                    deliver_pending(session=session, secret=self.secret, sender=sender)
-            except Exception:  # keep delivering after a database hiccup
-                continue
+                    deliver_pending(
+                        session=session,
+                        secret=self.secret,
+                        sender=sender,
+                        allow_local=self.allow_local,
+                    )
+            except _Stopping:
+                return
+            except Exception as exc:  # keep delivering after a database hiccup
+                # The type and a short message only: no URL with secrets, no huge body.
+                log.error(
+                    "webhook delivery loop failed; retrying at the next poll",
+                    extra={"error_type": type(exc).__name__, "error": str(exc)[:300]},
+                )
+
+    def _pause(self, seconds: float) -> None:
+        if self.stopping.wait(seconds):
+            raise _Stopping
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Ask the loop to end and wait for it; True when it ended within ``timeout``."""
+        self.stopping.set()
+        self.join(timeout)
+        if self.is_alive():
+            log.warning("webhook delivery loop still running after shutdown wait")
+            return False
+        return True

@@ -8,16 +8,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from sqlmodel import Session, col, select
 
-from app.exporters import Draft, Exporter, NotConfigured, Sender, TrackerError, exporter_for
+from app.db import write_transaction
+from app.exporters import (
+    Draft,
+    Exporter,
+    NotConfigured,
+    Sender,
+    TrackerError,
+    exporter_for,
+    markup,
+    outbound,
+)
 from app.models import OTHER, Export, GoldenSet, Run, Triage, utcnow
 from app.services import backlog
 from app.services.errors import Invalid
+from app.services.names import check_name
 from app.settings import Settings
 
-ROWS_SHOWN = 100
 MEANINGS = {
     "not-indexed": "The document never reached the index: ingestion skipped it (size limits, "
     "a parser failure, a filter). Owner: ingestion / the data pipeline. Check the index first.",
@@ -30,10 +39,6 @@ MEANINGS = {
 }
 
 
-def _cell(value: object) -> str:
-    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def make_draft(
     *,
     triage: Triage,
@@ -42,39 +47,36 @@ def make_draft(
     category: str,
     rows: list[dict[str, Any]],
     base_url: str,
+    family: str = "github",
 ) -> Draft:
+    """The issue of one cause, its body in ``family``'s markup (``markup.RENDERERS``)."""
     count = len(rows)
     word = "miss" if count == 1 else "misses"
-    title = (
+    title = markup.title_text(
         f"[misstriage] {count} {category} {word} in {run.name} @{triage.depth} "
         f"(golden set {golden.name})"
     )
     meaning = MEANINGS.get(category, "A cause named by the team's reviewers.")
-    backlog_url = f"{base_url}/triages/{triage.id}/backlog?cause={category}"
-    lines = [
-        f"**{count}** relevant documents of golden set **{golden.name}** are missing from the "
-        f"top {triage.depth} of run **{run.name}**, and reviewers labelled them "
-        f"**{category}**.",
-        "",
-        f"What it usually means: {meaning}",
-        "",
-        "| Query | Document | Grade | Rank | Note | Link |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in rows[:ROWS_SHOWN]:
-        query = f"{row['qid']}: {row['query']}" if row.get("query") else row["qid"]
-        lines.append(
-            f"| {_cell(query)} | {_cell(row['doc_id'])} | {row['grade']} | {row['where']} | "
-            f"{_cell(row['note'])} | [miss]({row['url']}) |"
-        )
-    if count > ROWS_SHOWN:
-        lines.append(f"\nAnd {count - ROWS_SHOWN} more in the [backlog]({backlog_url}).")
-    lines.append(f"\nExported by misstriage from triage #{triage.id}: {backlog_url}")
+    backlog_url = markup.url_path(
+        base_url, "triages", triage.id, "backlog", query={"cause": category}
+    )
+    body = markup.Body(
+        count=count,
+        category=category,
+        golden_name=golden.name,
+        run_name=run.name,
+        depth=triage.depth,
+        triage_id=triage.id or 0,
+        meaning=meaning,
+        backlog_url=backlog_url,
+        rows=rows,
+    )
+    render = markup.RENDERERS.get(family, markup.github_markdown)
     return Draft(
         triage_id=triage.id or 0,
         category=category,
         title=title,
-        body="\n".join(lines),
+        body=render(body),
         labels=["misstriage", f"cause:{category}"],
         count=count,
         rows=rows,
@@ -121,7 +123,13 @@ class Outcome:
 
 
 def drafts(
-    *, session: Session, triage: Triage, run: Run, golden: GoldenSet, base_url: str
+    *,
+    session: Session,
+    triage: Triage,
+    run: Run,
+    golden: GoldenSet,
+    base_url: str,
+    family: str = "github",
 ) -> list[Draft]:
     """One draft per cause with at least one labelled miss (named causes, then other)."""
     by_cause: dict[str, list[dict[str, Any]]] = {}
@@ -130,14 +138,30 @@ def drafts(
     ):
         # covered misses are not a cause: the run delivered their evidence via a duplicate
         if row["cause"] and row["cause"] != backlog.COVERED:
+            row["url"] = markup.url_path(base_url, "misses", row["miss_id"])
             by_cause.setdefault(row["cause"], []).append(row)
     order = [*golden.causes, OTHER]
     return [
         make_draft(
-            triage=triage, run=run, golden=golden, category=c, rows=by_cause[c], base_url=base_url
+            triage=triage,
+            run=run,
+            golden=golden,
+            category=c,
+            rows=by_cause[c],
+            base_url=base_url,
+            family=family,
         )
         for c in sorted(by_cause, key=lambda c: order.index(c) if c in order else len(order))
     ]
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What an earlier export of one cause left (read before any tracker is called)."""
+
+    external_id: str
+    url: str
+    payload_hash: str
 
 
 def export(
@@ -154,32 +178,51 @@ def export(
     exporter: Exporter | None = None,
 ) -> Outcome:
     """Create or update one issue per cause. Each cause is committed on its own: a failure
-    is reported for that cause, and running again completes the rest without duplicates."""
+    is reported for that cause, and running again completes the rest without duplicates.
+
+    No database transaction is open while a tracker answers (it may take seconds, or time
+    out): everything is read first and that transaction ended; each tracker answer is then
+    written in a short transaction of its own."""
+    check_name(target, what="an export target", max_length=500, code="export_not_possible")
     try:
         exporter = exporter or exporter_for(tracker, settings, dry_run=dry_run)
         exporter.check_target(target)
+        endpoint = target if tracker == "webhook" else getattr(exporter, "api", None)
+        # A dry run sends nothing (and may show placeholders for unset tracker URLs): only a
+        # target given by the request is checked then, and for its form only.
+        if endpoint and (tracker == "webhook" or not dry_run):
+            allow = settings.allow_local_network or dry_run
+            outbound.check_url(endpoint, allow_local=allow)
     except (ValueError, NotConfigured) as exc:
         raise Invalid(str(exc), code="export_not_possible") from None
+    except outbound.AddressRefused as exc:
+        raise Invalid(exc.message, code=exc.code) from None
     sender = sender or Sender(
         timeout=settings.export_timeout_seconds,
         attempts=settings.export_attempts,
         max_wait=settings.export_max_wait_seconds,
     )
     outcome = Outcome()
+    triage_id = triage.id
+    assert triage_id is not None
+    family = getattr(exporter, "markup", "github")
     base_url = settings.public_url.rstrip("/")
-    with httpx.Client() as client:
-        for draft in drafts(
-            session=session, triage=triage, run=run, golden=golden, base_url=base_url
-        ):
+    plans = drafts(
+        session=session, triage=triage, run=run, golden=golden, base_url=base_url, family=family
+    )
+    earlier = {
+        row.category: _Stored(row.external_id, row.url, row.payload_hash)
+        for row in session.exec(
+            select(Export).where(
+                Export.triage_id == triage_id, Export.tracker == tracker, Export.target == target
+            )
+        )
+    }
+    session.commit()  # end the reading transaction before the first tracker call
+    with outbound.client(allow_local=settings.allow_local_network) as client:
+        for draft in plans:
             digest = payload_hash(draft)
-            stored = session.exec(
-                select(Export).where(
-                    Export.triage_id == triage.id,
-                    Export.tracker == tracker,
-                    Export.target == target,
-                    Export.category == draft.category,
-                )
-            ).first()
+            stored = earlier.get(draft.category)
             if stored is not None and stored.payload_hash == digest:
                 outcome.results.append(
                     Result(draft.category, "unchanged", stored.external_id, stored.url)
@@ -206,26 +249,65 @@ def export(
                 response = sender.send(client, request)
                 if stored is None:
                     external_id, url = exporter.created(target, response, draft)
-                    stored = Export(
-                        triage_id=triage.id,  # type: ignore[arg-type]
-                        tracker=tracker,
-                        target=target,
-                        category=draft.category,
-                        external_id=external_id,
-                        url=url,
-                        payload_hash=digest,
-                    )
                 else:
-                    stored.payload_hash = digest
-                    stored.updated_at = utcnow()
-                session.add(stored)
-                session.commit()
+                    external_id, url = stored.external_id, stored.url
             except TrackerError as exc:
-                session.rollback()
                 outcome.results.append(Result(draft.category, "failed", error=str(exc)))
                 continue
-            outcome.results.append(Result(draft.category, action, stored.external_id, stored.url))
+            except (KeyError, TypeError, ValueError) as exc:
+                error = f"the tracker's answer has no issue id ({type(exc).__name__})"
+                outcome.results.append(Result(draft.category, "failed", error=error))
+                continue
+            _record(
+                session,
+                triage_id=triage_id,
+                tracker=tracker,
+                target=target,
+                category=draft.category,
+                external_id=external_id[:200],
+                url=url,
+                digest=digest,
+            )
+            outcome.results.append(Result(draft.category, action, external_id, url))
     return outcome
+
+
+def _record(
+    session: Session,
+    *,
+    triage_id: int,
+    tracker: str,
+    target: str,
+    category: str,
+    external_id: str,
+    url: str,
+    digest: str,
+) -> None:
+    """Write one tracker answer in a short transaction of its own."""
+    write_transaction(session)
+    row = session.exec(
+        select(Export).where(
+            Export.triage_id == triage_id,
+            Export.tracker == tracker,
+            Export.target == target,
+            Export.category == category,
+        )
+    ).first()
+    if row is None:
+        row = Export(
+            triage_id=triage_id,
+            tracker=tracker,
+            target=target,
+            category=category,
+            external_id=external_id,
+            url=url,
+            payload_hash=digest,
+        )
+    else:
+        row.payload_hash = digest
+        row.updated_at = utcnow()
+    session.add(row)
+    session.commit()
 
 
 def stored(*, session: Session, triage: Triage) -> list[Export]:

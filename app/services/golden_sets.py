@@ -17,6 +17,7 @@ from app.eval.jsonl import read_corpus, read_manifest
 from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
+from app.services.names import check_name
 
 
 def column_width(model: type[SQLModel], column: str) -> int:
@@ -45,10 +46,7 @@ def bad_input(error: InputError, names: dict[str, str] | None = None) -> BadInpu
 
 
 def _check_name(name: str) -> str:
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise Invalid("a name of 1 to 200 characters is needed", code="invalid_name")
-    return name
+    return check_name(name, what="a name", max_length=200)
 
 
 def import_golden_set(
@@ -237,6 +235,8 @@ def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> Gol
     cleaned = [c.strip() for c in causes]
     if not cleaned or any(not c or len(c) > 100 for c in cleaned):
         raise Invalid("causes must be 1 to 100 characters each, at least one", code="bad_causes")
+    for cause in cleaned:
+        check_name(cause, what="a cause", max_length=100, code="bad_causes")
     if len(set(cleaned)) != len(cleaned) or "other" in cleaned:
         raise Invalid("causes must be distinct and not 'other' (built in)", code="bad_causes")
     if len(cleaned) > 9:

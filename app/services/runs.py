@@ -31,6 +31,7 @@ from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, U
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import bad_input, column_width, eval_golden_set
+from app.services.names import check_name
 
 RUN_FORMATS = ("trec", "jsonl")
 
@@ -58,9 +59,7 @@ def import_run(
 ) -> Run:
     """Parse and rank the file first, then write in one transaction: a bad file leaves no
     rows. Keeps the rank of every judged document and the first ``keep_depth`` results."""
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise Invalid("a run name of 1 to 200 characters is needed", code="invalid_name")
+    name = check_name(name, what="a run name", max_length=200)
     if fmt is not None and fmt not in RUN_FORMATS:
         raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
     taken = session.exec(

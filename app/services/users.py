@@ -13,6 +13,7 @@ from app import security
 from app.db import write_transaction
 from app.models import ApiToken, Role, User, UserSession, utcnow
 from app.services.errors import Conflict, Invalid, NotFound
+from app.services.names import check_name
 from app.services.passwords import check_new_password
 
 #: A token's last use is written at most this often (a write per request would contend).
@@ -91,11 +92,12 @@ class IssuedToken:
 
 def create_token(*, session: Session, user: User, name: str) -> IssuedToken:
     """A new API token; ``secret`` is shown once and never stored."""
+    name = check_name(name.strip() or "token", what="a token name", max_length=100)
     secret = security.new_token()
     assert user.id is not None
     token = ApiToken(
         user_id=user.id,
-        name=name.strip() or "token",
+        name=name,
         prefix=secret[:10],
         token_hash=security.digest(secret),
     )

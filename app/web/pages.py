@@ -300,6 +300,7 @@ def golden_set_settings(
             golden=golden,
             url=webhook_url.strip() or None,
             events=webhook_events or [],
+            allow_local=request.app.state.settings.allow_local_network,
         )
     except ServiceError as exc:
         return _golden_set_page(

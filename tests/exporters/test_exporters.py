@@ -376,6 +376,7 @@ def test_cli_export_dry_run_and_push(
         "MISSTRIAGE_SECRET_KEY": TEST_SECRET,
         "MISSTRIAGE_GITHUB_API_URL": base,
         "MISSTRIAGE_GITHUB_TOKEN": TOKEN,
+        "MISSTRIAGE_ALLOW_LOCAL_NETWORK": "true",  # the fake tracker is on 127.0.0.1
     }
     args = [
         sys.executable,

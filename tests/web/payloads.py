@@ -114,7 +114,11 @@ def seed(client: TestClient, engine: Engine, lead: Account) -> Seeded:
         client.put(
             f"{base}/webhook",
             headers=lead.headers,
-            json={"url": f"https://example.com/{IMG}", "events": ["miss.labelled"]},
+            # no spaces: a URL with spaces is refused (bad_url); the markup stays hostile
+            json={
+                "url": f"https://example.com/{IMG.replace(' ', '/')}",
+                "events": ["miss.labelled"],
+            },
         )
     )
     runs = tuple(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
+from markdown_it import MarkdownIt
 from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
@@ -163,6 +164,7 @@ def test_exported_issue_body(
             "jira_api_url": base,
             "jira_email": JIRA_EMAIL,
             "jira_token": SecretStr(TOKEN),
+            "allow_local_network": True,  # the fake tracker listens on 127.0.0.1
         }
     )
     lead = accounts[Role.LEAD].headers
@@ -184,8 +186,11 @@ def test_exported_issue_body(
     assert [r["action"] for r in pushed.json()["results"]] == ["create"]
     (issue,) = fake_tracker.issues.values()
     if tracker == "github":
-        rows = [line for line in issue["body"].splitlines() if line.startswith("| q")]
-        cells = {row.split(" | ")[1]: row.split(" | ")[3] for row in rows}
+        # What a reader of the issue sees: the Markdown rendered, the table's cells as text.
+        html = MarkdownIt("commonmark", {"html": True}).enable("table").render(issue["body"])
+        body_rows = BeautifulSoup(html, "html.parser").select("table tbody tr")
+        texts = [[td.get_text() for td in tr.find_all("td")] for tr in body_rows]
+        cells = {row[1]: row[3] for row in texts}
     else:
         table = next(c for c in issue["description"]["content"] if c["type"] == "table")
         texts = [

@@ -144,11 +144,21 @@ class WebhookBody(BaseModel):
 
 @router.put("/{golden_set_id}/webhook")
 def set_webhook(
-    session: SessionDep, principal: LeadDep, golden_set_id: Id, body: WebhookBody
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: LeadDep,
+    golden_set_id: Id,
+    body: WebhookBody,
 ) -> dict[str, Any]:
     """Post ``miss.labelled`` and/or ``triage.closed`` events of this golden set's triages to
     ``url``, signed with MISSTRIAGE_WEBHOOK_SECRET (HMAC-SHA256); ``url`` null turns it off."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     return service.public(
-        events.configure(session=session, golden=golden, url=body.url, events=body.events)
+        events.configure(
+            session=session,
+            golden=golden,
+            url=body.url,
+            events=body.events,
+            allow_local=settings.allow_local_network,
+        )
     )

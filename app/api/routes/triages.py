@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.api.params import Id, Page, PerPage
+from app.api.responses import attachment
 from app.services import backlog as backlog_service
 from app.services import dashboard, queue, skips
 from app.services import exports as export_service
@@ -182,15 +183,19 @@ def backlog(
     items = backlog_service.rows(
         session=session, triage=triage, run=run, golden=golden, base_url=base, category=category
     )
-    name = f"misstriage-triage-{triage.id}-backlog"
+    name = f"misstriage-{run.name}-triage-{triage.id}-backlog"
     if format == "csv":
         return StreamingResponse(
             backlog_service.as_csv(items),
             media_type="text/csv; charset=utf-8",
-            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+            headers={"Content-Disposition": attachment(f"{name}.csv")},
         )
     if format == "jsonl":
-        return StreamingResponse(backlog_service.as_jsonl(items), media_type="application/x-ndjson")
+        return StreamingResponse(
+            backlog_service.as_jsonl(items),
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": attachment(f"{name}.jsonl")},
+        )
     summary = service.summarise(session=session, triage=triage, causes=list(golden.causes))
     meta = {
         "triage_id": triage.id,

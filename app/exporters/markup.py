@@ -1,0 +1,171 @@
+"""Issue bodies in each tracker's markup, with reviewers' text and ids made inert.
+
+Reviewers write notes, golden sets bring query texts and ids: none of it may become a mention
+that notifies someone, a reference that links (and back-links) another issue or merge request,
+an image that the tracker fetches, a link, raw HTML, a hidden comment, or a broken table.
+One function per markup family renders the whole body:
+
+- ``github_markdown``: GitHub-flavoured Markdown (issue bodies; webhooks get it too).
+- ``gitlab_markdown``: GitLab-flavoured Markdown, which has more reference sigils
+  (``!`` merge requests, ``~`` labels, ``%`` milestones, ``$`` snippets, ``&`` epics).
+- ``linear_markdown``: Linear's Markdown (it links issue identifiers such as ``ENG-12``).
+- Jira gets Atlassian Document Format (``jira.adf``): text nodes are literal there, and
+  marks and links are only made from the product's own URLs.
+
+How: ids go in code spans (no mention, reference, link or emphasis is parsed inside one, and a
+copied id stays exact); free text has every ASCII punctuation mark backslash-escaped, ``<``,
+``>`` and ``&`` written as entities, and an invisible WORD JOINER (U+2060) after each reference
+sigil and inside ``://``, ``www.`` and ``ABC-12``, because trackers find mentions and
+references in the rendered text, after Markdown's escapes are gone. Links to the product are
+built from percent-encoded URLs only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+#: U+2060 WORD JOINER: invisible, not a space, breaks the trackers' reference patterns.
+JOINER = "\u2060"
+ROWS_SHOWN = 100
+
+_WHITESPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_ASCII_PUNCTUATION = set("!\"#$%'()*+,-./:;=?@[\\]^_`{|}~")
+_SIGILS = {
+    "github": "@#",
+    "gitlab": "@#!~%$&^",
+    "linear": "@#",
+}
+_AUTOLINKS = [
+    (re.compile(r"(?i):(?=\\?/\\?/)"), ":" + JOINER),  # scheme:// (after escaping: :\/\/)
+    (re.compile(r"(?i)(www)(?=\\?\.)"), r"\1" + JOINER),
+    (re.compile(r"([A-Za-z0-9])(?=\\?-\d)"), r"\1" + JOINER),  # ENG-12, GH-12
+]
+
+
+def one_line(text: object) -> str:
+    """Text on one line: newlines, tabs, other control and separator characters as spaces."""
+    return _WHITESPACE.sub(" ", "" if text is None else str(text)).strip()
+
+
+def markdown_text(text: object, family: str = "github") -> str:
+    """Free text shown as it is, inert in ``family``'s Markdown (see the module docstring)."""
+    sigils = _SIGILS[family]
+    out: list[str] = []
+    for char in one_line(text):
+        if char == "&":
+            out.append("&amp;")
+        elif char == "<":
+            out.append("&lt;")
+        elif char == ">":
+            out.append("&gt;")
+        elif char in _ASCII_PUNCTUATION:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+        if char in sigils:
+            out.append(JOINER)
+    escaped = "".join(out)
+    for pattern, replacement in _AUTOLINKS:
+        escaped = pattern.sub(replacement, escaped)
+    return escaped
+
+
+def markdown_code(text: object) -> str:
+    """An id as an inline code span (exact when copied), safe inside a table cell."""
+    value = one_line(text)
+    if not value:
+        return ""
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    if value.startswith("`") or value.endswith("`"):
+        value = f" {value} "
+    # In a GFM table a pipe ends the cell even inside a code span; \| is the documented escape.
+    return f"{fence}{value.replace('|', chr(92) + '|')}{fence}"
+
+
+def url_path(base_url: str, *segments: object, query: dict[str, object] | None = None) -> str:
+    """``base_url`` + percent-encoded path segments (+ an encoded query): a product URL."""
+    path = "".join("/" + quote(str(s), safe="") for s in segments)
+    url = base_url.rstrip("/") + path
+    if query:
+        url += "?" + "&".join(
+            f"{quote(k, safe='')}={quote(str(v), safe='')}" for k, v in query.items()
+        )
+    return url
+
+
+def title_text(text: str, limit: int = 255) -> str:
+    """An issue title: one line, at most ``limit`` characters (Jira's summary limit)."""
+    line = one_line(text)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Body:
+    """What an issue body says, before it is written in a tracker's markup."""
+
+    count: int
+    category: str
+    golden_name: str
+    run_name: str
+    depth: int
+    triage_id: int
+    meaning: str
+    backlog_url: str
+    rows: list[dict[str, Any]]
+
+
+def _markdown(body: Body, family: str) -> str:
+    def text(value: object) -> str:
+        return markdown_text(value, family)
+
+    lines = [
+        f"**{body.count}** relevant documents of golden set **{text(body.golden_name)}** are "
+        f"missing from the top {body.depth} of run **{text(body.run_name)}**, and reviewers "
+        f"labelled them **{text(body.category)}**.",
+        "",
+        f"What it usually means: {text(body.meaning)}",
+        "",
+        "| Query | Document | Grade | Rank | Note | Link |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in body.rows[:ROWS_SHOWN]:
+        query = markdown_code(row["qid"])
+        if row.get("query"):
+            query += " " + text(row["query"])
+        # "where" is the sentence about the miss's place in the run, when the rows carry it
+        rank = row.get("where") or (row["rank"] if row["rank"] is not None else "not retrieved")
+        lines.append(
+            f"| {query} | {markdown_code(row['doc_id'])} | {text(row['grade'])} | {text(rank)} | "
+            f"{text(row['note'])} | [miss](<{row['url']}>) |"
+        )
+    if body.count > ROWS_SHOWN:
+        lines.append(
+            f"\nAnd {body.count - ROWS_SHOWN} more in the [backlog](<{body.backlog_url}>)."
+        )
+    lines.append(
+        f"\nExported by misstriage from triage #{JOINER}{body.triage_id}: "
+        f"[backlog](<{body.backlog_url}>)"
+    )
+    return "\n".join(lines)
+
+
+def github_markdown(body: Body) -> str:
+    """The issue body in GitHub-flavoured Markdown."""
+    return _markdown(body, "github")
+
+
+def gitlab_markdown(body: Body) -> str:
+    """The issue body in GitLab-flavoured Markdown."""
+    return _markdown(body, "gitlab")
+
+
+def linear_markdown(body: Body) -> str:
+    """The issue body in Linear's Markdown."""
+    return _markdown(body, "linear")
+
+
+RENDERERS = {"github": github_markdown, "gitlab": gitlab_markdown, "linear": linear_markdown}
