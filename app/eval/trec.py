@@ -9,7 +9,7 @@ import polars as pl
 
 from app.eval.errors import InputError
 from app.eval.textio import ProgressFn, plain_file, read_table
-from app.eval.values import int_column
+from app.eval.values import check_range, int_column
 
 RUN_COLUMNS = ("qid", "q0", "doc_id", "rank", "score", "tag")
 RUN_EXPECTED = "qid Q0 docno rank score tag"
@@ -82,6 +82,7 @@ def read_qrels(path: Path, *, progress: ProgressFn | None = None) -> tuple[pl.Da
     if header is not None:
         frame = frame.filter(pl.col("line") != header)
         frame = int_column(frame, "grade", source=source, what="grade")
+    check_range(frame, "grade", source=source, what="grade")
     return frame, fmt
 
 

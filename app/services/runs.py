@@ -30,7 +30,7 @@ from app.eval.golden import GoldenSet as EvalGoldenSet
 from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
-from app.services.golden_sets import bad_input, column_width, eval_golden_set
+from app.services.golden_sets import ID_LIMITS, bad_input, column_width, eval_golden_set
 
 RUN_FORMATS = ("trec", "jsonl")
 
@@ -70,7 +70,9 @@ def import_run(
         raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
     gold = eval_golden_set(session=session, golden=golden)
     try:
-        ranked = load_run(path, gold, name=name, order=order, fmt=fmt, keep_results=True)
+        ranked = load_run(
+            path, gold, name=name, order=order, fmt=fmt, keep_results=True, id_limits=ID_LIMITS
+        )
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
     top = top_candidates(ranked, keep_depth)
