@@ -121,7 +121,8 @@ def _gunzip(path: Path, target: Path) -> None:
     written = 0
     try:
         with gzip.open(path, "rb") as src, target.open("wb") as dst:
-            block = src.read(len(BOM))
+            # GzipFile.read(n) inflates at most n bytes: memory stays bounded.
+            block = src.read(1 << 20)
             if block.startswith(GZIP_MAGIC):
                 raise InputError(path, None, "gzip inside gzip: compress the file once")
             block = block.removeprefix(BOM)
@@ -135,7 +136,6 @@ def _gunzip(path: Path, target: Path) -> None:
                         "decompression bomb (MISSTRIAGE_DECOMPRESSED_MAX_BYTES)",
                     )
                 dst.write(block)
-                # GzipFile.read(n) inflates at most n bytes: memory stays bounded.
                 block = src.read(1 << 20)
     except EOFError:
         raise InputError(path, None, "truncated gzip file (unexpected end of data)") from None
