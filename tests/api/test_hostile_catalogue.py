@@ -21,6 +21,7 @@ import pytest
 from bs4 import BeautifulSoup
 from click.testing import CliRunner, Result
 from fastapi.testclient import TestClient
+from httpx import Response
 from sqlalchemy.engine import Engine
 
 from app.cli import main as cli_main
@@ -109,6 +110,38 @@ def import_good(client: TestClient, headers: dict[str, str]) -> int:
     return int(response.json()["id"])
 
 
+def post_case(
+    client: TestClient,
+    case: Case,
+    index: int,
+    golden_id: int,
+    *,
+    prefix: str,
+    headers: dict[str, str],
+) -> Response | str:
+    """Upload the case where it belongs (``prefix`` "/api/v1" for the API, "" for the form);
+    an exception escaping the app (a 500 the test client re-raises) is returned as text, so
+    that one bad case does not hide the others."""
+    try:
+        if case.target == "run":
+            return client.post(
+                f"{prefix}/golden-sets/{golden_id}/runs",
+                headers=headers,
+                data={"name": f"run-{index}", **case.form},
+                files={"run": (case.name, case.content)},
+                follow_redirects=False,
+            )
+        return client.post(
+            f"{prefix}/golden-sets",
+            headers=headers,
+            data={"name": f"golden-{index}", **case.form},
+            files=good_files(case),
+            follow_redirects=False,
+        )
+    except Exception as exc:  # the failure is reported with the case, not raised
+        return f"raised {type(exc).__name__}: {str(exc)[:200]}"
+
+
 def report(failures: list[str]) -> None:
     assert not failures, f"{len(failures)} cases failed:\n" + "\n".join(failures)
 
@@ -120,20 +153,10 @@ def test_api(client: TestClient, accounts: dict[Role, Account], engine: Engine) 
     failures: list[str] = []
     for index, case in enumerate(CASES):
         before = row_counts(engine)
-        if case.target == "run":
-            response = client.post(
-                f"/api/v1/golden-sets/{golden_id}/runs",
-                headers=headers,
-                data={"name": f"run-{index}", **case.form},
-                files={"run": (case.name, case.content)},
-            )
-        else:
-            response = client.post(
-                "/api/v1/golden-sets",
-                headers=headers,
-                data={"name": f"golden-{index}", **case.form},
-                files=good_files(case),
-            )
+        response = post_case(client, case, index, golden_id, prefix="/api/v1", headers=headers)
+        if isinstance(response, str):
+            failures.append(f"{case.id}: {response}")
+            continue
         problems: list[str] = []
         if case.refused:
             if response.status_code not in (400, 413, 422):
@@ -166,22 +189,10 @@ def test_html_forms(client: TestClient, accounts: dict[Role, Account], engine: E
     failures: list[str] = []
     for index, case in enumerate(CASES):
         before = row_counts(engine)
-        if case.target == "run":
-            response = client.post(
-                f"/golden-sets/{golden_id}/runs",
-                headers=ORIGIN,
-                data={"name": f"run-{index}", **case.form},
-                files={"run": (case.name, case.content)},
-                follow_redirects=False,
-            )
-        else:
-            response = client.post(
-                "/golden-sets",
-                headers=ORIGIN,
-                data={"name": f"golden-{index}", **case.form},
-                files=good_files(case),
-                follow_redirects=False,
-            )
+        response = post_case(client, case, index, golden_id, prefix="", headers=ORIGIN)
+        if isinstance(response, str):
+            failures.append(f"{case.id}: {response}")
+            continue
         problems: list[str] = []
         if case.refused:
             if response.status_code not in (400, 413, 422):
