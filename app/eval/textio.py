@@ -117,7 +117,12 @@ def plain_file(path: Path) -> Iterator[Path]:
 
 
 def _gunzip(path: Path, target: Path) -> None:
-    allowed = _LIMIT.get().allowed(path.stat().st_size)
+    limit = _LIMIT.get()
+    allowed = limit.allowed(path.stat().st_size)
+    if allowed < limit.max_bytes:
+        why = f"{limit.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
+    else:
+        why = "MISSTRIAGE_DECOMPRESSED_MAX_BYTES"
     written = 0
     try:
         with gzip.open(path, "rb") as src, target.open("wb") as dst:
@@ -132,8 +137,8 @@ def _gunzip(path: Path, target: Path) -> None:
                     raise InputError(
                         path,
                         None,
-                        f"decompresses to more than {allowed:,} bytes: refused as a "
-                        "decompression bomb (MISSTRIAGE_DECOMPRESSED_MAX_BYTES)",
+                        f"decompresses to more than {allowed:,} bytes, the limit ({why}): "
+                        "refused as a decompression bomb",
                     )
                 dst.write(block)
                 block = src.read(1 << 20)

@@ -8,6 +8,7 @@ and after the upload.
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -17,9 +18,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
 
+from app.main import create_app
+from app.models import Role
+from app.settings import Settings
 from tests.api.hostile_cases import CORPUS, QRELS, QUERIES, RUN
-from tests.conftest import PASSWORD, TEST_SECRET
+from tests.conftest import PASSWORD, TEST_SECRET, Account
 from tests.live import LiveServer
 
 GIB = 1 << 30
@@ -205,3 +211,30 @@ def test_the_server_refuses_a_bomb_quickly_in_bounded_memory(
                 assert high_water_mark(server.process.pid) - before < EXTRA_BYTES
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_app_applies_its_own_decompression_setting(
+    settings: Settings, engine: Engine, accounts: dict[Role, Account]
+) -> None:
+    """The limit comes from the app's settings on every request (not a process global)."""
+    packed = gzip.compress(QRELS.encode() * 50)  # 1.8 KB inflated
+    headers = accounts[Role.LEAD].headers
+    strict = create_app(settings.model_copy(update={"decompressed_max_bytes": 1000}), engine)
+    with TestClient(strict) as client:
+        response = client.post(
+            "/api/v1/golden-sets",
+            headers=headers,
+            data={"name": "strict"},
+            files={"qrels": ("packed.qrels.gz", packed)},
+        )
+    assert response.status_code == 400, response.text
+    assert "MISSTRIAGE_DECOMPRESSED_MAX_BYTES" in response.json()["error"]["message"]
+    with TestClient(create_app(settings, engine)) as client:
+        response = client.post(
+            "/api/v1/golden-sets",
+            headers=headers,
+            data={"name": "default"},
+            files={"qrels": ("packed.qrels.gz", packed)},
+        )
+    assert response.status_code == 201, response.text
