@@ -33,6 +33,8 @@ MAX_JSON_DEPTH = 64
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: A lone UTF-16 surrogate (``"\ud800"`` in JSON) is no character: no UTF-8 text holds it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 LIST_FORMAT = "jsonl-lists"
 HIT_FORMAT = "jsonl-hits"
@@ -93,6 +95,7 @@ def _identifier(value: Any, *, source: str, line: int, field: str, limit: int | 
             source, line, f'"{field}" must be a string or an integer, got {_kind(value)}'
         )
     text = str(value)
+    _check_unicode(text, source=source, line=line, field=field)
     if not text or any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
         raise InputError(
             source,
@@ -118,7 +121,18 @@ def _text(value: Any, *, source: str, line: int, field: str) -> str:
         raise InputError(source, line, f'"{field}" must be a string, got {_kind(value)}')
     if "\x00" in value:
         raise InputError(source, line, f'"{field}" contains a NUL byte')
+    _check_unicode(value, source=source, line=line, field=field)
     return value
+
+
+def _check_unicode(text: str, *, source: str, line: int, field: str) -> None:
+    found = _SURROGATE.search(text)
+    if found:
+        raise InputError(
+            source,
+            line,
+            f'"{field}" holds a lone surrogate \\u{ord(found.group()):04x}: not valid Unicode',
+        )
 
 
 def _number(value: Any, *, source: str, line: int, field: str) -> float:
