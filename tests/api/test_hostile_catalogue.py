@@ -314,3 +314,32 @@ def test_evaluate(tmp_path: Path) -> None:
         if problems:
             failures.append(f"{case.id}: {'; '.join(problems)}")
     report(failures)
+
+
+@DB
+def test_min_grade_beyond_its_column(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine
+) -> None:
+    """min_grade is stored in an integer column: 2**40 is refused before the database sees it,
+    by the API and by the form."""
+    files = {"qrels": ("good.qrels", QRELS.encode())}
+    for value in (str(2**40), str(-(2**40))):
+        response = client.post(
+            "/api/v1/golden-sets",
+            headers=accounts[Role.LEAD].headers,
+            data={"name": "g", "min_grade": value},
+            files=files,
+        )
+        assert response.status_code == 422, response.text
+        assert "min_grade" in response.json()["error"]["message"]
+    login(client, accounts[Role.LEAD].email)
+    response = client.post(
+        "/golden-sets",
+        headers=ORIGIN,
+        data={"name": "g", "min_grade": str(2**40)},
+        files=files,
+        follow_redirects=False,
+    )
+    assert response.status_code == 422
+    assert "Traceback" not in response.text
+    assert sum(row_counts(engine).values()) == 0
