@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from app.eval.errors import InputError, shorten
-from app.eval.textio import ProgressFn, plain_file
+from app.eval.textio import ProgressFn, numbered_lines, plain_file
 from app.eval.values import INT32_MAX
 
 #: The deepest nesting of arrays and objects a line may have. Our shapes need 3; stdlib json
@@ -43,7 +43,7 @@ HIT_FORMAT = "jsonl-hits"
 def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
     """Yield (line number, byte length, parsed JSON value) for every non-blank line."""
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in numbered_lines(handle, source):
             if not raw.strip():
                 continue
             try:
@@ -268,7 +268,7 @@ def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, st
                 _add_query(queries, qid, text, source=source, line=line)
         else:
             with plain.open("rb") as handle:
-                for line, raw in enumerate(handle, start=1):
+                for line, raw in numbered_lines(handle, source):
                     try:
                         decoded = raw.decode("utf-8").rstrip("\r\n")
                     except UnicodeDecodeError:
@@ -359,7 +359,7 @@ def read_manifest(path: Path, *, max_id_chars: int | None = None) -> list[str]:
     source = str(path)
     first_seen: dict[str, int] = {}
     with plain_file(path) as plain, plain.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in numbered_lines(handle, source):
             try:
                 text = raw.decode("utf-8").strip()
             except UnicodeDecodeError as exc:

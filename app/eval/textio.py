@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 
@@ -39,6 +40,10 @@ CHUNK_BYTES = 32 << 20
 _SEP = r"[ \t\v\f]+"
 _FIELD = r"([^ \t\v\f\r\n]+)"
 _BLANK_CHARS = " \t\v\f\r"
+
+#: The longest line read: a JSON ranking of a million documents is 20 MB; a gigabyte without
+#: a newline is not a line of any of our formats, and would be held in memory whole.
+MAX_LINE_BYTES = 256 << 20
 
 ProgressFn = Callable[[int], None]
 
@@ -146,6 +151,20 @@ def _gunzip(path: Path, target: Path) -> None:
         raise InputError(path, None, "truncated gzip file (unexpected end of data)") from None
     except (OSError, zlib.error) as exc:
         raise InputError(path, None, f"not a readable gzip file ({exc})") from None
+
+
+def numbered_lines(handle: BinaryIO, source: str) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, bytes) of every line of a binary file, each at most
+    ``MAX_LINE_BYTES`` long (a longer one is an error naming it, read no further)."""
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise InputError(source, number, f"a line longer than {MAX_LINE_BYTES:,} bytes")
+        yield number, raw
 
 
 def sniff_separator(path: Path) -> str | None:
@@ -325,6 +344,10 @@ def _chunks(path: Path, *, source: str, progress: ProgressFn | None) -> Iterator
             if block:
                 cut = data.rfind(b"\n")
                 if cut < 0:
+                    if len(data) > MAX_LINE_BYTES:
+                        raise InputError(
+                            source, line, f"a line longer than {MAX_LINE_BYTES:,} bytes"
+                        )
                     rest = data
                     continue
                 rest, data = data[cut + 1 :], data[:cut]

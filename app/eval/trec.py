@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from app.eval.errors import InputError
-from app.eval.textio import ProgressFn, plain_file, read_table
+from app.eval.textio import ProgressFn, numbered_lines, plain_file, read_table
 from app.eval.values import check_range, int_column
 
 RUN_COLUMNS = ("qid", "q0", "doc_id", "rank", "score", "tag")
@@ -53,7 +53,7 @@ def read_qrels(path: Path, *, progress: ProgressFn | None = None) -> tuple[pl.Da
     """
     source = str(path)
     with plain_file(path) as plain:
-        first = _first_data_line(plain)
+        first = _first_data_line(plain, source)
         if first is None:
             raise InputError(source, None, "the qrels file is empty")
         number, fields = first
@@ -86,9 +86,9 @@ def read_qrels(path: Path, *, progress: ProgressFn | None = None) -> tuple[pl.Da
     return frame, fmt
 
 
-def _first_data_line(path: Path) -> tuple[int, list[str]] | None:
+def _first_data_line(path: Path, source: str) -> tuple[int, list[str]] | None:
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in numbered_lines(handle, source):
             text = raw.decode("utf-8", errors="replace").strip()
             if text:
                 return number, text.split()

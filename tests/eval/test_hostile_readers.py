@@ -6,13 +6,22 @@ from __future__ import annotations
 import gzip
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from app.eval.errors import InputError, shorten
-from app.eval.jsonl import MAX_JSON_DEPTH, _nesting_depth, read_corpus, read_jsonl_run
+from app.eval.jsonl import (
+    MAX_JSON_DEPTH,
+    _nesting_depth,
+    read_corpus,
+    read_jsonl_run,
+    read_manifest,
+    read_queries,
+)
 from app.eval.textio import DecompressionLimit, decompression_limit, plain_file
+from app.eval.trec import read_qrels, read_trec_run
 from app.settings import Settings
 
 
@@ -94,3 +103,37 @@ def test_shorten_shows_the_start_and_the_length() -> None:
     assert shown.startswith("'xxx")
     assert "1,000,000 characters" in shown
     assert len(str(InputError("f", 1, "y" * 10_000))) < 1000
+
+
+@pytest.mark.parametrize(
+    ("reader", "content"),
+    [
+        ("run", b'{"qid": "q1", "docs": ["a"]}\n{"qid": "q2", "docs": ["' + b"d" * 5000 + b'"]}\n'),
+        ("run", b"q1 Q0 a 1 9 t\n" + b"r" * 5000 + b"\n"),
+        ("qrels", b"q1 0 a 1\n" + b"q" * 5000),
+        ("queries", b"q1\tok\n" + b"q" * 5000 + b"\n"),
+        ("manifest", b"a\n" + b"d" * 5000 + b"\n"),
+        ("corpus", b'{"_id": "a"}\n{"_id": "' + b"d" * 5000 + b'"}\n'),
+    ],
+)
+def test_a_line_longer_than_the_bound_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str, content: bytes
+) -> None:
+    """Lines are read with a bound (``MAX_LINE_BYTES``, 256 MiB; 1000 bytes here), so a
+    gigabyte without a newline is refused, not held in memory."""
+    monkeypatch.setattr("app.eval.textio.MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr("app.eval.textio.CHUNK_BYTES", 256)
+    path = tmp_path / "long.txt"
+    path.write_bytes(gzip.compress(content))
+    readers: dict[str, Callable[[Path], object]] = {
+        "run": read_jsonl_run if content.startswith(b"{") else read_trec_run,
+        "qrels": read_qrels,
+        "queries": read_queries,
+        "manifest": read_manifest,
+        "corpus": lambda p: list(read_corpus(p)),
+    }
+    with pytest.raises(InputError) as caught:
+        readers[reader](path)
+    assert caught.value.line == 2
+    assert "a line longer than 1,000 bytes" in caught.value.message
+    assert caught.value.source == str(path)
