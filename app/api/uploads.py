@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fastapi import Request, UploadFile
 
+from app.eval.errors import printable_name
 from app.eval.textio import set_decompression_limit
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -45,7 +46,7 @@ def saved_uploads(*uploads: UploadFile | None) -> Iterator[SavedUploads]:
             if upload is None or not _present(upload):
                 saved.paths.append(None)
                 continue
-            name = upload.filename or f"upload-{index}"
+            name = printable_name(upload.filename or f"upload-{index}")
             path = Path(tmp) / f"{index}-{_UNSAFE.sub('_', name)[-100:]}"
             with path.open("wb") as out:
                 shutil.copyfileobj(upload.file, out, 1 << 20)

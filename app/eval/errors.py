@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 #: The most characters of an offending value an error message shows (the rest is elided).
@@ -22,6 +23,12 @@ def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
 def shorten_name(name: str, limit: int = SHOWN_CHARS) -> str:
     """A file name for a message: its end (which has the extension) when it is too long."""
     return name if len(name) <= limit else "..." + name[-limit:]
+
+
+def printable_name(name: str) -> str:
+    """A file name as people get to see it and as a database keeps it: control characters
+    (a NUL, which PostgreSQL refuses, a newline) and lone surrogates become ``?``."""
+    return "".join("?" if unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
 
 
 class InputError(Exception):

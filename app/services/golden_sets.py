@@ -96,6 +96,8 @@ def import_golden_set(
     except InputError as error:
         raise bad_input(error, source_names) from None
     report: dict[str, Any] = {"judgments": gold.report.as_dict()}
+    # the uploaded file's name, not the server's temporary path
+    report["judgments"]["source"] = (source_names or {}).get(str(qrels), str(qrels))
     if documents is not None:
         relevant_ids = gold.relevant.select("doc_id").unique()
         absent = relevant_ids.join(documents.select("doc_id"), on="doc_id", how="anti")

@@ -26,6 +26,7 @@ from app.eval import (
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval.errors import printable_name
 from app.eval.golden import GoldenSet as EvalGoldenSet
 from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
@@ -69,6 +70,7 @@ def import_run(
     if taken is not None:
         raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
     gold = eval_golden_set(session=session, golden=golden)
+    source_name = printable_name(source_name)
     try:
         ranked = load_run(
             path, gold, name=name, order=order, fmt=fmt, keep_results=True, id_limits=ID_LIMITS

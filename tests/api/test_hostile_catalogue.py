@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 from app.cli import main as cli_main
 from app.models import Role
 from app.settings import get_settings
-from tests.api.hostile_cases import CASES, CORPUS, GOOD, QRELS, QUERIES, Case, lookup
+from tests.api.hostile_cases import CASES, CORPUS, GOOD, QRELS, QUERIES, RUN, Case, lookup
 from tests.api.test_bad_input import row_counts
 from tests.conftest import TEST_SECRET, Account, login
 
@@ -343,3 +343,48 @@ def test_min_grade_beyond_its_column(
     assert response.status_code == 422
     assert "Traceback" not in response.text
     assert sum(row_counts(engine).values()) == 0
+
+
+def multipart(fields: dict[str, bytes], file_field: str, filename: bytes, content: bytes) -> bytes:
+    """A multipart body written by hand: clients percent-encode a NUL in a file name, an
+    attacker's script does not."""
+    parts = [
+        b'--XX\r\nContent-Disposition: form-data; name="%s"\r\n\r\n%s\r\n' % (k.encode(), v)
+        for k, v in fields.items()
+    ]
+    parts.append(
+        b'--XX\r\nContent-Disposition: form-data; name="%s"; filename="%s"\r\n'
+        b"Content-Type: text/plain\r\n\r\n%s\r\n" % (file_field.encode(), filename, content)
+    )
+    return b"".join(parts) + b"--XX--\r\n"
+
+
+@DB
+def test_control_characters_in_a_file_name(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine
+) -> None:
+    """A NUL in an uploaded file's name used to reach PostgreSQL (a 500): shown and stored as
+    ``?``, in the run's source name and in error messages."""
+    headers = {
+        **accounts[Role.LEAD].headers,
+        "Content-Type": "multipart/form-data; boundary=XX",
+    }
+    golden_id = import_good(client, accounts[Role.LEAD].headers)
+    body = multipart({"name": b"nul"}, "run", b"a\x00b\x01.trec", RUN.encode())
+    response = client.post(f"/api/v1/golden-sets/{golden_id}/runs", headers=headers, content=body)
+    assert response.status_code == 201, response.text
+    assert response.json()["source_name"] == "a?b?.trec"
+    before = row_counts(engine)
+    body = multipart({"name": b"bad"}, "run", b"c\x00d.trec", b"q1 Q0 a 1 x t\n")
+    response = client.post(f"/api/v1/golden-sets/{golden_id}/runs", headers=headers, content=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("c?d.trec, line 1: ")
+    body = multipart({"name": b"g"}, "qrels", b"e\x00f.qrels", b"q1 0 a x\n")
+    response = client.post("/api/v1/golden-sets", headers=headers, content=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("e?f.qrels, line 1: ")
+    assert row_counts(engine) == before
+    body = multipart({"name": b"g"}, "qrels", b"g\x00h.qrels", QRELS.encode())
+    response = client.post("/api/v1/golden-sets", headers=headers, content=body)
+    assert response.status_code == 201, response.text
+    assert response.json()["report"]["judgments"]["source"] == "g?h.qrels"
