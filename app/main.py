@@ -20,6 +20,7 @@ from app.api import api_router
 from app.api import errors as api_errors
 from app.api.deps import ReviewerDep
 from app.api.params import refuse_nul
+from app.api.uploads import limit_decompression
 from app.clock import Clock
 from app.db import make_engine
 from app.middleware import BodySizeLimit, BodyTimeout, SecurityHeaders
@@ -64,7 +65,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
-        dependencies=[Depends(refuse_nul)],
+        dependencies=[Depends(refuse_nul), Depends(limit_decompression)],
     )
     app.state.settings = settings
     app.state.engine = engine or make_engine(settings)

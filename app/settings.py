@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.eval.textio import DecompressionLimit
+
 log = logging.getLogger(__name__)
 
 DEVELOPMENT_SECRET = "misstriage-development-secret-not-for-production"
@@ -32,6 +34,10 @@ class Settings(BaseSettings):
     secret_key: str = DEVELOPMENT_SECRET
     #: Largest accepted upload, in bytes (a request body over it answers 413).
     upload_max_bytes: int = 2 * 1024**3
+    #: Largest size a gzip upload may decompress to (default 4 x upload_max_bytes), and how
+    #: many times its compressed size it may grow beyond 64 MiB: a decompression bomb stops.
+    decompressed_max_bytes: int | None = None
+    decompression_max_ratio: int = 100
     #: How long a claimed miss stays leased to its reviewer.
     lease_seconds: int = 600
     session_hours: int = 24 * 14
@@ -119,6 +125,13 @@ class Settings(BaseSettings):
                 "python -c 'import secrets; print(secrets.token_urlsafe())'"
             )
         return self
+
+    def decompression_limit(self) -> DecompressionLimit:
+        """The bound on every gzip file an import or ``evaluate`` reads."""
+        return DecompressionLimit(
+            max_bytes=self.decompressed_max_bytes or 4 * self.upload_max_bytes,
+            max_ratio=self.decompression_max_ratio,
+        )
 
     @property
     def is_sqlite(self) -> bool:

@@ -10,7 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fastapi import UploadFile
+from fastapi import Request, UploadFile
+
+from app.eval.errors import printable_name
+from app.eval.textio import set_decompression_limit
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -20,6 +23,13 @@ class SavedUploads:
     paths: list[Path | None]
     #: temporary path -> the name the user uploaded, so errors name the user's file
     names: dict[str, str] = field(default_factory=dict)
+
+
+async def limit_decompression(request: Request) -> None:
+    """A global dependency: every gzip file read while answering this request is bounded by
+    the app's settings (async, so that the limit is set in the request's own context, which
+    the endpoint's worker thread copies)."""
+    set_decompression_limit(request.app.state.settings.decompression_limit())
 
 
 def _present(upload: UploadFile | None) -> bool:
@@ -36,7 +46,7 @@ def saved_uploads(*uploads: UploadFile | None) -> Iterator[SavedUploads]:
             if upload is None or not _present(upload):
                 saved.paths.append(None)
                 continue
-            name = upload.filename or f"upload-{index}"
+            name = printable_name(upload.filename or f"upload-{index}")
             path = Path(tmp) / f"{index}-{_UNSAFE.sub('_', name)[-100:]}"
             with path.open("wb") as out:
                 shutil.copyfileobj(upload.file, out, 1 << 20)

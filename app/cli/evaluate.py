@@ -39,7 +39,7 @@ from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.evaluate import query_row
 from app.eval.jsonl import read_corpus
-from app.eval.textio import ProgressFn
+from app.eval.textio import DecompressionLimit, ProgressFn, decompression_limit
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_BAD_INPUT = 2
@@ -49,6 +49,17 @@ def _clusters(path: Path) -> pl.DataFrame:
     """doc_id -> cluster_id of the documents of a corpus.jsonl that carry a cluster."""
     pairs = [(d.doc_id, d.cluster_id) for d in read_corpus(path) if d.cluster_id]
     return pl.DataFrame(pairs, schema={"doc_id": pl.String, "cluster_id": pl.String}, orient="row")
+
+
+def _decompression_limit() -> DecompressionLimit:
+    """MISSTRIAGE_DECOMPRESSED_MAX_BYTES and friends, as the service reads them; the
+    defaults where the service's settings do not load (evaluate needs no secret key)."""
+    from app.settings import get_settings
+
+    try:
+        return get_settings().decompression_limit()
+    except ValueError:
+        return DecompressionLimit()
 
 
 def _fail(message: str) -> NoReturn:
@@ -293,7 +304,10 @@ def evaluate(
     thresholds = Thresholds(recall=recall_threshold, ndcg=ndcg_threshold)
     try:
         paths = resolve_golden(qrels_path, queries=queries_path, split=split)
-        with _progress([paths.qrels, *(p for _, p in runs)]) as progress:
+        with (
+            decompression_limit(_decompression_limit()),
+            _progress([paths.qrels, *(p for _, p in runs)]) as progress,
+        ):
             golden = load_golden(
                 paths.qrels, queries=paths.queries, min_grade=min_grade, progress=progress
             )

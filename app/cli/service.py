@@ -15,13 +15,14 @@ from sqlmodel import Session, select
 from app.db import make_engine
 from app.eval import InputError, Order
 from app.eval.sources import resolve_golden
+from app.eval.textio import decompression_limit
 from app.migrate import upgrade
 from app.models import GoldenSet, Role
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services import users as user_service
-from app.services.errors import ServiceError
+from app.services.errors import BadInput, Invalid, ServiceError
 from app.settings import Settings, get_settings
 
 
@@ -39,15 +40,23 @@ def _settings() -> Settings:
 
 @contextmanager
 def database() -> Iterator[Session]:
-    """A session on the migrated database; service errors become one line and exit 1."""
+    """A session on the migrated database; service errors become one line: exit 2 for bad
+    input (a file, a value), 1 for the rest (a name taken, nothing found)."""
     settings = _settings()
     upgrade(settings)
     engine = make_engine(settings)
     try:
-        with Session(engine, expire_on_commit=False) as session:
+        with (
+            decompression_limit(settings.decompression_limit()),
+            Session(engine, expire_on_commit=False) as session,
+        ):
             yield session
+    except (BadInput, Invalid) as exc:
+        _fail(exc.message, 2)
     except ServiceError as exc:
         _fail(exc.message)
+    except InputError as exc:
+        _fail(str(exc), 2)
     finally:
         engine.dispose()
 

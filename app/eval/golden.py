@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from app.eval.conventions import DEFAULT_MIN_GRADE
-from app.eval.errors import InputError
+from app.eval.errors import InputError, shorten
 from app.eval.jsonl import read_queries
 from app.eval.textio import ProgressFn
 from app.eval.trec import read_qrels
@@ -110,7 +110,8 @@ def golden_from_frame(
         raise InputError(
             source,
             int(row["bad"]),
-            f"query {row['qid']!r}, document {row['doc_id']!r} is judged again with a different "
+            f"query {shorten(row['qid'])}, document {shorten(row['doc_id'])} is judged again "
+            "with a different "
             f"grade than on line {row['first_line']}",
         )
     judgments = pairs.select("qid", "doc_id", pl.col("grade").cast(pl.Int64))

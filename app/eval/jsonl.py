@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,8 +23,18 @@ from typing import Any
 
 import polars as pl
 
-from app.eval.errors import InputError
-from app.eval.textio import ProgressFn, plain_file
+from app.eval.errors import InputError, shorten
+from app.eval.textio import ProgressFn, numbered_lines, plain_file
+from app.eval.values import INT32_MAX
+
+#: The deepest nesting of arrays and objects a line may have. Our shapes need 3; stdlib json
+#: recurses once a level, so a line ``[[[[...`` 100,000 deep would exhaust the stack.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: A lone UTF-16 surrogate (``"\ud800"`` in JSON) is no character: no UTF-8 text holds it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 LIST_FORMAT = "jsonl-lists"
 HIT_FORMAT = "jsonl-hits"
@@ -32,7 +43,7 @@ HIT_FORMAT = "jsonl-hits"
 def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
     """Yield (line number, byte length, parsed JSON value) for every non-blank line."""
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in numbered_lines(handle, source):
             if not raw.strip():
                 continue
             try:
@@ -41,11 +52,41 @@ def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
                 raise InputError(
                     source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
                 ) from None
+            depth = _nesting_depth(raw)
+            if depth > MAX_JSON_DEPTH:
+                raise InputError(
+                    source,
+                    number,
+                    f"JSON nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})",
+                )
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise InputError(source, number, f"not valid JSON ({exc.msg})") from None
+            except (ValueError, RecursionError) as exc:
+                # ValueError: an integer of more than 4,300 digits (Python's limit).
+                raise InputError(
+                    source, number, f"not valid JSON ({shorten(str(exc), 100)})"
+                ) from None
             yield number, len(raw), value
+
+
+def _nesting_depth(raw: bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` outside strings, found without recursion (a
+    scan before ``json.loads``, which recurses); the count of brackets when that is smaller
+    than the limit, which bounds the depth and costs two ``bytes.count``."""
+    opening = raw.count(b"[") + raw.count(b"{")
+    if opening <= MAX_JSON_DEPTH:
+        return opening
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    depth = deepest = 0
+    for byte in brackets:
+        depth += 1 if byte in (0x5B, 0x7B) else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_JSON_DEPTH:
+                break
+    return deepest
 
 
 def _identifier(value: Any, *, source: str, line: int, field: str, limit: int | None = None) -> str:
@@ -54,9 +95,12 @@ def _identifier(value: Any, *, source: str, line: int, field: str, limit: int | 
             source, line, f'"{field}" must be a string or an integer, got {_kind(value)}'
         )
     text = str(value)
+    _check_unicode(text, source=source, line=line, field=field)
     if not text or any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
         raise InputError(
-            source, line, f'"{field}" {text!r} is empty or contains whitespace or control bytes'
+            source,
+            line,
+            f'"{field}" {shorten(text)} is empty or contains whitespace or control bytes',
         )
     _check_length(text, limit, source=source, line=line, what=f'"{field}"')
     return text
@@ -67,7 +111,7 @@ def _check_length(text: str, limit: int | None, *, source: str, line: int, what:
         raise InputError(
             source,
             line,
-            f"{what} {text[:40]!r}... is {len(text)} characters long (at most {limit})",
+            f"{what} {shorten(text, 40)} is {len(text):,} characters long (at most {limit})",
         )
 
 
@@ -77,16 +121,48 @@ def _text(value: Any, *, source: str, line: int, field: str) -> str:
         raise InputError(source, line, f'"{field}" must be a string, got {_kind(value)}')
     if "\x00" in value:
         raise InputError(source, line, f'"{field}" contains a NUL byte')
+    _check_unicode(value, source=source, line=line, field=field)
     return value
+
+
+def _check_unicode(text: str, *, source: str, line: int, field: str) -> None:
+    found = _SURROGATE.search(text)
+    if found:
+        raise InputError(
+            source,
+            line,
+            f'"{field}" holds a lone surrogate \\u{ord(found.group()):04x}: not valid Unicode',
+        )
 
 
 def _number(value: Any, *, source: str, line: int, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(source, line, f'"{field}" must be a number, got {_kind(value)}')
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
     if not math.isfinite(number):
-        raise InputError(source, line, f'"{field}" {value!r} is not a finite number')
+        raise InputError(source, line, f'"{field}" {shorten(value)} is not a finite number')
     return number + 0.0
+
+
+def _integer(
+    value: Any,
+    *,
+    source: str,
+    line: int,
+    field: str,
+    low: int = INT64_MIN,
+    high: int = INT64_MAX,
+) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(source, line, f'"{field}" must be an integer, got {_kind(value)}')
+    if not low <= value <= high:
+        raise InputError(
+            source, line, f'"{field}" {shorten(value)} is out of range ({low} to {high})'
+        )
+    return value
 
 
 def _kind(value: Any) -> str:
@@ -152,8 +228,8 @@ def read_jsonl_run(path: Path, *, progress: ProgressFn | None = None) -> tuple[p
                 docs.append(_identifier(obj["doc_id"], source=source, line=line, field="doc_id"))
                 scores.append(_number(obj["score"], source=source, line=line, field="score"))
                 rank = obj.get("rank")
-                if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
-                    raise InputError(source, line, f'"rank" must be an integer, got {_kind(rank)}')
+                if rank is not None:
+                    rank = _integer(rank, source=source, line=line, field="rank")
                 ranks.append(rank)
                 lines.append(line)
     frame = pl.DataFrame(
@@ -192,7 +268,7 @@ def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, st
                 _add_query(queries, qid, text, source=source, line=line)
         else:
             with plain.open("rb") as handle:
-                for line, raw in enumerate(handle, start=1):
+                for line, raw in numbered_lines(handle, source):
                     try:
                         decoded = raw.decode("utf-8").rstrip("\r\n")
                     except UnicodeDecodeError:
@@ -223,9 +299,9 @@ def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, st
 
 def _add_query(queries: dict[str, str], qid: str, text: str, *, source: str, line: int) -> None:
     if not qid or any(c.isspace() for c in qid):
-        raise InputError(source, line, f"query id {qid!r} is empty or contains whitespace")
+        raise InputError(source, line, f"query id {shorten(qid)} is empty or contains whitespace")
     if qid in queries and queries[qid] != text:
-        raise InputError(source, line, f"query {qid!r} appears twice with different texts")
+        raise InputError(source, line, f"query {shorten(qid)} appears twice with different texts")
     queries[qid] = text
 
 
@@ -253,7 +329,7 @@ def read_corpus(path: Path, *, max_id_chars: int | None = None) -> Iterator[Docu
                 obj["_id"], source=source, line=line, field="_id", limit=max_id_chars
             )
             if doc_id in seen:
-                raise InputError(source, line, f"document {doc_id!r} appears twice")
+                raise InputError(source, line, f"document {shorten(doc_id)} appears twice")
             seen.add(doc_id)
             fields: dict[str, Any] = {}
             for name in ("title", "text"):
@@ -266,14 +342,16 @@ def read_corpus(path: Path, *, max_id_chars: int | None = None) -> Iterator[Docu
                     else _identifier(raw, source=source, line=line, field=name, limit=max_id_chars)
                 )
             chunk = obj.get("chunk_index")
-            if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)):
-                raise InputError(
-                    source, line, f'"chunk_index" must be an integer, got {_kind(chunk)}'
+            if chunk is not None:
+                chunk = _integer(
+                    chunk, source=source, line=line, field="chunk_index", low=0, high=INT32_MAX
                 )
             yield Document(doc_id=doc_id, chunk_index=chunk, **fields)
+    if not seen:
+        raise InputError(source, None, 'the corpus is empty (expected JSON lines {"_id": ...})')
 
 
-def read_manifest(path: Path) -> list[str]:
+def read_manifest(path: Path, *, max_id_chars: int | None = None) -> list[str]:
     """Read an index manifest: the ids of the documents the search index holds, one a line
     (blank lines and lines starting with ``#`` skipped; plain or gzip). A repeated id is an
     error naming both lines, because a manifest that lists a document twice was not made by
@@ -281,7 +359,7 @@ def read_manifest(path: Path) -> list[str]:
     source = str(path)
     first_seen: dict[str, int] = {}
     with plain_file(path) as plain, plain.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in numbered_lines(handle, source):
             try:
                 text = raw.decode("utf-8").strip()
             except UnicodeDecodeError as exc:
@@ -291,12 +369,21 @@ def read_manifest(path: Path) -> list[str]:
             if not text or text.startswith("#"):
                 continue
             if any(c.isspace() for c in text):
-                raise InputError(source, number, f"a document id has no spaces, got {text!r}")
+                raise InputError(
+                    source, number, f"a document id has no spaces, got {shorten(text)}"
+                )
+            if any(unicodedata.category(c) == "Cc" for c in text):
+                raise InputError(
+                    source, number, f"a document id has no control bytes, got {shorten(text)}"
+                )
+            _check_length(text, max_id_chars, source=source, line=number, what="document id")
             if text in first_seen:
                 raise InputError(
                     source,
                     number,
-                    f"document {text!r} is listed twice (first on line {first_seen[text]})",
+                    f"document {shorten(text)} is listed twice (first on line {first_seen[text]})",
                 )
             first_seen[text] = number
+    if not first_seen:
+        raise InputError(source, None, "the manifest is empty (expected one document id a line)")
     return list(first_seen)

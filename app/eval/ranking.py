@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 import polars as pl
 
 from app.eval.conventions import Order
-from app.eval.errors import InputError
+from app.eval.errors import InputError, shorten
 from app.eval.golden import GoldenSet, count
 from app.eval.jsonl import LIST_FORMAT
 
@@ -151,7 +151,7 @@ def _no_match(run_qids: pl.Series, evaluated: list[str]) -> str:
     """A run that answers none of the golden queries is the wrong file (or the wrong ids)."""
 
     def some(ids: list[str]) -> str:
-        shown = ", ".join(repr(i) for i in ids[:3])
+        shown = ", ".join(shorten(i, 60) for i in ids[:3])
         return shown + (", ..." if len(ids) > 3 else "")
 
     return (

@@ -3,36 +3,43 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.eval.conventions import Order
-from app.eval.errors import InputError
-from app.eval.golden import GoldenSet
+from app.eval.errors import InputError, shorten, shorten_name
+from app.eval.golden import GoldenSet, IdLimits
 from app.eval.jsonl import read_jsonl_run
 from app.eval.ranking import RankedRun, rank_run
-from app.eval.textio import GZIP_MAGIC, ProgressFn
+from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn
 from app.eval.trec import read_trec_run
+from app.eval.values import check_length
 
 RUN_FORMATS = ("trec", "jsonl")
 
 
 def _head(path: Path, size: int = 4096) -> bytes:
-    with path.open("rb") as handle:
-        head = handle.read(size)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(size)
+    except OSError as exc:
+        raise InputError(path, None, f"cannot be read ({exc.strerror or exc})") from None
     if head.startswith(GZIP_MAGIC):
         try:
             with gzip.open(path, "rb") as handle:
                 head = handle.read(size)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             raise InputError(path, None, "not a readable gzip file") from None
-    return head
+    return head.removeprefix(BOM)
 
 
 def detect_run_format(path: Path) -> str:
     """``jsonl`` when the first non-blank character is ``{``, else ``trec``."""
     if not path.is_file():
-        raise InputError(path, None, "file not found" if not path.exists() else "not a file")
+        raise InputError(
+            path, None, "file not found" if not path.exists() else "not a file (a directory?)"
+        )
     return "jsonl" if _head(path).lstrip().startswith(b"{") else "trec"
 
 
@@ -45,8 +52,11 @@ def load_run(
     fmt: str | None = None,
     keep_results: bool = False,
     progress: ProgressFn | None = None,
+    id_limits: IdLimits | None = None,
 ) -> RankedRun:
-    """Read a run file (TREC or JSONL, plain or gzip) and rank it under the conventions."""
+    """Read a run file (TREC or JSONL, plain or gzip) and rank it under the conventions.
+
+    With ``id_limits`` (a store's column widths), a longer id is an error naming its line."""
     fmt = fmt or detect_run_format(path)
     if fmt not in RUN_FORMATS:
         raise InputError(path, None, f"unknown run format {fmt!r} (expected trec or jsonl)")
@@ -57,6 +67,11 @@ def load_run(
         frame, detail = read_jsonl_run(path, progress=progress)
     if frame.height == 0:
         raise InputError(path, None, "the run is empty")
+    if id_limits is not None:
+        check_length(frame, "qid", limit=id_limits.query, source=str(path), what="query id")
+        check_length(
+            frame, "doc_id", limit=id_limits.document, source=str(path), what="document id"
+        )
     return rank_run(
         frame,
         golden,
@@ -78,17 +93,38 @@ class GoldenPaths:
 
 def resolve_golden(path: Path, *, queries: Path | None = None, split: str = "test") -> GoldenPaths:
     """A qrels file, or a BEIR folder (``qrels/<split>.tsv``, ``queries.jsonl``,
-    ``corpus.jsonl``, and our own optional ``manifest.txt``: the ids the index holds)."""
+    ``corpus.jsonl``, and our own optional ``manifest.txt``: the ids the index holds).
+
+    A folder with a ``qrels/`` directory must hold the requested split: another split is never
+    read in its place. A folder without one may hold ``<split>.tsv`` or ``qrels.tsv``.
+    """
     if path.is_dir():
         qrels_dir = path / "qrels"
-        candidates = [qrels_dir / f"{split}.tsv", path / "qrels.tsv", path / f"{split}.tsv"]
         if qrels_dir.is_dir():
-            found = sorted(qrels_dir.glob("*.tsv"))
-            if len(found) == 1:
-                candidates.append(found[0])
-        qrels = next((c for c in candidates if c.is_file()), None)
-        if qrels is None:
-            raise InputError(path, None, f"no qrels/{split}.tsv or qrels.tsv in this BEIR folder")
+            wanted = qrels_dir / f"{split}.tsv"
+            if not wanted.is_file():
+                found = sorted(p.name for p in qrels_dir.iterdir() if p.is_file())
+                listed = ", ".join(shorten_name(f"qrels/{n}", 60) for n in found[:10])
+                more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+                raise InputError(
+                    path,
+                    None,
+                    f"no qrels/{shorten_name(split, 60)}.tsv in this BEIR folder (split "
+                    f"{shorten(split, 60)}); found "
+                    + (listed + more if found else "an empty qrels folder"),
+                )
+            qrels = wanted
+        else:
+            candidates = [path / f"{split}.tsv", path / "qrels.tsv"]
+            found_qrels = next((c for c in candidates if c.is_file()), None)
+            if found_qrels is None:
+                raise InputError(
+                    path,
+                    None,
+                    f"no qrels/{shorten_name(split, 60)}.tsv, {shorten_name(split, 60)}.tsv "
+                    "or qrels.tsv in this BEIR folder",
+                )
+            qrels = found_qrels
         beir_queries = path / "queries.jsonl"
         beir_corpus = path / "corpus.jsonl"
         manifest = path / "manifest.txt"

@@ -9,7 +9,8 @@ Two paths give the same result:
   numbers tracked explicitly. It handles what the fast path refuses (runs of spaces, mixed
   separators) and is the one that words the errors (bad values, wrong column counts).
 
-Gzip input is recognised by its magic bytes and decompressed to a temporary file, streaming.
+Gzip input is recognised by its magic bytes and decompressed to a temporary file, streaming,
+within a :class:`DecompressionLimit`; a UTF-8 byte-order mark at the start is dropped.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ import shutil
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 
@@ -29,13 +33,53 @@ from app.eval.errors import InputError
 from app.eval.values import float_column, int_column
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: A UTF-8 byte-order mark, which some editors write at the start of a text file: stripped.
+BOM = b"\xef\xbb\xbf"
 CHUNK_BYTES = 32 << 20
 #: Fields are separated by runs of blanks and tabs, as trec_eval's whitespace splitting does.
 _SEP = r"[ \t\v\f]+"
 _FIELD = r"([^ \t\v\f\r\n]+)"
 _BLANK_CHARS = " \t\v\f\r"
 
+#: The longest line read: a JSON ranking of a million documents is 20 MB; a gigabyte without
+#: a newline is not a line of any of our formats, and would be held in memory whole.
+MAX_LINE_BYTES = 256 << 20
+
 ProgressFn = Callable[[int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class DecompressionLimit:
+    """How much a gzip file may expand: at most ``max_bytes``, and beyond ``ratio_floor``
+    bytes at most ``max_ratio`` times its compressed size. Text tables compress 5 to 20
+    times; a decompression bomb (a gigabyte of zeros in a megabyte) about a thousand."""
+
+    max_bytes: int = 8 << 30
+    max_ratio: int = 100
+    ratio_floor: int = 64 << 20
+
+    def allowed(self, compressed: int) -> int:
+        return min(self.max_bytes, max(self.ratio_floor, self.max_ratio * compressed))
+
+
+_LIMIT: ContextVar[DecompressionLimit] = ContextVar(
+    "decompression_limit",
+    default=DecompressionLimit(),  # noqa: B039 (frozen, so never mutated)
+)
+
+
+def set_decompression_limit(limit: DecompressionLimit) -> Token[DecompressionLimit]:
+    """Apply ``limit`` to every gzip file read in the current context (a request, a command)."""
+    return _LIMIT.set(limit)
+
+
+@contextlib.contextmanager
+def decompression_limit(limit: DecompressionLimit) -> Iterator[None]:
+    token = _LIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
 
 
 def is_gzip(path: Path) -> bool:
@@ -44,26 +88,83 @@ def is_gzip(path: Path) -> bool:
         return handle.read(2) == GZIP_MAGIC
 
 
-@contextlib.contextmanager
-def plain_file(path: Path) -> Iterator[Path]:
-    """Yield a path to the uncompressed bytes of ``path`` (itself, or a temporary copy)."""
+def _head(path: Path) -> bytes:
+    """The first bytes of a file, or an InputError when it cannot be read at all."""
     if not path.exists():
         raise InputError(path, None, "file not found")
     if not path.is_file():
-        raise InputError(path, None, "not a file")
-    if not is_gzip(path):
+        raise InputError(path, None, "not a file (a directory?)")
+    try:
+        with path.open("rb") as handle:
+            return handle.read(3)
+    except OSError as exc:
+        raise InputError(path, None, f"cannot be read ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def plain_file(path: Path) -> Iterator[Path]:
+    """Yield a path to the uncompressed bytes of ``path`` (itself, or a temporary copy), with
+    a leading byte-order mark removed. Decompression stops at the context's
+    :class:`DecompressionLimit`; gzip inside gzip is refused."""
+    head = _head(path)
+    if not head.startswith((GZIP_MAGIC, BOM)):
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="misstriage-") as tmp:
-        target = Path(tmp) / (path.name.removesuffix(".gz") or "input")
-        try:
-            with gzip.open(path, "rb") as src, target.open("wb") as dst:
+        target = Path(tmp) / (path.name.removesuffix(".gz")[-100:] or "input")
+        if head.startswith(BOM):
+            with path.open("rb") as src, target.open("wb") as dst:
+                src.seek(len(BOM))
                 shutil.copyfileobj(src, dst, 1 << 20)
-        except EOFError:
-            raise InputError(path, None, "truncated gzip file (unexpected end of data)") from None
-        except (OSError, zlib.error) as exc:
-            raise InputError(path, None, f"not a readable gzip file ({exc})") from None
+        else:
+            _gunzip(path, target)
         yield target
+
+
+def _gunzip(path: Path, target: Path) -> None:
+    limit = _LIMIT.get()
+    allowed = limit.allowed(path.stat().st_size)
+    if allowed < limit.max_bytes:
+        why = f"{limit.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
+    else:
+        why = "MISSTRIAGE_DECOMPRESSED_MAX_BYTES"
+    written = 0
+    try:
+        with gzip.open(path, "rb") as src, target.open("wb") as dst:
+            # GzipFile.read(n) inflates at most n bytes: memory stays bounded.
+            block = src.read(1 << 20)
+            if block.startswith(GZIP_MAGIC):
+                raise InputError(path, None, "gzip inside gzip: compress the file once")
+            block = block.removeprefix(BOM)
+            while block:
+                written += len(block)
+                if written > allowed:
+                    raise InputError(
+                        path,
+                        None,
+                        f"decompresses to more than {allowed:,} bytes, the limit ({why}): "
+                        "refused as a decompression bomb",
+                    )
+                dst.write(block)
+                block = src.read(1 << 20)
+    except EOFError:
+        raise InputError(path, None, "truncated gzip file (unexpected end of data)") from None
+    except (OSError, zlib.error) as exc:
+        raise InputError(path, None, f"not a readable gzip file ({exc})") from None
+
+
+def numbered_lines(handle: BinaryIO, source: str) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, bytes) of every line of a binary file, each at most
+    ``MAX_LINE_BYTES`` long (a longer one is an error naming it, read no further)."""
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise InputError(source, number, f"a line longer than {MAX_LINE_BYTES:,} bytes")
+        yield number, raw
 
 
 def sniff_separator(path: Path) -> str | None:
@@ -243,6 +344,10 @@ def _chunks(path: Path, *, source: str, progress: ProgressFn | None) -> Iterator
             if block:
                 cut = data.rfind(b"\n")
                 if cut < 0:
+                    if len(data) > MAX_LINE_BYTES:
+                        raise InputError(
+                            source, line, f"a line longer than {MAX_LINE_BYTES:,} bytes"
+                        )
                     rest = data
                     continue
                 rest, data = data[cut + 1 :], data[:cut]

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 
 from app.eval.errors import InputError
-from app.eval.textio import ProgressFn, plain_file, read_table
-from app.eval.values import int_column
+from app.eval.textio import ProgressFn, numbered_lines, plain_file, read_table
+from app.eval.values import check_range, int_column
 
 RUN_COLUMNS = ("qid", "q0", "doc_id", "rank", "score", "tag")
 RUN_EXPECTED = "qid Q0 docno rank score tag"
@@ -53,7 +53,7 @@ def read_qrels(path: Path, *, progress: ProgressFn | None = None) -> tuple[pl.Da
     """
     source = str(path)
     with plain_file(path) as plain:
-        first = _first_data_line(plain)
+        first = _first_data_line(plain, source)
         if first is None:
             raise InputError(source, None, "the qrels file is empty")
         number, fields = first
@@ -82,12 +82,13 @@ def read_qrels(path: Path, *, progress: ProgressFn | None = None) -> tuple[pl.Da
     if header is not None:
         frame = frame.filter(pl.col("line") != header)
         frame = int_column(frame, "grade", source=source, what="grade")
+    check_range(frame, "grade", source=source, what="grade")
     return frame, fmt
 
 
-def _first_data_line(path: Path) -> tuple[int, list[str]] | None:
+def _first_data_line(path: Path, source: str) -> tuple[int, list[str]] | None:
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in numbered_lines(handle, source):
             text = raw.decode("utf-8", errors="replace").strip()
             if text:
                 return number, text.split()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from app.eval.errors import InputError
+from app.eval.errors import InputError, shorten
+
+#: The integers a database column holds (PostgreSQL ``integer``): grades, chunk indexes.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _first_bad(frame: pl.DataFrame, bad: pl.Expr, column: str) -> tuple[int, str, int] | None:
@@ -25,11 +28,13 @@ def float_column(frame: pl.DataFrame, column: str, *, source: str, what: str) ->
     found = _first_bad(frame, parsed.is_null(), column)
     if found:
         line, text, count = found
-        raise InputError(source, line, f"{what} {text!r} is not a number{_more(count)}")
+        raise InputError(source, line, f"{what} {shorten(text)} is not a number{_more(count)}")
     found = _first_bad(frame, ~parsed.is_finite(), column)
     if found:
         line, text, count = found
-        raise InputError(source, line, f"{what} {text!r} is not a finite number{_more(count)}")
+        raise InputError(
+            source, line, f"{what} {shorten(text)} is not a finite number{_more(count)}"
+        )
     return frame.with_columns(parsed + 0.0)
 
 
@@ -39,8 +44,28 @@ def int_column(frame: pl.DataFrame, column: str, *, source: str, what: str) -> p
     found = _first_bad(frame, parsed.is_null(), column)
     if found:
         line, text, count = found
-        raise InputError(source, line, f"{what} {text!r} is not an integer{_more(count)}")
+        raise InputError(source, line, f"{what} {shorten(text)} is not an integer{_more(count)}")
     return frame.with_columns(parsed)
+
+
+def check_range(
+    frame: pl.DataFrame,
+    column: str,
+    *,
+    source: str,
+    what: str,
+    low: int = INT32_MIN,
+    high: int = INT32_MAX,
+) -> None:
+    """Refuse integers outside [low, high] (a database column's range), naming the line."""
+    found = _first_bad(frame, ~pl.col(column).is_between(low, high), column)
+    if found:
+        line, text, count = found
+        raise InputError(
+            source,
+            line,
+            f"{what} {shorten(text)} is out of range ({low} to {high}){_more(count)}",
+        )
 
 
 def check_length(frame: pl.DataFrame, column: str, *, limit: int, source: str, what: str) -> None:

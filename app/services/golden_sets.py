@@ -12,8 +12,10 @@ from sqlmodel import Session, SQLModel, col, select
 from app.db import write_transaction
 from app.eval import GoldenSet as EvalGoldenSet
 from app.eval import InputError, golden_from_frame, load_golden
+from app.eval.errors import shorten_name
 from app.eval.golden import IdLimits
 from app.eval.jsonl import read_corpus, read_manifest
+from app.eval.values import INT32_MAX, INT32_MIN
 from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
@@ -33,15 +35,16 @@ ID_LIMITS = IdLimits(query=column_width(Judgment, "qid"), document=column_width(
 def bad_input(error: InputError, names: dict[str, str] | None = None) -> BadInput:
     """An InputError from app.eval as a 400 naming the uploaded file (not its temp path)."""
     source = (names or {}).get(error.source or "", error.source)
+    shown = shorten_name(source or "<input>")
     message = (
-        f"{source}, line {error.line}: {error.message}"
+        f"{shown}, line {error.line}: {error.message}"
         if error.line
-        else (f"{source}: {error.message}")
+        else f"{shown}: {error.message}"
     )
     return BadInput(
         message,
         code="bad_input",
-        details={"file": source, "line": error.line, "problem": error.message},
+        details={"file": shown, "line": error.line, "problem": error.message},
     )
 
 
@@ -69,6 +72,11 @@ def import_golden_set(
     manifest, the corpus is what the index holds.
     """
     name = _check_name(name)
+    if not INT32_MIN <= min_grade <= INT32_MAX:
+        raise Invalid(
+            f"min_grade must be an integer from {INT32_MIN} to {INT32_MAX}",
+            code="invalid_min_grade",
+        )
     if manifest is not None and corpus is None:
         raise Invalid(
             "an index manifest needs the corpus it describes", code="manifest_without_corpus"
@@ -78,10 +86,16 @@ def import_golden_set(
     try:
         gold = load_golden(qrels, queries=queries, min_grade=min_grade, id_limits=ID_LIMITS)
         documents = _read_documents(corpus) if corpus is not None else None
-        indexed = read_manifest(manifest) if manifest is not None else None
+        indexed = (
+            read_manifest(manifest, max_id_chars=ID_LIMITS.document)
+            if manifest is not None
+            else None
+        )
     except InputError as error:
         raise bad_input(error, source_names) from None
     report: dict[str, Any] = {"judgments": gold.report.as_dict()}
+    # the uploaded file's name, not the server's temporary path
+    report["judgments"]["source"] = (source_names or {}).get(str(qrels), str(qrels))
     if documents is not None:
         relevant_ids = gold.relevant.select("doc_id").unique()
         absent = relevant_ids.join(documents.select("doc_id"), on="doc_id", how="anti")

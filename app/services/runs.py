@@ -26,11 +26,12 @@ from app.eval import (
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval.errors import printable_name
 from app.eval.golden import GoldenSet as EvalGoldenSet
 from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
-from app.services.golden_sets import bad_input, column_width, eval_golden_set
+from app.services.golden_sets import ID_LIMITS, bad_input, column_width, eval_golden_set
 from app.services.names import check_name
 
 RUN_FORMATS = ("trec", "jsonl")
@@ -68,8 +69,11 @@ def import_run(
     if taken is not None:
         raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
     gold = eval_golden_set(session=session, golden=golden)
+    source_name = printable_name(source_name)
     try:
-        ranked = load_run(path, gold, name=name, order=order, fmt=fmt, keep_results=True)
+        ranked = load_run(
+            path, gold, name=name, order=order, fmt=fmt, keep_results=True, id_limits=ID_LIMITS
+        )
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
     top = top_candidates(ranked, keep_depth)

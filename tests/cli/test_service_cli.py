@@ -104,7 +104,7 @@ def test_users_tokens_imports_and_triage(database_url: str, write_file: WriteFil
         "--run",
         write_file("bad.trec", "q1 Q0 a 1 x t\n"),
     )
-    assert bad.returncode == 1
+    assert bad.returncode == 2  # bad input: exit 2, like evaluate
     assert bad.stderr.strip() == "misstriage: error: bad.trec, line 1: score 'x' is not a number"
 
 
