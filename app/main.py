@@ -98,7 +98,9 @@ def create_app(
         )
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
-    app.add_middleware(BodySizeLimit, max_bytes=settings.upload_max_bytes)
+    app.add_middleware(
+        BodySizeLimit, max_bytes=settings.upload_max_bytes, refusal=api_errors.too_large
+    )
     app.add_middleware(SecurityHeaders)
     # Outermost: every answer, the 413s of BodySizeLimit included, gets a request id and a log line.
     app.add_middleware(RequestLog)

@@ -25,7 +25,7 @@ from app.eval import (
     top_candidates,
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
-from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval.conventions import DEFAULT_DEPTHS, CutoffError, check_cutoffs
 from app.eval.golden import GoldenSet as EvalGoldenSet
 from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
@@ -250,6 +250,10 @@ def evaluate_stored_run(
     """Every measure of a stored run, under the same conventions as ``misstriage evaluate``."""
     if k < 1 or depth < 1 or any(d < 1 for d in depths):
         raise Invalid("k, depth and depths must be positive integers", code="invalid_cutoff")
+    try:
+        check_cutoffs(k=k, depth=depth)
+    except CutoffError as exc:
+        raise Invalid(str(exc), code=exc.code) from None
     gold = eval_golden_set(session=session, golden=golden)
     ranked = stored_ranking(session=session, run=run, gold=gold)
     conventions = Conventions(order=Order(run.order), gain=gain, min_grade=golden.min_grade)
