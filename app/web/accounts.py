@@ -165,5 +165,6 @@ def create_token(
 def revoke_token(
     request: Request, session: SessionDep, principal: ReviewerDep, token_id: Id
 ) -> Response:
-    user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
-    return redirect(request, str(request.url_for("tokens_page")))
+    revoked = user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
+    said = f"token `{revoked.name}` revoked"
+    return redirect(request, str(request.url_for("tokens_page")), flash=said)
