@@ -16,6 +16,7 @@ from app.eval.conventions import (
     Gain,
     check_cutoffs,
 )
+from app.services.errors import Invalid
 
 E = TypeVar("E", bound=StrEnum)
 N = TypeVar("N", int, float, None)
@@ -124,3 +125,13 @@ def read_view(
     if view.k > view.depth:  # what is shown is always computable
         view.k, view.depth = DEFAULT_K, DEFAULT_DEPTH
     return view
+
+
+def refuse_bad_view(view: View) -> None:
+    """For pages whose controls are links, not fields: a bad value answers the error page
+    (422) with every field's message."""
+    if view.errors:
+        raise Invalid(
+            "; ".join(view.errors[name] for name in sorted(view.errors)),
+            code="invalid_" + sorted(view.errors)[0],
+        )

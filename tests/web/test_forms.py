@@ -262,3 +262,31 @@ def test_settings_and_token_forms_redirect_with_a_message(
     # A flash cookie nobody signed is ignored.
     client.cookies.set("misstriage_flash", "forged.value")
     assert flash_of(client, "/tokens") is None
+
+
+@SQLITE
+def test_link_controls_refuse_bad_values_as_pages(client: TestClient, golden_url: str) -> None:
+    """The run page and the comparison take k and depth from links: a bad one is the error
+    page naming the field (never a silent clamp), a good one the page."""
+    run = BeautifulSoup(client.get(golden_url).text, "html.parser").select_one(
+        '#runs-table a[href*="/runs/"]'
+    )
+    run_path = urlsplit(run["href"]).path
+    for query, code, words in (
+        ("k=0", "invalid_k", "k must be between 1 and 100000, not 0"),
+        ("depth=abc", "invalid_depth", "depth must be a whole number, not 'abc'"),
+        ("k=20&depth=10", "invalid_k", "k (20) is larger than depth (10)"),
+        ("gain=cubic", "invalid_gain", "gain must be one of exp, linear"),
+    ):
+        page = client.get(f"{run_path}?{query}")
+        assert page.status_code == 422, query
+        assert page.headers["x-error-code"] == code, query
+        alert = BeautifulSoup(page.text, "html.parser").select_one('[role="alert"]')
+        assert words in alert.get_text(), query
+    assert client.get(f"{run_path}?k=5&depth=5&gain=").status_code == 200
+    run_id = run_path.rsplit("/", 1)[1]
+    compare = f"{golden_url}/compare?a={run_id}&b={run_id}"
+    assert client.get(f"{compare}&depth=").status_code == 200
+    refused = client.get(f"{compare}&depth=0")
+    assert refused.status_code == 422
+    assert refused.headers["x-error-code"] == "invalid_depth"
