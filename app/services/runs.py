@@ -27,6 +27,7 @@ from app.eval import (
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import DEFAULT_DEPTHS, CutoffError, check_cutoffs
 from app.eval.golden import GoldenSet as EvalGoldenSet
+from app.eval.textio import ProgressFn
 from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
@@ -55,9 +56,11 @@ def import_run(
     description: str = "",
     keep_depth: int = 200,
     user: User | None = None,
+    progress: ProgressFn | None = None,
 ) -> Run:
     """Parse and rank the file first, then write in one transaction: a bad file leaves no
-    rows. Keeps the rank of every judged document and the first ``keep_depth`` results."""
+    rows. Keeps the rank of every judged document and the first ``keep_depth`` results.
+    ``progress`` is called with the bytes read as the file is read."""
     name = name.strip()
     if not name or len(name) > 200:
         raise Invalid("a run name of 1 to 200 characters is needed", code="invalid_name")
@@ -70,7 +73,9 @@ def import_run(
         raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
     gold = eval_golden_set(session=session, golden=golden)
     try:
-        ranked = load_run(path, gold, name=name, order=order, fmt=fmt, keep_results=True)
+        ranked = load_run(
+            path, gold, name=name, order=order, fmt=fmt, keep_results=True, progress=progress
+        )
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
     top = top_candidates(ranked, keep_depth)

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.api.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.api.params import Id
 from app.api.uploads import saved_uploads
-from app.eval import Gain, Order
+from app.eval import Order
 from app.eval.conventions import (
     DEFAULT_DEPTH,
     DEFAULT_DEPTHS,
@@ -20,14 +20,16 @@ from app.eval.conventions import (
     MAX_CUTOFF,
 )
 from app.models import GoldenSet, Role
-from app.services import comparisons, events
+from app.services import events
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import Invalid, ServiceError
 from app.web.charts import depth_curve_chart
 from app.web.forms import Fields, View, read_view
+from app.web.progress import new_import_id, tracking
 from app.web.render import read_flash, redirect, render
+from app.web.run_rows import reranker_checks, run_rows
 
 router = APIRouter(include_in_schema=False)
 
@@ -63,6 +65,7 @@ def _golden_sets(
             "can_import": principal.role.allows(Role.LEAD),
             "error": error,
             "form": form or {"name": "", "min_grade": 1},
+            "import_id": new_import_id(),
         },
         principal=principal,
         status=status,
@@ -86,6 +89,7 @@ def import_golden_set(
     corpus: UploadFile | None = None,
     manifest: UploadFile | None = None,
     min_grade: Annotated[str, Form()] = "",
+    import_id: Annotated[str, Form()] = "",
 ) -> Response:
     form = {"name": name, "min_grade": min_grade}
     fields = Fields()
@@ -95,11 +99,15 @@ def import_golden_set(
     try:
         if fields.errors:
             raise Invalid(fields.errors["min_grade"], code="invalid_min_grade")
-        with saved_uploads(qrels, queries, corpus, manifest) as saved:
+        with (
+            saved_uploads(qrels, queries, corpus, manifest) as saved,
+            tracking(import_id, principal.user.id, saved.paths[:1]) as progress,
+        ):
             qrels_path, queries_path, corpus_path, manifest_path = saved.paths
             if qrels_path is None:
                 raise ServiceError("Choose a judgments file.", code="qrels_required")
             golden = golden_service.import_golden_set(
+                progress=progress,
                 session=session,
                 name=name,
                 qrels=qrels_path,
@@ -128,63 +136,6 @@ def import_golden_set(
     )
 
 
-def _run_rows(
-    session: Any, golden: GoldenSet, *, k: int, depth: int, gain: Gain
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    depths = tuple(sorted({*DEFAULT_DEPTHS, k, depth}))
-    for run in run_service.list_runs(session=session, golden=golden):
-        evaluation = run_service.evaluate_stored_run(
-            session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=depths
-        )
-        triage = next(
-            (
-                t
-                for t in triage_service.list_triages(session=session, run=run)
-                if t.depth == depth and t.k == k
-            ),
-            None,
-        )
-        rows.append(
-            {
-                "run": run,
-                "recall_k": evaluation.measures[f"R@{k}"],
-                "recall_depth": evaluation.measures[f"R@{depth}"],
-                "ndcg_k": evaluation.measures[f"nDCG@{k}"],
-                "micro_depth": evaluation.micro[f"R@{depth}"],
-                "misses": evaluation.misses,
-                "queries": run.queries,
-                "evaluated": len(evaluation.queries),
-                "relevant": evaluation.relevant,
-                "curve": {d: evaluation.depth_curve[d] for d in DEFAULT_DEPTHS},
-                "triage": triage,
-            }
-        )
-    best: dict[str, Any] = {}
-    if rows:
-        for key in ("recall_k", "recall_depth", "ndcg_k", "micro_depth"):
-            best[key] = max(float(r[key]) for r in rows)
-        best["misses"] = min(int(r["misses"]) for r in rows)
-    return rows, best
-
-
-def _reranker_checks(session: Any, rows: list[dict[str, Any]], *, k: int, depth: int) -> list[str]:
-    """For each pair of runs with the same top-``depth`` documents for every query: say that
-    recall@depth is the same and that the recall@k change is ordering alone."""
-    notes = []
-    for i, a in enumerate(rows):
-        for b in rows[i + 1 :]:
-            same = comparisons.same_candidates(session=session, a=a["run"], b=b["run"], depth=depth)
-            if same:
-                notes.append(
-                    f"{a['run'].name} and {b['run'].name} return the same top {depth} documents "
-                    f"for every query: R@{depth} is identical ({a['recall_depth']:.4f}), and "
-                    f"the R@{k} change ({a['recall_k']:.4f} to {b['recall_k']:.4f}) is "
-                    "ordering alone."
-                )
-    return notes
-
-
 def _golden_set_page(
     request: Request,
     session: Any,
@@ -199,7 +150,7 @@ def _golden_set_page(
 ) -> HTMLResponse:
     view = view or View()
     k, depth = view.k, view.depth
-    rows, best = _run_rows(session, golden, k=k, depth=depth, gain=view.gain)
+    rows, best = run_rows(session, golden, k=k, depth=depth, gain=view.gain)
     chart = depth_curve_chart({r["run"].name: r["curve"] for r in rows})
     if form is None:
         flash = read_flash(request)
@@ -219,11 +170,12 @@ def _golden_set_page(
             "errors": view.errors,
             "chart": chart,
             "depths": DEFAULT_DEPTHS,
-            "checks": _reranker_checks(session, rows, k=k, depth=depth),
+            "checks": reranker_checks(session, rows, k=k, depth=depth),
             "event_names": events.EVENTS,
             "can_import": principal.role.allows(Role.LEAD),
             "error": error,
             "form": form,
+            "import_id": new_import_id(),
         },
         principal=principal,
         status=status,
@@ -286,6 +238,7 @@ def import_run(
     run: UploadFile,
     format: Annotated[str, Form()] = "",
     order: Annotated[str, Form()] = "",
+    import_id: Annotated[str, Form()] = "",
 ) -> Response:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     form = {"name": name[:200], "format": format[:20], "order": order[:20]}
@@ -295,11 +248,15 @@ def import_run(
     try:
         if fields.errors:
             raise Invalid(next(iter(fields.errors.values())), code="invalid_form")
-        with saved_uploads(run) as saved:
+        with (
+            saved_uploads(run) as saved,
+            tracking(import_id, principal.user.id, saved.paths) as progress,
+        ):
             (path,) = saved.paths
             if path is None:
                 raise ServiceError("Choose a run file.", code="run_required")
             imported = run_service.import_run(
+                progress=progress,
                 session=session,
                 golden=golden,
                 name=name,

@@ -93,12 +93,23 @@
     const started = Date.now();
     form.dataset.importing = "1";
     p.bar.removeAttribute("value"); // indeterminate: the server is reading the file
-    const tick = function () {
-      p.status.textContent = "Uploaded " + megabytes(total) + "; the server is importing it (" +
-        Math.round((Date.now() - started) / 1000) + " s)…";
+    let said = "The server is importing the file.";
+    const show = function () {
+      p.status.textContent = "Uploaded " + megabytes(total) + ". " + said + " (" +
+        Math.round((Date.now() - started) / 1000) + " s)";
     };
-    tick();
-    form._importTimer = window.setInterval(tick, 1000);
+    // The server's own account of its reading (plain text, shown as text).
+    const ask = function () {
+      const url = p.box.dataset.progressUrl;
+      if (!url || !form.dataset.importing) return;
+      window.fetch(url, { credentials: "same-origin", headers: { "Accept": "text/plain" } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (text) { if (text && form.dataset.importing) { said = text.slice(0, 200); show(); } })
+        .catch(function () { /* the import's own answer will say what happened */ });
+    };
+    show();
+    ask();
+    form._importTimer = window.setInterval(function () { show(); ask(); }, 1000);
   });
 
   document.body.addEventListener("htmx:beforeRequest", function (event) {
