@@ -78,13 +78,14 @@ def describe(entry: Progress | None) -> str:
     if entry is None:
         return "The server is importing the file."
     if entry.stage == "done":
-        return "The server has read the file; saving it."
-    if entry.total and entry.read <= entry.total:
+        return "The server has finished with the file."
+    if entry.total and entry.read < entry.total:
         share = 100 * entry.read // entry.total
         return (
-            f"The server has read {_megabytes(entry.read)} of {_megabytes(entry.total)} ({share}%)."
+            f"The server is reading the file: {_megabytes(entry.read)} of "
+            f"{_megabytes(entry.total)} ({share}%) so far."
         )
-    return f"The server has read {_megabytes(entry.read)}."
+    return "The server has read the file; ranking and saving it."
 
 
 @router.get("/imports/{import_id}/progress", name="import_progress")

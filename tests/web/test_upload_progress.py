@@ -38,7 +38,7 @@ def test_a_form_import_reports_what_the_server_read(
     entry = progress._tracked[import_id]
     assert entry.total == len(QRELS.encode())
     assert entry.read == entry.total  # the reader reported every byte
-    assert client.get(status_url).text == "The server has read the file; saving it."
+    assert client.get(status_url).text == "The server has finished with the file."
     # A run import on the golden set's page, the same way.
     golden = BeautifulSoup(client.get(created.headers["location"]).text, "html.parser")
     run_id = golden.select_one('form[action$="/runs"] input[name="import_id"]')["value"]
@@ -53,8 +53,11 @@ def test_a_form_import_reports_what_the_server_read(
     # Someone else learns nothing; a malformed id is not tracked.
     login(client, accounts[Role.REVIEWER].email)
     assert client.get(status_url).text == "The server is importing the file."
-    assert progress.describe(progress.Progress(user_id=1, total=2 * 1048576, read=1048576)) == (
-        "The server has read 1.0 MB of 2.0 MB (50%)."
+    half = progress.Progress(user_id=1, total=2 * 1048576, read=1048576)
+    assert progress.describe(half) == (
+        "The server is reading the file: 1.0 MB of 2.0 MB (50%) so far."
     )
+    half.read = half.total
+    assert progress.describe(half) == "The server has read the file; ranking and saving it."
     with progress.tracking("../../x", 1, []) as callback:
         assert callback is None
