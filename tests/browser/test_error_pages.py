@@ -43,6 +43,20 @@ def test_errors_and_reloads_are_pages_of_the_product(
     page.click('button[type="submit"]')
     expect(page.locator("h1")).to_have_text("Golden sets")
 
+    # A failed golden-set import: the form again at its own URL, the line named, the name kept.
+    bad_qrels = tmp_path / "bad-qrels.txt"
+    bad_qrels.write_text("q1 0 a one\n")
+    page.fill('input[name="name"]', "help")
+    page.set_input_files('input[name="qrels"]', bad_qrels)
+    page.get_by_role("button", name="Import").click()
+    expect(page.locator("#main .error")).to_contain_text("bad-qrels.txt, line 1")
+    expect(page.locator('input[name="name"]')).to_have_value("help")
+    expect(page.locator("header.top nav")).to_be_visible()
+    assert page.url == f"{live_server.url}/golden-sets"
+    shot(page, "failed-golden-set")
+    page.reload()
+    expect(page.locator("h1")).to_have_text("Golden sets")
+
     # A successful import (an HTMX upload): the golden set's page, saying what happened.
     page.fill('input[name="name"]', "help")
     page.set_input_files('input[name="qrels"]', files["qrels.txt"])
