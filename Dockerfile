@@ -4,10 +4,13 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /srv/misstriage
 
+# The wheel bundles migrations, templates and examples (pyproject.toml's force-include), so
+# each must be copied; tests/test_docker_build.py builds the wheel from exactly these COPY lines.
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY migrations ./migrations
 COPY templates ./templates
+COPY examples ./examples
 RUN pip install . && useradd --system --home /srv/misstriage misstriage \
     && mkdir -p /srv/misstriage/var && chown misstriage /srv/misstriage/var
 

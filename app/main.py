@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app import __version__
 from app.api import api_router
@@ -21,7 +22,7 @@ from app.api.deps import ReviewerDep
 from app.api.params import refuse_nul
 from app.clock import Clock
 from app.db import make_engine
-from app.middleware import BodySizeLimit, SecurityHeaders
+from app.middleware import BodySizeLimit, BodyTimeout, SecurityHeaders
 from app.observability import RequestLog
 from app.services.events import Deliverer
 from app.settings import Settings, get_settings
@@ -103,7 +104,12 @@ def create_app(
     app.add_middleware(
         BodySizeLimit, max_bytes=settings.upload_max_bytes, refusal=api_errors.too_large
     )
+    app.add_middleware(BodyTimeout, seconds=settings.body_timeout_seconds)
     app.add_middleware(SecurityHeaders)
+    if settings.trusted_proxy_list:
+        # The client's address and scheme from X-Forwarded-For/-Proto, only when the peer is
+        # a configured proxy (uvicorn's middleware: the right-most untrusted address).
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_list)
     # Outermost: every answer, the 413s of BodySizeLimit included, gets a request id and a log line.
     app.add_middleware(RequestLog)
     return app

@@ -1,7 +1,8 @@
-"""ASGI middleware: upload size limit and security headers."""
+"""ASGI middleware: upload size limit, stalled bodies and security headers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -96,6 +97,71 @@ class BodySizeLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _json_error(status: int, code: str, message: str, details: dict[str, Any]) -> list[Message]:
+    body = json.dumps({"error": {"code": code, "message": message, "details": details}}).encode()
+    return [
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        },
+        {"type": "http.response.body", "body": body},
+    ]
+
+
+class BodyTimeout:
+    """Answer 408 and close when a request body stalls: no bytes for ``seconds`` while the
+    body is still coming (a slow client holding a worker and a connection open forever).
+    The app then sees the client as gone, and whatever it answers is dropped."""
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body_done = False
+        started = False
+        timed_out = False
+
+        async def timed_receive() -> Message:
+            nonlocal body_done, timed_out
+            if body_done or timed_out:
+                return await receive() if not timed_out else {"type": "http.disconnect"}
+            try:
+                message = await asyncio.wait_for(receive(), self.seconds)
+            except TimeoutError:
+                timed_out = True
+                if not started:
+                    for reply in _json_error(
+                        408,
+                        "request_timeout",
+                        f"the request body stalled for {self.seconds:g} seconds",
+                        {"timeout_seconds": self.seconds},
+                    ):
+                        await send(reply)
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if timed_out:
+                return  # the 408 went out already
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, timed_receive, guarded_send)
 
 
 class SecurityHeaders:

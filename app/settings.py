@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,18 @@ class Settings(BaseSettings):
     #: How long a claimed miss stays leased to its reviewer.
     lease_seconds: int = 600
     session_hours: int = 24 * 14
-    #: Failed logins allowed per email, and per client address, within the window; then 429.
-    login_failures_per_email: int = 5
-    login_failures_per_address: int = 20
+    #: Failed logins allowed within the window, then 429: per (email, client address) pair
+    #: first, per email across all addresses only at a higher limit (so a stranger cannot keep
+    #: a known user out by failing on purpose), and per address across all emails.
+    login_failures_per_email_and_address: int = Field(default=5, ge=1)
+    login_failures_per_email: int = Field(default=50, ge=1)
+    login_failures_per_address: int = Field(default=20, ge=1)
     login_window_seconds: int = 15 * 60
+    #: Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: addresses or
+    #: CIDR networks, comma-separated. Default none: the peer's address is the client's.
+    trusted_proxies: str = ""
+    #: Seconds a request body may stall (no bytes arriving) before the answer is 408.
+    body_timeout_seconds: float = Field(default=60.0, gt=0)
     #: How many results per query a run keeps for review context.
     keep_depth: int = 200
     #: Rows per batch when writing to SQLite.
@@ -59,6 +68,24 @@ class Settings(BaseSettings):
     export_max_wait_seconds: float = 30.0
     #: How often each app process posts waiting webhook events; 0 turns the loop off.
     webhook_poll_seconds: float = 2.0
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: str) -> str:
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                ipaddress.ip_network(item)  # host bits set (10.0.0.1/8) is refused
+            except ValueError:
+                raise ValueError(
+                    f"MISSTRIAGE_TRUSTED_PROXIES: {item[:100]!r} is not an address or a "
+                    "network (a network's host bits must be 0)"
+                ) from None
+        return value
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        """MISSTRIAGE_TRUSTED_PROXIES as a list of addresses and networks."""
+        return [p.strip() for p in self.trusted_proxies.split(",") if p.strip()]
 
     @model_validator(mode="after")
     def _secret_outside_development(self) -> Settings:

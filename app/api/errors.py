@@ -109,7 +109,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(NotAuthenticated)
     async def _unauthenticated(request: Request, exc: NotAuthenticated) -> Response:
         if wants_html(request):
-            login = str(request.url_for("login_page"))
+            login = request.url_for("login_page").path
             if request.headers.get("hx-request"):
                 return Response(status_code=401, headers={"HX-Redirect": login})
             return RedirectResponse(f"{login}?next={request.url.path}", status_code=303)

@@ -16,6 +16,14 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 QueryId = Annotated[int, Query(ge=1, le=2**31 - 1)]
 #: A page number: its offset (page x per_page) stays a database integer.
 Page = Annotated[int, Query(ge=1, le=2**31 - 1)]
+#: Rows per page of every list (API lists and paged pages).
+PerPage = Annotated[int, Query(ge=1, le=1000)]
+
+
+def paged(items: list[Any], page: int, per_page: int) -> dict[str, Any]:
+    """One page of an in-memory list, in the API's list shape."""
+    start = (page - 1) * per_page
+    return {"items": items[start : start + per_page], "total": len(items)}
 
 
 def _has_nul(value: Any) -> bool:

@@ -15,8 +15,8 @@ DESCRIPTION = (
     "out, 67 queries with graded judgments. Runs: BM25, BM25 with query expansion, and an RRF "
     "of chunk and whole-article BM25 (scripts/make_demo_data.py)."
 )
-LEAD = ("lead@demo.misstriage.local", "demo-lead-pass")
-REVIEWER = ("reviewer@demo.misstriage.local", "demo-review-pass")
+LEAD = ("lead@demo.example.com", "demo-lead-pass")
+REVIEWER = ("reviewer@demo.example.com", "demo-review-pass")
 RUNS = ("bm25", "bm25-expanded", "rrf")
 DEPTH, K = 50, 10
 

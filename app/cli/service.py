@@ -97,7 +97,9 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
         host=host,
         port=port,
         workers=workers,
-        proxy_headers=True,
+        # X-Forwarded-* are read by the app, only from MISSTRIAGE_TRUSTED_PROXIES (uvicorn's
+        # own default would believe any client on 127.0.0.1).
+        proxy_headers=False,
         log_config=logging_config("json" if log_format == "json" else "text", log_level.upper()),
         # The app writes one line per request itself (request id, user, no query string).
         access_log=False,

@@ -13,15 +13,39 @@ from app.settings import Settings
 TRACKERS = ("github", "gitlab", "jira", "linear", "webhook")
 
 
+#: The settings a push to each tracker needs (a preview needs none of them).
+CREDENTIALS = {
+    "github": ("MISSTRIAGE_GITHUB_TOKEN",),
+    "gitlab": ("MISSTRIAGE_GITLAB_TOKEN",),
+    "jira": ("MISSTRIAGE_JIRA_API_URL", "MISSTRIAGE_JIRA_EMAIL", "MISSTRIAGE_JIRA_TOKEN"),
+    "linear": ("MISSTRIAGE_LINEAR_TOKEN",),
+    "webhook": ("MISSTRIAGE_WEBHOOK_SECRET",),
+}
+#: What a dry run without credentials shows in their place (secret headers are masked anyway).
+PLACEHOLDER = "***"
+
+
 class NotConfigured(Exception):
     """The tracker's credentials are not in the settings (no secret is named here)."""
 
 
-def exporter_for(tracker: str, settings: Settings) -> Exporter:
-    """The exporter of ``tracker``, with credentials from the settings."""
+def missing_credentials(tracker: str, settings: Settings) -> list[str]:
+    """The settings (environment variables) a push to ``tracker`` needs and lacks."""
+    return [
+        variable
+        for variable in CREDENTIALS.get(tracker, ())
+        if getattr(settings, variable.removeprefix("MISSTRIAGE_").lower(), None) in (None, "")
+    ]
+
+
+def exporter_for(tracker: str, settings: Settings, *, dry_run: bool = False) -> Exporter:
+    """The exporter of ``tracker``, with credentials from the settings. A dry run works
+    without them: placeholders stand in, and it sends nothing."""
 
     def secret(value: object, variable: str) -> str:
         if value is None:
+            if dry_run:
+                return PLACEHOLDER
             raise NotConfigured(f"set {variable} to export to {tracker}")
         return str(value.get_secret_value())  # type: ignore[attr-defined]
 
@@ -34,11 +58,11 @@ def exporter_for(tracker: str, settings: Settings) -> Exporter:
             settings.gitlab_api_url, secret(settings.gitlab_token, "MISSTRIAGE_GITLAB_TOKEN")
         )
     if tracker == "jira":
-        if not settings.jira_api_url or not settings.jira_email:
+        if not dry_run and (not settings.jira_api_url or not settings.jira_email):
             raise NotConfigured("set MISSTRIAGE_JIRA_API_URL and MISSTRIAGE_JIRA_EMAIL")
         return JiraExporter(
-            settings.jira_api_url,
-            settings.jira_email,
+            settings.jira_api_url or "{MISSTRIAGE_JIRA_API_URL}",
+            settings.jira_email or PLACEHOLDER,
             secret(settings.jira_token, "MISSTRIAGE_JIRA_TOKEN"),
         )
     if tracker == "linear":
@@ -51,6 +75,7 @@ def exporter_for(tracker: str, settings: Settings) -> Exporter:
 
 
 __all__ = [
+    "CREDENTIALS",
     "TRACKERS",
     "Draft",
     "Exporter",
@@ -59,4 +84,5 @@ __all__ = [
     "Sender",
     "TrackerError",
     "exporter_for",
+    "missing_credentials",
 ]

@@ -35,7 +35,6 @@ def adf(draft: Draft) -> dict[str, Any]:
     header = ["Query", "Document", "Grade", "Rank", "Note", "Link"]
     rows = [{"type": "tableRow", "content": [_cell(h, header=True) for h in header]}]
     for row in draft.rows[:ROWS_SHOWN]:
-        rank = row["rank"] if row["rank"] is not None else "not retrieved"
         query = f"{row['qid']}: {row['query']}" if row.get("query") else row["qid"]
         rows.append(
             {
@@ -44,7 +43,7 @@ def adf(draft: Draft) -> dict[str, Any]:
                     _cell(query),
                     _cell(row["doc_id"]),
                     _cell(row["grade"]),
-                    _cell(rank),
+                    _cell(row["where"]),
                     _cell(row["note"]),
                     _cell(row["url"]),
                 ],

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import literal
-from sqlmodel import Session, col, select
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col
 
+from app.eval.placement import where_the_run_put_it
 from app.models import (
     OTHER,
     Document,
@@ -23,9 +25,11 @@ from app.models import (
     Miss,
     MissState,
     Run,
+    RunQuery,
     Triage,
     User,
 )
+from app.services import skips
 from app.services.triages import Summary
 
 BATCH = 2000
@@ -51,6 +55,9 @@ FIELDS = (
     "url",
     "hint",
     "covered_by",
+    "retrieved",
+    "where",
+    "skipped",
 )
 
 
@@ -73,7 +80,14 @@ def rows(
     elif category:
         where.append(Miss.category == category)
     query = (
-        select(Miss, GoldenQuery.text, Document.title, User.email)
+        # five columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
+        sa_select(
+            Miss,
+            col(GoldenQuery.text),
+            col(Document.title),
+            col(User.email),
+            col(RunQuery.retrieved),
+        )
         .join(
             GoldenQuery,
             (col(GoldenQuery.golden_set_id) == literal(golden.id))
@@ -87,13 +101,25 @@ def rows(
             isouter=True,
         )
         .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
+        .join(
+            RunQuery,
+            (col(RunQuery.run_id) == literal(run.id)) & (col(RunQuery.qid) == col(Miss.qid)),
+            isouter=True,
+        )
         .where(*where)
         .order_by(col(Miss.position))
     )
     last = 0
     while True:
-        batch = session.exec(query.where(col(Miss.position) > last).limit(BATCH)).all()
-        for miss, text, title, email in batch:
+        batch = session.execute(query.where(col(Miss.position) > last).limit(BATCH)).all()
+        skipped: dict[int, list[dict[str, Any]]] = {}
+        for skip in skips.skips(
+            session=session, triage=triage, miss_ids=[row[0].id for row in batch if row[0].id]
+        ):
+            skipped.setdefault(skip.miss_id, []).append(
+                {"by": skip.by, "reason": skip.reason, "at": skip.at.isoformat()}
+            )
+        for miss, text, title, email, retrieved in batch:
             yield {
                 "golden_set": golden.name,
                 "run": run.name,
@@ -113,6 +139,9 @@ def rows(
                 "labelled_by": email,
                 "labelled_at": miss.labelled_at.isoformat() if miss.labelled_at else None,
                 "url": f"{base_url}/misses/{miss.id}",
+                "retrieved": retrieved or 0,
+                "where": where_the_run_put_it(miss.rank, retrieved, triage.depth),
+                "skipped": skipped.get(miss.id or 0, []),
             }
         if len(batch) < BATCH:
             return
@@ -124,6 +153,15 @@ def as_jsonl(items: Iterator[dict[str, Any]]) -> Iterator[str]:
         yield json.dumps(item, ensure_ascii=False) + "\n"
 
 
+def _csv_value(value: Any) -> Any:
+    """A cell: empty for None; skips (a list) as "who: reason" joined by "; "."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "; ".join(f"{s['by'] or '(deleted user)'}: {s['reason']}" for s in value)
+    return value
+
+
 def as_csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
     """UTF-8 with a byte-order mark, so that Excel reads accents and Greek letters right
     (LibreOffice and csv readers with ``utf-8-sig`` skip it)."""
@@ -132,7 +170,7 @@ def as_csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
     writer = csv.DictWriter(buffer, fieldnames=FIELDS, lineterminator="\r\n")
     writer.writeheader()
     for item in items:
-        writer.writerow({k: "" if v is None else v for k, v in item.items()})
+        writer.writerow({k: _csv_value(v) for k, v in item.items()})
         if buffer.tell() > 1 << 16:
             yield buffer.getvalue()
             buffer.seek(0)

@@ -3,19 +3,22 @@ backlog with filters. Aggregates are computed in SQL; no query per row."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, literal
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.eval.hints import HINT_CAUSES
-from app.models import OTHER, LabelEvent, Miss, MissState, Triage, User
+from app.eval.placement import where_the_run_put_it
+from app.models import OTHER, Miss, MissState, RunQuery, Triage, User
+from app.services import skips as skips_service
 from app.services.errors import Invalid
 
-LABEL_ACTIONS = ("label", "relabel")
+#: The backlog's state filter for misses with a skip in force (not a state of the miss).
+SKIPPED = "skipped"
 BACKLOG_SORTS = {
     "position": col(Miss.position),
     "qid": col(Miss.qid),
@@ -26,8 +29,16 @@ BACKLOG_SORTS = {
 }
 
 
+#: A rate needs at least this many labels over at least this span to mean something.
+RATE_MIN_LABELS = 5
+RATE_MIN_SECONDS = 120
+
+
 @dataclass(frozen=True)
 class Throughput:
+    """A reviewer's current labels in a triage (undone labels and labels a lead relabelled
+    since are not theirs any more) and when they gave the first and the last of them."""
+
     email: str
     labels: int
     first: datetime
@@ -35,21 +46,50 @@ class Throughput:
 
     @property
     def per_hour(self) -> float | None:
-        hours = (self.last - self.first).total_seconds() / 3600
-        return self.labels / hours if hours > 0 else None
+        """Labels per hour between the first and the last label (the intervals between
+        them: ``labels - 1`` over the span); None until the span means something."""
+        if self.labels < RATE_MIN_LABELS or self.span_seconds < RATE_MIN_SECONDS:
+            return None
+        return (self.labels - 1) * 3600 / self.span_seconds
+
+    @property
+    def span_seconds(self) -> float:
+        return (self.last - self.first).total_seconds()
+
+    @property
+    def why_no_rate(self) -> str:
+        """Why there is no rate yet (empty when there is one)."""
+        if self.per_hour is not None:
+            return ""
+        return (
+            f"A rate needs at least {RATE_MIN_LABELS} labels over at least "
+            f"{RATE_MIN_SECONDS // 60} minutes; so far {self.labels} over "
+            f"{_duration(self.span_seconds)}."
+        )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
 
 
 def throughput(*, session: Session, triage: Triage) -> list[Throughput]:
-    # Aggregate per user id on the index, then look up the few users.
+    """Current labels per reviewer, read from the misses (ix_miss_labelled_by): a label that
+    was undone or relabelled by someone else no longer counts for its author."""
     per_user = (
         select(
-            col(LabelEvent.user_id).label("user_id"),
+            col(Miss.labelled_by_id).label("user_id"),
             func.count().label("labels"),
-            func.min(LabelEvent.at).label("first"),
-            func.max(LabelEvent.at).label("last"),
+            func.min(Miss.labelled_at).label("first"),
+            func.max(Miss.labelled_at).label("last"),
         )
-        .where(LabelEvent.triage_id == triage.id, col(LabelEvent.action).in_(LABEL_ACTIONS))
-        .group_by(col(LabelEvent.user_id))
+        .where(
+            Miss.triage_id == triage.id,
+            Miss.state == MissState.LABELLED.value,
+            col(Miss.labelled_by_id).is_not(None),
+        )
+        .group_by(col(Miss.labelled_by_id))
         .subquery()
     )
     rows = session.exec(
@@ -92,21 +132,44 @@ def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Leas
     ]
 
 
-def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[Miss], int]:
+@dataclass(frozen=True)
+class BacklogRow:
+    miss: Miss
+    labelled_by: str | None
+    #: Where the run put the document (app/eval/placement.py).
+    where: str
+    skips: list[skips_service.Skip] = field(default_factory=list)
+
+
+def _placed(session: Session, triage: Triage, query: Any) -> list[tuple[Miss, str | None, str]]:
+    """Run ``query`` (Miss, email) joined to the run's result count per query, and word
+    where the run put each miss."""
+    joined = query.add_columns(col(RunQuery.retrieved)).join(
+        RunQuery,
+        (col(RunQuery.run_id) == literal(triage.run_id)) & (col(RunQuery.qid) == col(Miss.qid)),
+        isouter=True,
+    )
+    return [
+        (m, email, where_the_run_put_it(m.rank, retrieved, triage.depth))
+        for m, email, retrieved in session.exec(joined).all()
+    ]
+
+
+def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
     """What keeps the categories from closing: unlabelled misses and those in "other"."""
     where: list[Any] = [
         Miss.triage_id == triage.id,
         (col(Miss.state) == MissState.OPEN.value) | (col(Miss.category) == OTHER),
     ]
     total = session.exec(select(func.count()).select_from(Miss).where(*where)).one()
-    items = session.exec(select(Miss).where(*where).order_by(col(Miss.position)).limit(limit))
-    return list(items), int(total)
-
-
-@dataclass(frozen=True)
-class BacklogRow:
-    miss: Miss
-    labelled_by: str | None
+    query = (
+        select(Miss, User.email)
+        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
+        .where(*where)
+        .order_by(col(Miss.position))
+        .limit(limit)
+    )
+    return [BacklogRow(m, e, w) for m, e, w in _placed(session, triage, query)], int(total)
 
 
 def backlog(
@@ -121,8 +184,9 @@ def backlog(
     page: int = 1,
     per_page: int = 50,
 ) -> tuple[list[BacklogRow], int]:
-    if page < 1 or not 1 <= per_page <= 500:
-        raise Invalid("page >= 1 and per_page within 1..500", code="invalid_page")
+    """One page of the backlog; ``state`` "skipped" = misses with a skip still in force."""
+    if page < 1 or not 1 <= per_page <= 1000:
+        raise Invalid("page >= 1 and per_page within 1..1000", code="invalid_page")
     where: list[Any] = [Miss.triage_id == triage.id]
     if cause == "unlabelled":
         where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
@@ -132,7 +196,9 @@ def backlog(
         where.append(Miss.category == cause)
     if qid:
         where.append(Miss.qid == qid)
-    if state:
+    if state == SKIPPED:
+        where.append(col(Miss.id).in_(skips_service.skipped_ids(triage_id=triage.id)))  # type: ignore[arg-type]
+    elif state:
         where.append(Miss.state == state)
     if reviewer:
         where.append(User.email == reviewer)
@@ -148,10 +214,18 @@ def backlog(
         .where(*where)
     ).one()
     order = BACKLOG_SORTS.get(sort, BACKLOG_SORTS["position"])
-    rows = session.exec(
-        base.order_by(order, col(Miss.position)).offset((page - 1) * per_page).limit(per_page)
-    ).all()
-    return [BacklogRow(m, email) for m, email in rows], int(total)
+    placed = _placed(
+        session,
+        triage,
+        base.order_by(order, col(Miss.position)).offset((page - 1) * per_page).limit(per_page),
+    )
+    by_miss: dict[int, list[skips_service.Skip]] = {}
+    for skip in skips_service.skips(
+        session=session, triage=triage, miss_ids=[m.id for m, _, _ in placed if m.id]
+    ):
+        by_miss.setdefault(skip.miss_id, []).append(skip)
+    rows = [BacklogRow(m, e, w, by_miss.get(m.id or 0, [])) for m, e, w in placed]
+    return rows, int(total)
 
 
 def reviewers(*, session: Session, triage: Triage) -> list[str]:

@@ -63,9 +63,8 @@ def make_draft(
     ]
     for row in rows[:ROWS_SHOWN]:
         query = f"{row['qid']}: {row['query']}" if row.get("query") else row["qid"]
-        rank = row["rank"] if row["rank"] is not None else "not retrieved"
         lines.append(
-            f"| {_cell(query)} | {_cell(row['doc_id'])} | {row['grade']} | {rank} | "
+            f"| {_cell(query)} | {_cell(row['doc_id'])} | {row['grade']} | {row['where']} | "
             f"{_cell(row['note'])} | [miss]({row['url']}) |"
         )
     if count > ROWS_SHOWN:
@@ -157,7 +156,7 @@ def export(
     """Create or update one issue per cause. Each cause is committed on its own: a failure
     is reported for that cause, and running again completes the rest without duplicates."""
     try:
-        exporter = exporter or exporter_for(tracker, settings)
+        exporter = exporter or exporter_for(tracker, settings, dry_run=dry_run)
         exporter.check_target(target)
     except (ValueError, NotConfigured) as exc:
         raise Invalid(str(exc), code="export_not_possible") from None

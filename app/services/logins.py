@@ -1,5 +1,7 @@
-"""The login rate limit: failed logins counted per email and per client address within a
-window, in the database, so that every app process behind a load balancer sees one count."""
+"""The login rate limit: failed logins counted within a window, in the database, so that
+every app process behind a load balancer sees one count. Three counts: per (email, address),
+the tight one; per email across addresses, higher, so that a stranger who fails on purpose
+with someone's email locks out only their own address; per address across emails."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement
+from sqlalchemy import ColumnElement, and_
 from sqlmodel import Session, col, delete, select
 
 from app.db import write_transaction
@@ -20,6 +22,7 @@ _ADDRESS_CHARS = 64
 
 @dataclass(frozen=True)
 class LoginPolicy:
+    per_email_and_address: int
     per_email: int
     per_address: int
     window: timedelta
@@ -43,13 +46,17 @@ def retry_after(
     *, session: Session, email: str, address: str, now: datetime, policy: LoginPolicy
 ) -> int | None:
     """Seconds to wait before this email may try again from this address; None when it may
-    try now. A login is refused once ``per_email`` failures for the email, or ``per_address``
-    from the address, fall inside the window, until the oldest of them leaves it."""
+    try now. A login is refused once ``per_email_and_address`` failures for the email from
+    this address, ``per_email`` for the email from anywhere, or ``per_address`` from the
+    address, fall inside the window, until the oldest of them leaves it."""
     since = now - policy.window
     waits: list[timedelta] = []
+    same_email = col(LoginAttempt.email) == email[:_EMAIL_CHARS]
+    same_address = col(LoginAttempt.address) == address[:_ADDRESS_CHARS]
     for where, limit in (
-        (col(LoginAttempt.email) == email[:_EMAIL_CHARS], policy.per_email),
-        (col(LoginAttempt.address) == address[:_ADDRESS_CHARS], policy.per_address),
+        (and_(same_email, same_address), policy.per_email_and_address),
+        (same_email, policy.per_email),
+        (same_address, policy.per_address),
     ):
         failures = _recent(session, where, since=since, limit=limit)
         if len(failures) >= limit:
@@ -71,8 +78,14 @@ def record_failure(
     session.commit()
 
 
-def clear_failures(*, session: Session, email: str) -> None:
-    """A successful login forgets the email's failures (not the address's)."""
+def clear_failures(*, session: Session, email: str, address: str) -> None:
+    """A successful login forgets the email's failures from this address (not the failures
+    others made with the email elsewhere, nor the address's with other emails)."""
     write_transaction(session)
-    session.exec(delete(LoginAttempt).where(col(LoginAttempt.email) == email[:_EMAIL_CHARS]))
+    session.exec(
+        delete(LoginAttempt).where(
+            col(LoginAttempt.email) == email[:_EMAIL_CHARS],
+            col(LoginAttempt.address) == address[:_ADDRESS_CHARS],
+        )
+    )
     session.commit()

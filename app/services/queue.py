@@ -20,6 +20,7 @@ from app.db import write_transaction
 from app.models import OTHER, LabelEvent, Miss, MissState, Role, Triage, User
 from app.services import events as outbox
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound
+from app.services.skips import SKIP, skipped_ids
 
 LABEL_ACTIONS = ("label", "relabel")
 
@@ -84,14 +85,10 @@ def _is_lead(user: User) -> bool:
     return Role(user.role).allows(Role.LEAD)
 
 
-def claim(
-    *, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta
-) -> Miss | None:
-    """The caller's current miss, or the next unlabelled one whose lease is free or expired
-    (queue order: one query's misses together, grade descending), leased to the caller.
-    Misses the caller skipped go to other reviewers. None when nothing is left."""
-    write_transaction(session)
-    mine = session.exec(
+def current(*, session: Session, triage: Triage, user: User, now: datetime) -> Miss | None:
+    """The miss the caller holds a live lease on, if any: read only (showing the review page
+    claims nothing; ``claim`` does, on a POST)."""
+    return session.exec(
         select(Miss)
         .where(
             Miss.triage_id == triage.id,
@@ -102,12 +99,18 @@ def claim(
         .order_by(col(Miss.position))
         .limit(1)
     ).first()
+
+
+def claim(
+    *, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta
+) -> Miss | None:
+    """The caller's current miss, or the next unlabelled one whose lease is free or expired
+    (queue order: one query's misses together, grade descending), leased to the caller.
+    Misses the caller skipped go to other reviewers. None when nothing is left."""
+    write_transaction(session)
+    mine = current(session=session, triage=triage, user=user, now=now)
     if mine is None:
-        skipped = select(LabelEvent.miss_id).where(
-            LabelEvent.triage_id == triage.id,
-            LabelEvent.user_id == user.id,
-            LabelEvent.action == "skip",
-        )
+        skipped = skipped_ids(triage_id=triage.id, user_id=user.id)  # type: ignore[arg-type]
         query = (
             select(Miss)
             .where(
@@ -234,7 +237,7 @@ def skip(*, session: Session, miss_id: int, user: User, reason: str, now: dateti
     miss.lease_holder_id = None
     miss.lease_expires_at = None
     session.add(miss)
-    _event(session, miss, user, "skip", now=now, note=reason)
+    _event(session, miss, user, SKIP, now=now, note=reason)
     session.commit()
     return miss
 

@@ -3,12 +3,14 @@ terms marked, where the run put it, what won instead, sibling chunks, an earlier
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlmodel import Session, col, select
 
 from app.eval.hints import HINT_CAUSES
+from app.eval.placement import where_the_run_put_it
 from app.eval.terms import content_terms, marked
 from app.models import Document, GoldenQuery, GoldenSet, Miss, Run, RunQuery, Triage, User
 from app.services import queue
@@ -121,12 +123,25 @@ def _snippet(text: str) -> str:
     )
 
 
-def where_the_run_put_it(miss: Miss, retrieved: int | None) -> str:
-    if miss.rank is not None:
-        return f"rank {miss.rank} of {retrieved}" if retrieved else f"rank {miss.rank}"
-    if not retrieved:
-        return "not retrieved: the run returned nothing for this query"
-    return f"not retrieved in the top {retrieved}"
+def results_per_query(*, session: Session, run_id: int, qids: Iterable[str]) -> dict[str, int]:
+    """How many results the run returned for each of ``qids`` (absent: the run returned
+    nothing for that query)."""
+    wanted = sorted(set(qids))
+    if not wanted:
+        return {}
+    return dict(
+        session.exec(
+            select(RunQuery.qid, RunQuery.retrieved).where(
+                RunQuery.run_id == run_id, col(RunQuery.qid).in_(wanted)
+            )
+        ).all()
+    )
+
+
+def where_of(*, session: Session, miss: Miss, triage: Triage) -> str:
+    """The one sentence about where the run put a miss (app/eval/placement.py)."""
+    retrieved = results_per_query(session=session, run_id=triage.run_id, qids=[miss.qid])
+    return where_the_run_put_it(miss.rank, retrieved.get(miss.qid), triage.depth)
 
 
 def build_card(
@@ -140,9 +155,6 @@ def build_card(
     terms = query_terms(text)
     document = session.exec(
         select(Document).where(Document.golden_set_id == golden.id, Document.doc_id == miss.doc_id)
-    ).first()
-    retrieved = session.exec(
-        select(RunQuery.retrieved).where(RunQuery.run_id == run.id, RunQuery.qid == miss.qid)
     ).first()
     head = head_of(session=session, run=run, qid=miss.qid)[:CANDIDATES_SHOWN]
     head_ids = [doc_id for _, doc_id, _ in head]
@@ -197,7 +209,7 @@ def build_card(
         title=marked(document.title, terms) if document else [],
         text=marked(body[:TEXT_SHOWN], terms),
         truncated=len(body) > TEXT_SHOWN,
-        where=where_the_run_put_it(miss, retrieved),
+        where=where_of(session=session, miss=miss, triage=triage),
         candidates=candidates,
         siblings=siblings,
         missing_terms=list(vocabulary.get("missing", [])),

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pydantic import validate_email
+from pydantic_core import PydanticCustomError
 from sqlmodel import Session, col, delete, select, update
 
 from app import security
 from app.db import write_transaction
 from app.models import ApiToken, Role, User, UserSession, utcnow
 from app.services.errors import Conflict, Invalid, NotFound
+from app.services.passwords import check_new_password
 
 #: A token's last use is written at most this often (a write per request would contend).
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -20,15 +23,26 @@ def normalise_email(email: str) -> str:
     return email.strip().lower()
 
 
-def create_user(*, session: Session, email: str, password: str, role: Role) -> User:
+def validated_email(email: str) -> str:
+    """The email, normalised, if it is a valid address (email-validator through pydantic,
+    without a DNS look-up); else ``Invalid`` with code ``invalid_email``."""
     email = normalise_email(email)
-    if "@" not in email or len(email) > 320:
-        raise Invalid(f"{email!r} is not an email address", code="invalid_email")
-    if len(password) < security.MIN_PASSWORD_LENGTH:
+    shown = email[:200]
+    if len(email) > 320:
+        raise Invalid(f"{shown!r}... is not an email address: too long", code="invalid_email")
+    try:
+        _, address = validate_email(email)
+    except PydanticCustomError as exc:
+        reason = str(exc).removeprefix("value is not a valid email address: ")
         raise Invalid(
-            f"the password needs at least {security.MIN_PASSWORD_LENGTH} characters",
-            code="weak_password",
-        )
+            f"{shown!r} is not an email address: {reason}", code="invalid_email"
+        ) from None
+    return normalise_email(address)
+
+
+def create_user(*, session: Session, email: str, password: str, role: Role) -> User:
+    email = validated_email(email)
+    check_new_password(password)
     if session.exec(select(User).where(User.email == email)).first() is not None:
         raise Conflict(f"a user with email {email} exists already", code="user_exists")
     user = User(email=email, password_hash=security.hash_password(password), role=role.value)
@@ -130,10 +144,12 @@ def user_for_token(*, session: Session, secret: str) -> User | None:
 
 
 def start_session(*, session: Session, user: User, hours: int) -> str:
-    """A new browser session (a fresh id at every login); returns the id for the cookie."""
+    """A new browser session (a fresh id at every login); returns the id for the cookie.
+    Expired sessions (everyone's) are deleted on the way, so the table holds live ones only."""
     assert user.id is not None
     session_id = security.new_session_id()
     write_transaction(session)
+    session.exec(delete(UserSession).where(col(UserSession.expires_at) <= utcnow()))
     session.add(
         UserSession(
             user_id=user.id,
@@ -164,5 +180,7 @@ def end_session(*, session: Session, session_id: str) -> None:
 
 
 def purge_expired_sessions(*, session: Session, now: datetime | None = None) -> None:
+    """Delete every expired session (logins do it too)."""
+    write_transaction(session)
     session.exec(delete(UserSession).where(col(UserSession.expires_at) <= (now or utcnow())))
     session.commit()

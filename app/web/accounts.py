@@ -38,6 +38,7 @@ def _local(next_url: str) -> str:
 
 def login_policy(settings: Settings) -> logins.LoginPolicy:
     return logins.LoginPolicy(
+        per_email_and_address=settings.login_failures_per_email_and_address,
         per_email=settings.login_failures_per_email,
         per_address=settings.login_failures_per_address,
         window=timedelta(seconds=settings.login_window_seconds),
@@ -103,7 +104,7 @@ def login(
             status=400,
             error_code="invalid_credentials",
         )
-    logins.clear_failures(session=session, email=normalised)
+    logins.clear_failures(session=session, email=normalised, address=address)
     old = session_id_from_cookie(request)
     if old is not None:
         user_service.end_session(session=session, session_id=old)
@@ -128,7 +129,7 @@ def logout(request: Request, session: SessionDep, principal: ReviewerDep) -> Res
     session_id = session_id_from_cookie(request)
     if session_id is not None:
         user_service.end_session(session=session, session_id=session_id)
-    response = redirect(request, str(request.url_for("login_page")))
+    response = redirect(request, request.url_for("login_page").path)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
 
@@ -167,4 +168,4 @@ def revoke_token(
 ) -> Response:
     revoked = user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
     said = f"token `{revoked.name}` revoked"
-    return redirect(request, str(request.url_for("tokens_page")), flash=said)
+    return redirect(request, request.url_for("tokens_page").path, flash=said)

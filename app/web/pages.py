@@ -44,7 +44,7 @@ class RunFormat(StrEnum):
 
 @router.get("/", name="home")
 def home(request: Request, principal: ReviewerDep) -> Response:
-    return RedirectResponse(str(request.url_for("golden_sets_page")), status_code=303)
+    return RedirectResponse(request.url_for("golden_sets_page").path, status_code=303)
 
 
 def _golden_sets(
@@ -130,7 +130,7 @@ def import_golden_set(
         )
     return redirect(
         request,
-        str(request.url_for("golden_set_page", golden_set_id=golden.id)),
+        request.url_for("golden_set_page", golden_set_id=golden.id).path,
         flash=f"golden set `{golden.name}` imported: {golden.queries:,} queries, "
         f"{golden.judgments:,} judgments",
     )
@@ -221,7 +221,9 @@ def _back_to_golden_set(
     url = request.url_for("golden_set_page", golden_set_id=golden_id)
     if params:
         url = url.include_query_params(**params)
-    response = redirect(request, str(url), flash=message, kind=kind, form=form)
+    # A path, not the Host header's URL (links never come from the Host header).
+    where = url.path + (f"?{url.query}" if url.query else "")
+    response = redirect(request, where, flash=message, kind=kind, form=form)
     if error_code:
         response.headers["X-Error-Code"] = error_code
     return response
@@ -315,7 +317,7 @@ def create_triage(
         )
     return redirect(
         request,
-        str(request.url_for("triage_page", triage_id=triage.id)),
+        request.url_for("triage_page", triage_id=triage.id).path,
         flash=f"triage created: depth {triage.depth}, k {triage.k}, {triage.misses:,} misses",
     )
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from fastapi import Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from jinja2 import StrictUndefined
+from jinja2 import StrictUndefined, pass_context
 from jinja2_fragments.fastapi import Jinja2Blocks
 
 from app.migrate import resource_dir
@@ -48,6 +48,16 @@ def _format_measure(value: float | None) -> str:
 
 
 templates.env.filters["measure"] = _format_measure
+
+
+@pass_context
+def _path_for(context: dict[str, Any], name: str, /, **path_params: Any) -> str:
+    """Links within the product are paths: never built from the request's Host header
+    (absolute URLs that leave the product come from MISSTRIAGE_PUBLIC_URL)."""
+    return context["request"].url_for(name, **path_params).path  # type: ignore[no-any-return]
+
+
+templates.env.globals["url_for"] = _path_for
 
 
 def is_fragment_request(request: Request) -> bool:

@@ -23,12 +23,12 @@ from app.api.deps import (
 from app.api.params import Id
 from app.models import OTHER, Miss, Role, Triage
 from app.services import golden_sets as golden_service
-from app.services import queue
+from app.services import queue, skips
 from app.services import review as review_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
-from app.web.render import render
+from app.web.render import redirect, render, templates
 
 router = APIRouter(include_in_schema=False)
 KEYS = "123456789"
@@ -48,6 +48,7 @@ def _card(
     status: int = 200,
     error_code: str | None = None,
     block: str = "card",
+    loading: bool = False,
 ) -> HTMLResponse:
     run = run_service.get_run(session=session, run_id=triage.run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
@@ -57,6 +58,11 @@ def _card(
         else None
     )
     causes = list(zip(KEYS, golden.causes, strict=False))
+    waiting = (
+        skips.skipped_waiting(session=session, triage=triage, user=principal.user)
+        if miss is None and not loading
+        else 0
+    )
     return render(
         request,
         "review.html",
@@ -71,6 +77,8 @@ def _card(
             "tone": tone,
             "progress": queue.progress(session=session, triage=triage, user=principal.user),
             "is_lead": principal.role.allows(Role.LEAD),
+            "loading": loading,
+            "skipped_waiting": waiting,
         },
         principal=principal,
         status=status,
@@ -95,27 +103,82 @@ def _next(
 def review_page(
     request: Request,
     session: SessionDep,
-    settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
     triage_id: Id,
 ) -> HTMLResponse:
+    """Shows the page and claims nothing: the miss the caller already holds, else a card that
+    claims the next one with a POST as it loads (HTMX; a button without JavaScript). A link
+    from another site, a prefetch or a crawler leases no miss to anybody."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    return _card(
-        request, session, principal, triage, _next(session, settings, clock, triage, principal)
-    )
+    held = queue.current(session=session, triage=triage, user=principal.user, now=clock.now())
+    return _card(request, session, principal, triage, held, loading=held is None)
 
 
-def _expired(request: Request, what: str) -> HTMLResponse:
-    """A review action without a valid session: say plainly that nothing was saved."""
-    response = HTMLResponse(
-        f'<section id="review" class="review"><p class="banner error" role="alert">'
-        f"Your session has expired: {what} was NOT saved. "
-        f'<a href="{request.url_for("login_page")}">Log in again</a> and repeat it.</p></section>',
-        status_code=401,
+def _card_or_back(request: Request, triage: Triage, response: HTMLResponse) -> Response:
+    """HTMX gets the card; a plain form post (no JavaScript) goes back to the page."""
+    if request.headers.get("hx-request"):
+        return response
+    return redirect(request, str(request.url_for("review_page", triage_id=triage.id)))
+
+
+@router.post("/triages/{triage_id}/review/claim", name="review_claim")
+def review_claim(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    triage_id: Id,
+) -> Response:
+    """Lease the caller's next miss (their current one first) and answer its card."""
+    if principal is None:
+        return _expired(request, None)
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    miss = _next(session, settings, clock, triage, principal)
+    return _card_or_back(request, triage, _card(request, session, principal, triage, miss))
+
+
+@router.post("/triages/{triage_id}/review/take-back", name="review_take_back")
+def review_take_back(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    triage_id: Id,
+) -> Response:
+    """Put the misses the caller skipped back on their queue, and claim the next one."""
+    if principal is None:
+        return _expired(request, "taking back your skipped misses")
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    taken = skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
+    word = "miss" if taken == 1 else "misses"
+    response = _card(
+        request,
+        session,
+        principal,
+        triage,
+        _next(session, settings, clock, triage, principal),
+        message=f"Took back {taken} skipped {word}: they are on your queue again.",
     )
-    response.headers["X-Error-Code"] = "session_expired"
+    return _card_or_back(request, triage, response)
+
+
+def _notice(
+    request: Request, kind: str, *, status: int, code: str, what: str | None = None
+) -> HTMLResponse:
+    response = templates.TemplateResponse(
+        request, "_review_notice.html", {"kind": kind, "what": what}, status_code=status
+    )
+    assert isinstance(response, HTMLResponse)
+    response.headers["X-Error-Code"] = code
     return response
+
+
+def _expired(request: Request, what: str | None) -> HTMLResponse:
+    """A review action without a valid session: say plainly that nothing was saved."""
+    return _notice(request, "expired", status=401, code="session_expired", what=what)
 
 
 @router.post("/triages/{triage_id}/review/label", name="review_label")
@@ -219,7 +282,7 @@ def review_skip(
         principal,
         triage,
         _next(session, settings, clock, triage, principal),
-        message="Skipped: it goes to another reviewer.",
+        message="Skipped: it goes to the other reviewers; you can take it back later.",
     )
 
 
@@ -277,12 +340,9 @@ def review_renew(
 ) -> Response:
     """The page's heartbeat: keep the lease; say so at once if it was lost."""
     if principal is None:
-        return HTMLResponse(
-            '<p class="banner error" role="alert">Your session has expired: log in again '
-            "before labelling, or your next label will not be saved.</p>",
-            status_code=401,
-            headers={**RETARGET, "X-Error-Code": "session_expired"},
-        )
+        response = _notice(request, "heartbeat_expired", status=401, code="session_expired")
+        response.headers.update(RETARGET)
+        return response
     try:
         queue.renew(
             session=session,
@@ -292,10 +352,7 @@ def review_renew(
             lease=timedelta(seconds=settings.lease_seconds),
         )
     except ServiceError:
-        return HTMLResponse(
-            '<p class="banner error" role="alert">This miss is no longer yours (the lease '
-            "expired and another reviewer took it). Reload to get your next miss.</p>",
-            status_code=409,
-            headers={**RETARGET, "X-Error-Code": "lease_not_held"},
-        )
+        response = _notice(request, "lease_lost", status=409, code="lease_not_held")
+        response.headers.update(RETARGET)
+        return response
     return Response(status_code=204)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from app.api.deps import ReviewerDep, SessionDep
-from app.api.params import Id, Page, QueryId
+from app.api.params import Id, Page, PerPage, QueryId
 from app.eval.clusters import FEW
 from app.eval.conventions import DEFAULT_DEPTH, MAX_CUTOFF
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
@@ -48,6 +48,7 @@ def run_page(
     sort: str = "qid",
     desc: bool = False,
     page: Page = 1,
+    per_page: PerPage = PER_PAGE,
 ) -> HTMLResponse:
     run = run_service.get_run(session=session, run_id=run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
@@ -64,7 +65,7 @@ def run_page(
         rows = [r for r in rows if r.diagnosis.value == diagnosis]
     key = SORTS.get(sort, SORTS["qid"])
     rows = sorted(rows, key=key, reverse=desc)
-    pages = max(1, -(-len(rows) // PER_PAGE))
+    pages = max(1, -(-len(rows) // per_page))
     page = _clamp(page, 1, pages)
     counts = evaluation.diagnosis_counts
     return render(
@@ -81,7 +82,8 @@ def run_page(
             "diagnosis": diagnosis,
             "sort": sort,
             "desc": desc,
-            "rows": rows[(page - 1) * PER_PAGE : page * PER_PAGE],
+            "rows": rows[(page - 1) * per_page : page * per_page],
+            "per_page": per_page,
             "matching": len(rows),
             "page": page,
             "pages": pages,

@@ -10,25 +10,33 @@ from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page
-from app.exporters import TRACKERS
+from app.api.params import Id, Page, PerPage
+from app.exporters import CREDENTIALS, TRACKERS, missing_credentials
 from app.models import OTHER, Miss, MissState, Triage, User
-from app.services import dashboard, queue
+from app.services import dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import NotFound, ServiceError
-from app.services.review import where_the_run_put_it
+from app.services.review import where_of
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
+SKIPS_SHOWN = 100
+TRACKER_NAMES = {
+    "github": "GitHub",
+    "gitlab": "GitLab",
+    "jira": "Jira",
+    "linear": "Linear",
+    "webhook": "a webhook",
+}
 
 
 def miss_url_prefix(request: Request) -> str:
-    """``/misses/`` as an absolute URL: one url_for per page instead of one per row."""
-    return str(request.url_for("miss_page", miss_id=0)).removesuffix("0")
+    """``/misses/`` as a path: one url_for per page instead of one per row."""
+    return request.url_for("miss_page", miss_id=0).path.removesuffix("0")
 
 
 def _context(session: Any, triage: Triage) -> dict[str, Any]:
@@ -39,15 +47,21 @@ def _context(session: Any, triage: Triage) -> dict[str, Any]:
 
 @router.get("/triages/{triage_id}", name="triage_page")
 def triage_page(
-    request: Request, session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: Id
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    triage_id: Id,
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    return _dashboard(request, session, clock, principal, triage)
+    return _dashboard(request, session, settings, clock, principal, triage)
 
 
 def _dashboard(
     request: Request,
     session: Any,
+    settings: Any,
     clock: Any,
     principal: Any,
     triage: Triage,
@@ -62,8 +76,9 @@ def _dashboard(
     )
     residue, residue_total = dashboard.residue(session=session, triage=triage)
     texts = golden_service.query_texts(
-        session=session, golden=context["golden"], qids={m.qid for m in residue}
+        session=session, golden=context["golden"], qids={r.miss.qid for r in residue}
     )
+    skipped = skips.skips(session=session, triage=triage, open_only=True)
     largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
     return render(
         request,
@@ -84,13 +99,35 @@ def _dashboard(
             "is_lead": principal.role.allows_lead,
             "miss_url": miss_url_prefix(request),
             "trackers": TRACKERS,
+            "tracker_names": TRACKER_NAMES,
             "exports": export_service.stored(session=session, triage=triage),
             "export": export or {"tracker": "github", "target": ""},
+            "credentials": {t: CREDENTIALS[t] for t in TRACKERS},
+            "missing": {t: missing_credentials(t, settings) for t in TRACKERS},
+            "skipped": skipped[:SKIPS_SHOWN],
+            "skipped_total": len(skipped),
         },
         principal=principal,
         status=status,
         error_code=error_code,
     )
+
+
+@router.get("/triages/{triage_id}/export-preview", name="export_preview")
+def export_preview(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    triage_id: Id,
+    tracker: str = "github",
+    target: str = "",
+) -> HTMLResponse:
+    """The dashboard with a dry run of an export: the exact requests, credentials masked
+    or absent; it sends nothing and writes nothing, so it is a GET that survives reloads."""
+    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    return _export(request, session, settings, clock, principal, triage, tracker, target, False)
 
 
 @router.post("/triages/{triage_id}/exports", name="export_form")
@@ -105,21 +142,51 @@ def export_form(
     target: Annotated[str, Form()],
     action: Annotated[str, Form()] = "preview",
 ) -> HTMLResponse:
-    """Preview (dry run: the exact requests, credentials masked) or push the backlog."""
+    """Push the backlog (or, with ``action=preview``, the dry run)."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    push = action == "push"
+    return _export(request, session, settings, clock, principal, triage, tracker, target, push)
+
+
+def _export(
+    request: Request,
+    session: Any,
+    settings: Any,
+    clock: Any,
+    principal: Any,
+    triage: Triage,
+    tracker: str,
+    target: str,
+    push: bool,
+) -> HTMLResponse:
+    """Preview (dry run) or push, answered by the dashboard with the outcome or the reason
+    nothing was sent next to the form."""
     context = _context(session, triage)
     form: dict[str, Any] = {"tracker": tracker, "target": target.strip()}
-    if tracker not in TRACKERS:
-        form["error"] = f"Choose one of {', '.join(TRACKERS)}."
+
+    def refused(message: str, status: int, code: str) -> HTMLResponse:
+        form["error"] = message
         return _dashboard(
             request,
             session,
+            settings,
             clock,
             principal,
             triage,
             export=form,
-            status=400,
-            error_code="unknown_tracker",
+            status=status,
+            error_code=code,
+        )
+
+    if tracker not in TRACKERS:
+        return refused(f"Choose one of {', '.join(TRACKERS)}.", 400, "unknown_tracker")
+    missing = missing_credentials(tracker, settings)
+    if push and missing:
+        return refused(
+            f"Nothing was sent: a push to {TRACKER_NAMES[tracker]} needs "
+            f"{' and '.join(missing)} in the server's settings. The preview works without.",
+            400,
+            "credentials_missing",
         )
     try:
         outcome = export_service.export(
@@ -130,22 +197,12 @@ def export_form(
             golden=context["golden"],
             tracker=tracker,
             target=form["target"],
-            dry_run=action != "push",
+            dry_run=not push,
         )
     except ServiceError as exc:
-        form["error"] = exc.message
-        return _dashboard(
-            request,
-            session,
-            clock,
-            principal,
-            triage,
-            export=form,
-            status=exc.status,
-            error_code=exc.code,
-        )
+        return refused(exc.message, exc.status, exc.code)
     form |= {
-        "dry_run": action != "push",
+        "dry_run": not push,
         "results": outcome.results,
         "requests": [
             r
@@ -157,7 +214,7 @@ def export_form(
             for r in outcome.requests
         ],
     }
-    return _dashboard(request, session, clock, principal, triage, export=form)
+    return _dashboard(request, session, settings, clock, principal, triage, export=form)
 
 
 @router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")
@@ -172,7 +229,7 @@ def release_lease(
     queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
     return redirect(
         request,
-        str(request.url_for("triage_page", triage_id=triage_id)),
+        request.url_for("triage_page", triage_id=triage_id).path,
         flash=f"lease on miss {miss_id} released",
     )
 
@@ -189,7 +246,7 @@ def covered_form(
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     triage_service.include_covered(session=session, triage=triage, include=include)
     said = "covered misses put on the queue" if include else "covered misses taken off the queue"
-    return redirect(request, str(request.url_for("triage_page", triage_id=triage_id)), flash=said)
+    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path, flash=said)
 
 
 @router.get("/triages/{triage_id}/backlog", name="backlog_page")
@@ -204,6 +261,7 @@ def backlog_page(
     state: str = "",
     sort: str = "position",
     page: Page = 1,
+    per_page: PerPage = PER_PAGE,
 ) -> HTMLResponse:
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     context = _context(session, triage)
@@ -213,12 +271,12 @@ def backlog_page(
         cause=cause,
         qid=qid.strip(),
         reviewer=reviewer,
-        state=state if state in {s.value for s in MissState} else "",
+        state=state if state in {*(s.value for s in MissState), dashboard.SKIPPED} else "",
         sort=sort if sort in dashboard.BACKLOG_SORTS else "position",
         page=max(page, 1),
-        per_page=PER_PAGE,
+        per_page=per_page,
     )
-    pages = max(1, -(-total // PER_PAGE))
+    pages = max(1, -(-total // per_page))
     texts = golden_service.query_texts(
         session=session, golden=context["golden"], qids={r.miss.qid for r in rows}
     )
@@ -237,6 +295,7 @@ def backlog_page(
                 "reviewer": reviewer,
                 "state": state,
                 "sort": sort,
+                "per_page": per_page,
             },
             "causes": [*context["golden"].causes, OTHER, "unlabelled", MissState.COVERED.value],
             "reviewers": dashboard.reviewers(session=session, triage=triage),
@@ -272,7 +331,7 @@ def _miss_page(
             "people": people,
             "message": message,
             "causes": [*context["golden"].causes, OTHER],
-            "where": where_the_run_put_it(miss, None),
+            "where": where_of(session=session, miss=miss, triage=triage),
             "text": golden_service.query_texts(
                 session=session, golden=context["golden"], qids={miss.qid}
             ).get(miss.qid),
@@ -334,4 +393,4 @@ def relabel(
             status=exc.status,
             error_code=exc.code,
         )
-    return redirect(request, str(request.url_for("miss_page", miss_id=miss_id)))
+    return redirect(request, request.url_for("miss_page", miss_id=miss_id).path)

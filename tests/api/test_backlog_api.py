@@ -13,13 +13,18 @@ from sqlalchemy.engine import Engine
 
 from app.models import Role
 from app.services import backlog
+from app.settings import Settings
 from tests.conftest import Account
 from tests.services.helpers import make_triage
 from tests.web.test_triage_pages import label_some
 
 
 def test_backlog_formats(
-    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+    client: TestClient,
+    accounts: dict[Role, Account],
+    engine: Engine,
+    tmp_path: Path,
+    settings: Settings,
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=2, per_query=2, corpus=True)
     labelled = label_some(client, accounts, triage.id)
@@ -45,7 +50,8 @@ def test_backlog_formats(
     assert first["title"] == "Article 0: api throttling limits"
     assert first["cause"] == "vocabulary-mismatch"
     assert first["labelled_by"] == "reviewer@example.com"
-    assert first["url"] == f"http://testserver/misses/{labelled[0]}"
+    # Links that leave the product come from MISSTRIAGE_PUBLIC_URL, not the Host header.
+    assert first["url"] == f"{settings.public_url}/misses/{labelled[0]}"
     assert table[1]["note"] == "judged wrongly"
     assert table[3]["cause"] == ""
     assert table[3]["rank"] == ""

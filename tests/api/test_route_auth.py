@@ -18,7 +18,14 @@ from app.models import Role
 from tests.conftest import Account
 
 PUBLIC = {"login_page", "login", "healthz"}
-REVIEW_ACTIONS = {"review_label", "review_skip", "review_undo", "review_renew"}
+REVIEW_ACTIONS = {
+    "review_label",
+    "review_skip",
+    "review_undo",
+    "review_renew",
+    "review_claim",
+    "review_take_back",
+}
 REVIEW_FORM = {"miss_id": "1", "version": "1", "category": "not-indexed", "reason": "r"}
 
 
@@ -91,7 +98,7 @@ def test_no_route_answers_without_credentials(client: TestClient) -> None:
                 assert response.headers["x-error-code"] == "session_expired", where
             else:
                 assert response.status_code == 303, where
-                assert response.headers["location"].startswith("http://testserver/login"), where
+                assert response.headers["location"].startswith("/login?next="), where
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

@@ -26,6 +26,15 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
 @pytest.fixture(scope="session")
+def base_url(pytestconfig: pytest.Config) -> str | None:
+    """pytest-playwright's own ``base_url`` (used without pytest-base-url) is a session
+    fixture defined as an instance method, which pytest 9 warns about
+    (PytestRemovedIn10Warning). The same fixture as a function; the tests use full URLs."""
+    value = pytestconfig.getoption("--base-url", None) or pytestconfig.getini("base_url")
+    return str(value) if value else None
+
+
+@pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
@@ -34,10 +43,12 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
-def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
-    """Save a screenshot under var/screenshots/ (kept for people to look at); the viewport
-    alone with ``full_page=False``, as a person sees the page (sticky bars in place)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+def screenshot(page: Any, name: str, *, full_page: bool = True, folder: Path | None = None) -> Path:
+    """Save a screenshot under var/screenshots/ (or ``folder``), kept for people to look at;
+    the viewport alone with ``full_page=False``, as a person sees the page (sticky bars in
+    place)."""
+    folder = folder or SCREENSHOTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path

@@ -111,3 +111,28 @@ def test_demo_as_a_new_user_until_the_categories_close(
     expect(page.locator("#acceptance")).to_contain_text("100% (23/23)")
     page.set_viewport_size({"width": 1280, "height": 1200})
     screenshot(page, "demo-dashboard", full_page=False)
+
+    # the backlog downloads are links on the dashboard
+    for link, kind in (("#download-csv", "text/csv"), ("#download-json", "application/json")):
+        href = page.locator(link).get_attribute("href")
+        assert href is not None
+        download = page.request.get(href if href.startswith("http") else url + href)
+        assert download.status == 200
+        assert download.headers["content-type"].startswith(kind)
+    # the demo has no tracker credentials: the preview (a dry run) works anyway, the page
+    # says what a push needs, and a push is refused in the page
+    expect(page.locator('#credentials li[data-tracker="github"]')).to_have_text(
+        "a push to GitHub needs MISSTRIAGE_GITHUB_TOKEN (not set)"
+    )
+    page.fill('#export input[name="target"]', "acme/search")
+    page.locator('#export button[value="preview"]').click()
+    expect(page.locator("#export-results caption")).to_have_text("Preview: nothing was sent")
+    expect(page.locator("#export-results tbody tr")).to_have_count(3)
+    page.locator("#export").scroll_into_view_if_needed()
+    screenshot(page, "demo-export-preview", full_page=False)
+    page.fill('#export input[name="target"]', "acme/search")
+    page.locator('#export button[value="push"]').click()
+    expect(page.locator("#export-error")).to_have_text(
+        "Nothing was sent: a push to GitHub needs MISSTRIAGE_GITHUB_TOKEN in the server's "
+        "settings. The preview works without."
+    )

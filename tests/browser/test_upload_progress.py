@@ -3,10 +3,11 @@ its reading, then the page saying what was imported."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Response, expect
 
 from app.models import Role
 from tests.browser.test_error_pages import shot
@@ -14,10 +15,10 @@ from tests.conftest import PASSWORD, Account
 from tests.live import LiveServer
 
 QUERIES, PER_QUERY = 200, 3000  # a 19 MB run: long enough to watch
-SERVER_SAYS = """() => {
-  const status = document.querySelector('.upload-status');
-  return status && /The server (is reading|has read)/.test(status.textContent);
-}"""
+SENTENCE = re.compile(
+    r"The server (is reading the file: [\d.,]+ MB of [\d.,]+ MB \(\d+%\) so far"
+    r"|has read the file; ranking and saving it|has finished with the file)\."
+)
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -41,15 +42,25 @@ def test_a_long_import_shows_the_server_progress(
     page.get_by_role("button", name="Import").click()
     expect(page.locator("h1")).to_have_text("long")
 
+    # What the server says of its progress, as the page receives it (the page itself is
+    # replaced by the next one when the import ends, so the answers are collected here).
+    said: list[str] = []
+
+    def collect(response: Response) -> None:
+        if "/imports/" in response.url and response.url.endswith("/progress"):
+            said.append(response.text())
+
+    page.on("response", collect)
     page.fill('#main form[action$="/runs"] input[name="name"]', "big")
     page.set_input_files('input[name="run"]', run)
     page.get_by_role("button", name="Import").click()
     progress = page.locator("[data-upload-progress]")
     expect(progress).to_be_visible()
-    page.wait_for_function(SERVER_SAYS, timeout=60_000)
-    expect(progress.locator(".upload-status")).to_contain_text("Uploaded 18.4 MB.")
+    expect(progress.locator(".upload-status")).to_contain_text("Uploaded 18.4 MB.", timeout=60_000)
     shot(page, "progress-server")
     expect(page.locator("#flash [data-flash]")).to_have_text(
         f"run `big` imported: {QUERIES} queries, {QUERIES * PER_QUERY:,} lines", timeout=60_000
     )
     expect(progress).to_be_hidden()
+    assert said, "the page never asked the server how far it was"
+    assert all(SENTENCE.fullmatch(text) for text in said), said

@@ -13,6 +13,7 @@ from app.models import Role
 from tests.conftest import Account, login
 from tests.hint_fixture import EXPECTED_HINTS, import_hint_fixture
 from tests.web.test_pages import ORIGIN, get
+from tests.web.test_review_page import claim
 
 HTMX = {"HX-Request": "true", **ORIGIN}
 
@@ -28,6 +29,7 @@ def test_review_page_shows_evidence_and_a_key_accepts_the_hint(
 ) -> None:
     ids = import_hint_fixture(client, accounts[Role.LEAD].headers, tmp_path)
     login(client, accounts[Role.REVIEWER].email)
+    claim(client, ids["triage"])
     soup = get(client, f"/triages/{ids['triage']}/review", mode)
     # queue order: q1 first, the vocabulary mismatch
     assert soup.select_one("#query-text").get_text() == "How do I stop API throttling?"

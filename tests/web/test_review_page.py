@@ -17,6 +17,13 @@ from tests.web.test_pages import ORIGIN, get
 HTMX = {"HX-Request": "true", **ORIGIN}
 
 
+def claim(client: TestClient, triage_id: int) -> BeautifulSoup:
+    """What the review page does as it loads: POST the claim (HTMX), answered by the card."""
+    response = client.post(f"/triages/{triage_id}/review/claim", headers=HTMX)
+    assert response.status_code == 200, response.text
+    return BeautifulSoup(response.text, "html.parser")
+
+
 @pytest.fixture(params=["page", "fragment"])
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -27,6 +34,8 @@ def test_review_page_shows_one_miss_with_context(
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=2, per_query=2, corpus=True)
     login(client, accounts[Role.REVIEWER].email)
+    claim(client, triage.id)
+    # the page shows the miss the reviewer holds
     soup = get(client, f"/triages/{triage.id}/review", mode)
     card = soup.select_one("#review .card")
     assert card["data-miss"]
@@ -45,7 +54,7 @@ def test_label_answers_with_the_next_card(
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2, corpus=True)
     login(client, accounts[Role.REVIEWER].email)
-    first = BeautifulSoup(client.get(f"/triages/{triage.id}/review").text, "html.parser")
+    first = claim(client, triage.id)
     miss_id = first.select_one(".card")["data-miss"]
     url = f"/triages/{triage.id}/review/label"
     response = client.post(
@@ -90,6 +99,7 @@ def test_query_and_note_text_are_escaped(
             session=session, run=run, golden=golden, depth=5, k=1, user=None
         )
     login(client, accounts[Role.REVIEWER].email)
+    claim(client, triage.id)
     html = client.get(f"/triages/{triage.id}/review").text
     soup = BeautifulSoup(html, "html.parser")
     assert soup.select_one("#query-text").get_text() == (

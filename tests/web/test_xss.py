@@ -33,6 +33,9 @@ HTMX = {"HX-Request": "true", **ORIGIN}
 def seeded(client: TestClient, engine: Engine, accounts: dict[Role, Account]) -> Seeded:
     data = seed(client, engine, accounts[Role.LEAD])
     login(client, accounts[Role.LEAD].email)
+    # what the review page does as it loads: the GET alone claims nothing
+    claimed = client.post(f"/triages/{data.triages[1]}/review/claim", headers=HTMX)
+    assert claimed.status_code == 200, claimed.text
     return data
 
 

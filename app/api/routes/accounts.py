@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.api.deps import AdminDep, ReviewerDep, SessionDep
-from app.api.params import Id
+from app.api.params import Id, Page, PerPage, paged
 from app.models import ApiToken, Role, User
 from app.services import users as service
 
@@ -47,9 +47,11 @@ def create_token(session: SessionDep, principal: ReviewerDep, body: TokenCreate)
 
 
 @router.get("/tokens")
-def list_tokens(session: SessionDep, principal: ReviewerDep) -> dict[str, Any]:
+def list_tokens(
+    session: SessionDep, principal: ReviewerDep, page: Page = 1, per_page: PerPage = 50
+) -> dict[str, Any]:
     tokens = service.list_tokens(session=session, user=principal.user)
-    return {"items": [public_token(t) for t in tokens], "total": len(tokens)}
+    return paged([public_token(t) for t in tokens], page, per_page)
 
 
 @router.delete("/tokens/{token_id}")
@@ -61,7 +63,7 @@ def revoke_token(session: SessionDep, principal: ReviewerDep, token_id: Id) -> d
 
 class UserCreate(BaseModel):
     email: str = Field(max_length=320)
-    password: str = Field(min_length=8, max_length=1000)
+    password: str = Field(max_length=1000)  # the policy: services.passwords
     role: Role
 
 
@@ -74,6 +76,8 @@ def create_user(session: SessionDep, principal: AdminDep, body: UserCreate) -> d
 
 
 @router.get("/users")
-def list_users(session: SessionDep, principal: AdminDep) -> dict[str, Any]:
+def list_users(
+    session: SessionDep, principal: AdminDep, page: Page = 1, per_page: PerPage = 50
+) -> dict[str, Any]:
     users = service.list_users(session=session)
-    return {"items": [public_user(u) for u in users], "total": len(users)}
+    return paged([public_user(u) for u in users], page, per_page)

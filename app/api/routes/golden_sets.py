@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Query, Response, UploadFile
+from fastapi import APIRouter, Form, Response, UploadFile
 from pydantic import BaseModel
 
 from app.api.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page
+from app.api.params import Id, Page, PerPage, paged
 from app.api.uploads import saved_uploads
 from app.eval import Order
 from app.services import events
@@ -59,14 +59,10 @@ def list_golden_sets(
     session: SessionDep,
     principal: ReviewerDep,
     page: Page = 1,
-    per_page: Annotated[int, Query(ge=1, le=1000)] = 50,
+    per_page: PerPage = 50,
 ) -> dict[str, Any]:
     items = service.list_golden_sets(session=session)
-    start = (max(page, 1) - 1) * per_page
-    return {
-        "items": [service.public(g) for g in items[start : start + per_page]],
-        "total": len(items),
-    }
+    return paged([service.public(g) for g in items], page, per_page)
 
 
 @router.get("/{golden_set_id}")
@@ -116,10 +112,16 @@ def import_run(
 
 
 @router.get("/{golden_set_id}/runs")
-def list_runs(session: SessionDep, principal: ReviewerDep, golden_set_id: Id) -> dict[str, Any]:
+def list_runs(
+    session: SessionDep,
+    principal: ReviewerDep,
+    golden_set_id: Id,
+    page: Page = 1,
+    per_page: PerPage = 50,
+) -> dict[str, Any]:
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     runs = run_service.list_runs(session=session, golden=golden)
-    return {"items": [run_service.public(r) for r in runs], "total": len(runs)}
+    return paged([run_service.public(r) for r in runs], page, per_page)
 
 
 class CausesBody(BaseModel):

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id
+from app.api.params import Id, Page, PerPage, paged
 from app.services import queue
 from app.services.triages import causes_of_miss, public_miss
 
@@ -88,7 +88,13 @@ def label(
 
 
 @router.get("/{miss_id}/events")
-def events(session: SessionDep, principal: ReviewerDep, miss_id: Id) -> dict[str, Any]:
+def events(
+    session: SessionDep,
+    principal: ReviewerDep,
+    miss_id: Id,
+    page: Page = 1,
+    per_page: PerPage = 50,
+) -> dict[str, Any]:
     """The audit trail of the miss, oldest first."""
     items = queue.audit_trail(session=session, miss_id=miss_id)
-    return {"items": [queue.public_event(e) for e in items], "total": len(items)}
+    return paged([queue.public_event(e) for e in items], page, per_page)

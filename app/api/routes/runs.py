@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from app.api.deps import LeadDep, ReviewerDep, SessionDep
-from app.api.params import Id, Page
+from app.api.params import Id, Page, PerPage, paged
 from app.eval import Gain, Thresholds
 from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
 from app.eval.evaluate import query_row
@@ -79,7 +79,7 @@ def run_queries(
     depth: Cutoff = 50,
     gain: Gain = Gain.EXP,
     page: Page = 1,
-    per_page: Annotated[int, Query(ge=1, le=1000)] = 50,
+    per_page: PerPage = 50,
 ) -> dict[str, Any]:
     """Per-query rows: R@k, R@depth, nDCG@k, the candidate-ideal diagnostic, misses and the
     diagnosis."""
@@ -95,9 +95,7 @@ def run_queries(
         depths=(k, depth),
         thresholds=Thresholds(),
     )
-    rows = [query_row(q, k, depth) for q in evaluation.queries]
-    start = (page - 1) * per_page
-    return {"items": rows[start : start + per_page], "total": len(rows)}
+    return paged([query_row(q, k, depth) for q in evaluation.queries], page, per_page)
 
 
 class TriageCreate(BaseModel):
@@ -119,7 +117,13 @@ def create_triage(
 
 
 @router.get("/{run_id}/triages")
-def list_triages(session: SessionDep, principal: ReviewerDep, run_id: Id) -> dict[str, Any]:
+def list_triages(
+    session: SessionDep,
+    principal: ReviewerDep,
+    run_id: Id,
+    page: Page = 1,
+    per_page: PerPage = 50,
+) -> dict[str, Any]:
     run = service.get_run(session=session, run_id=run_id)
     items = triage_service.list_triages(session=session, run=run)
-    return {"items": [triage_service.public(t) for t in items], "total": len(items)}
+    return paged([triage_service.public(t) for t in items], page, per_page)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page
+from app.api.params import Id, Page, PerPage
 from app.services import backlog as backlog_service
-from app.services import dashboard, queue
+from app.services import dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
@@ -81,7 +81,7 @@ def list_misses(
     category: str | None = None,
     qid: str | None = None,
     page: Page = 1,
-    per_page: Annotated[int, Query(ge=1, le=1000)] = 50,
+    per_page: PerPage = 50,
 ) -> dict[str, Any]:
     triage = service.get_triage(session=session, triage_id=triage_id)
     items, total = service.list_misses(
@@ -142,8 +142,20 @@ def undo(
     return service.public_miss(miss)
 
 
+@router.post("/{triage_id}/take-back")
+def take_back(
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, triage_id: Id
+) -> dict[str, Any]:
+    """Put the unlabelled misses the caller skipped back on the caller's queue (claim hands
+    them out again); answers how many: `{"taken_back": n}`."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    taken = skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
+    return {"taken_back": taken}
+
+
 @router.get(
     "/{triage_id}/backlog",
+    name="backlog_download",
     response_model=None,
     responses={
         200: {
@@ -153,8 +165,8 @@ def undo(
     },
 )
 def backlog(
-    request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     principal: ReviewerDep,
     triage_id: Id,
     format: Annotated[str, Query(pattern="^(json|csv|jsonl)$")] = "json",
@@ -165,7 +177,8 @@ def backlog(
     triage = service.get_triage(session=session, triage_id=triage_id)
     run = run_service.get_run(session=session, run_id=triage.run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
-    base = str(request.base_url).rstrip("/")
+    # Links in a downloaded file leave the product: from the setting, never the Host header.
+    base = settings.public_url.rstrip("/")
     items = backlog_service.rows(
         session=session, triage=triage, run=run, golden=golden, base_url=base, category=category
     )

@@ -1,0 +1,139 @@
+"""Skipped misses: a reviewer passes a miss on with a reason (``queue.skip``); it goes to
+other reviewers, and the reviewer can take back what they skipped (alone on a triage, that is
+the only way to finish it). The dashboard and the backlog show skips still in force."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import case, func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
+
+from app.db import write_transaction
+from app.models import LabelEvent, Miss, MissState, Triage, User
+
+SKIP = "skip"
+#: Taking back a skipped miss: it comes back on that reviewer's queue.
+TAKE_BACK = "take_back"
+
+
+def skipped_ids(*, triage_id: int, user_id: int | None = None) -> Any:
+    """The ids of misses with a skip still in force (not taken back), by ``user_id`` or by
+    anyone: a subquery. A skip counts +1 and a take-back -1 per (miss, reviewer)."""
+    balance = func.sum(case((col(LabelEvent.action) == SKIP, 1), else_=-1))
+    where: list[Any] = [
+        LabelEvent.triage_id == triage_id,
+        col(LabelEvent.action).in_((SKIP, TAKE_BACK)),
+    ]
+    if user_id is not None:
+        where.append(LabelEvent.user_id == user_id)
+    return (
+        select(LabelEvent.miss_id)
+        .where(*where)
+        .group_by(col(LabelEvent.miss_id), col(LabelEvent.user_id))
+        .having(balance > 0)
+    )
+
+
+def skipped_waiting(*, session: Session, triage: Triage, user: User) -> int:
+    """How many unlabelled misses the caller skipped (and could take back)."""
+    return int(
+        session.exec(
+            select(func.count())
+            .select_from(Miss)
+            .where(
+                Miss.triage_id == triage.id,
+                Miss.state == MissState.OPEN.value,
+                col(Miss.id).in_(skipped_ids(triage_id=triage.id, user_id=user.id)),  # type: ignore[arg-type]
+            )
+        ).one()
+    )
+
+
+def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> int:
+    """Put the unlabelled misses the caller skipped back on the caller's queue (a
+    ``take_back`` event each); answers how many."""
+    write_transaction(session)
+    misses = session.exec(
+        select(Miss)
+        .where(
+            Miss.triage_id == triage.id,
+            Miss.state == MissState.OPEN.value,
+            col(Miss.id).in_(skipped_ids(triage_id=triage.id, user_id=user.id)),  # type: ignore[arg-type]
+        )
+        .order_by(col(Miss.position))
+    ).all()
+    for miss in misses:
+        state = {
+            "state": miss.state,
+            "category": miss.category,
+            "note": miss.note,
+            "version": miss.version,
+        }
+        session.add(
+            LabelEvent(
+                miss_id=miss.id,  # type: ignore[arg-type]
+                triage_id=miss.triage_id,
+                user_id=user.id,
+                at=now,
+                action=TAKE_BACK,
+                before=state,
+                after=state,
+            )
+        )
+    session.commit()
+    return len(misses)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A skip still in force: who passed the miss on, when, and why."""
+
+    miss_id: int
+    qid: str
+    doc_id: str
+    state: str
+    by: str | None
+    reason: str
+    at: datetime
+
+
+def skips(
+    *,
+    session: Session,
+    triage: Triage,
+    miss_ids: list[int] | None = None,
+    open_only: bool = False,
+) -> list[Skip]:
+    """Skips in force (not taken back), in the order they happened; ``miss_ids`` narrows
+    to some misses, ``open_only`` to misses still unlabelled."""
+    where: list[Any] = [
+        LabelEvent.triage_id == triage.id,
+        col(LabelEvent.action).in_((SKIP, TAKE_BACK)),
+    ]
+    if miss_ids is not None:
+        if not miss_ids:
+            return []
+        where.append(col(LabelEvent.miss_id).in_(miss_ids))
+    if open_only:
+        where.append(Miss.state == MissState.OPEN.value)
+    # five columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
+    rows = session.execute(
+        sa_select(LabelEvent, col(Miss.qid), col(Miss.doc_id), col(Miss.state), col(User.email))
+        .join(Miss, col(Miss.id) == col(LabelEvent.miss_id))
+        .join(User, col(User.id) == col(LabelEvent.user_id), isouter=True)
+        .where(*where)
+        .order_by(col(LabelEvent.id))
+    ).all()
+    current: dict[tuple[int, int | None], Skip] = {}
+    for event, qid, doc_id, state, email in rows:
+        key = (event.miss_id, event.user_id)
+        if event.action == TAKE_BACK:
+            current.pop(key, None)
+        else:
+            current.pop(key, None)  # a later skip by the same reviewer replaces the reason
+            current[key] = Skip(event.miss_id, qid, doc_id, state, email, event.note, event.at)
+    return list(current.values())
