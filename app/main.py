@@ -29,6 +29,7 @@ from app.services.events import Deliverer
 from app.settings import Settings, get_settings
 from app.web import accounts as web_accounts
 from app.web import pages as web_pages
+from app.web import progress as web_progress
 from app.web import review as web_review
 from app.web import runs as web_runs
 from app.web import triage as web_triage
@@ -75,6 +76,7 @@ def create_app(
     app.include_router(api_router)
     app.include_router(web_accounts.router)
     app.include_router(web_pages.router)
+    app.include_router(web_progress.router)
     app.include_router(web_review.router)
     app.include_router(web_runs.router)
     app.include_router(web_triage.router)
@@ -101,7 +103,9 @@ def create_app(
         )
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
-    app.add_middleware(BodySizeLimit, max_bytes=settings.upload_max_bytes)
+    app.add_middleware(
+        BodySizeLimit, max_bytes=settings.upload_max_bytes, refusal=api_errors.too_large
+    )
     app.add_middleware(BodyTimeout, seconds=settings.body_timeout_seconds)
     app.add_middleware(SecurityHeaders)
     if settings.trusted_proxy_list:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_SECURITY_POLICY = (
@@ -27,9 +29,16 @@ class BodyTooLarge(Exception):
 class BodySizeLimit:
     """Refuse request bodies over ``max_bytes`` with 413, before or while they stream in."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        refusal: Callable[[Scope, int], Response] | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        #: Builds the 413 answer (the error page for a browser); the JSON body without it.
+        self.refusal = refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -37,7 +46,7 @@ class BodySizeLimit:
             return
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
                 return
         received = 0
         started = False
@@ -61,9 +70,12 @@ class BodySizeLimit:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.refusal is not None:
+            await self.refusal(scope, self.max_bytes)(scope, receive, send)
+            return
         body = json.dumps(
             {
                 "error": {

@@ -91,6 +91,7 @@ def optional_principal(request: Request, session: SessionDep) -> Principal | Non
         session.rollback()
         raise
     session.commit()  # expire_on_commit=False: the user stays loaded
+    request.state.principal = principal  # for the error page, which must not query
     return principal
 
 

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import html
 import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Scope
 
 from app.api.deps import NotAuthenticated
 from app.observability import current_request_id
 from app.services.errors import ServiceError
+from app.web.render import error_page
 
 log = logging.getLogger(__name__)
 
@@ -55,24 +56,53 @@ def error_response(
 def _server_side(
     request: Request, status: int, code: str, message: str, headers: dict[str, str] | None = None
 ) -> Response:
-    """A 5xx answer: the error body (JSON) or a short page (HTML), carrying the request id,
-    which finds the server's log lines of this request (every response also has it in the
+    """A 5xx answer: the error body (JSON) or the error page, carrying the request id, which
+    finds the server's log lines of this request (every response also has it in the
     X-Request-ID header, except a 500, which is answered outside that middleware)."""
     request_id = current_request_id()
     if wants_html(request):
-        page = (
-            f"<!doctype html><title>{status}</title><h1>{status}</h1>"
-            f"<p>{html.escape(message)}</p><p><small>request {html.escape(request_id or '-')}"
-            "</small></p>"
-        )
-        return HTMLResponse(
-            page, status_code=status, headers={**(headers or {}), "X-Error-Code": code}
-        )
+        return error_page(request, status, code, message, headers=headers, request_id=request_id)
     return error_response(status, code, message, {"request_id": request_id}, headers)
 
 
+def wants_json(request: Request) -> bool:
+    """The JSON error body for the API, and for a client that asks for JSON and not HTML;
+    a page for everything else (browsers, HTMX)."""
+    path = request.url.path
+    if path.startswith("/api/") or path == "/openapi.json":
+        return True
+    accept = request.headers.get("accept", "").lower()
+    return "application/json" in accept and "text/html" not in accept
+
+
 def wants_html(request: Request) -> bool:
-    return not request.url.path.startswith("/api/") and request.url.path != "/openapi.json"
+    return not wants_json(request)
+
+
+def error_answer(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """The one place that chooses between the JSON error body and the error page."""
+    if wants_html(request):
+        return error_page(request, status, code, message, details=details, headers=headers)
+    return error_response(status, code, message, details, headers)
+
+
+def too_large(scope: Scope, max_bytes: int) -> Response:
+    """The 413 of app.middleware.BodySizeLimit: a page for a browser's form upload."""
+    return error_answer(
+        Request(scope),
+        413,
+        "too_large",
+        f"the upload is larger than {max_bytes} bytes",
+        {"max_bytes": max_bytes},
+        {"Connection": "close"},
+    )
 
 
 def install(app: FastAPI) -> None:
@@ -87,7 +117,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> Response:
-        return error_response(exc.status, exc.code, exc.message, exc.details)
+        return error_answer(request, exc.status, exc.code, exc.message, exc.details)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
@@ -95,7 +125,7 @@ def install(app: FastAPI) -> None:
             {"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")}
             for e in exc.errors()
         ]
-        return error_response(422, "validation_error", "the request is not valid", details)
+        return error_answer(request, 422, "validation_error", "the request is not valid", details)
 
     async def _database_unavailable(request: Request, exc: Exception) -> Response:
         orig = getattr(exc, "orig", None) or exc
@@ -123,4 +153,5 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         code = _HTTP_CODES.get(exc.status_code, "error")
-        return error_response(exc.status_code, code, str(exc.detail))
+        headers = dict(exc.headers or {})
+        return error_answer(request, exc.status_code, code, str(exc.detail), headers=headers)

@@ -35,7 +35,7 @@ from app.eval import (
     top_candidates,
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
-from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
+from app.eval.conventions import DEFAULT_DEPTHS, CutoffError, check_cutoffs, parse_depths
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.evaluate import query_row
 from app.eval.jsonl import read_corpus
@@ -291,6 +291,10 @@ def evaluate(
     Exit status: 0 ok, 1 a run is below --fail-under, 2 bad options or input.
     """
     runs = _parse_runs(run_specs)
+    try:
+        check_cutoffs(k=k, depth=depth)
+    except CutoffError as exc:
+        raise click.BadParameter(str(exc), param_hint="--k") from None
     thresholds_below = _parse_fail_under(fail_under)
     _check_computable(thresholds_below, k)
     try:

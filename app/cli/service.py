@@ -14,6 +14,7 @@ from sqlmodel import Session, select
 
 from app.db import make_engine
 from app.eval import InputError, Order
+from app.eval.conventions import CutoffError, check_cutoffs
 from app.eval.sources import resolve_golden
 from app.eval.textio import decompression_limit
 from app.migrate import upgrade
@@ -250,6 +251,10 @@ def import_run(
 @output_option
 def triage(run_id: int, depth: int, k: int, output: str) -> None:
     """Create a triage: every miss of the run at the depth, on a work queue."""
+    try:
+        check_cutoffs(k=k, depth=depth)
+    except CutoffError as exc:
+        raise click.BadParameter(str(exc), param_hint="--k") from None
     with database() as session:
         run = run_service.get_run(session=session, run_id=run_id)
         golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)

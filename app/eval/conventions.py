@@ -85,3 +85,32 @@ def parse_depths(text: str) -> tuple[int, ...]:
     if not depths:
         raise ValueError("no depth given")
     return tuple(sorted(depths))
+
+
+#: The largest k or depth the product computes.
+MAX_CUTOFF = 100_000
+
+
+class CutoffError(ValueError):
+    """k and depth that do not describe a two-stage system (``code`` is the error code)."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def check_cutoffs(*, k: int, depth: int) -> None:
+    """The one rule for k and depth, used by every face (web, API, CLI): both within
+    1..MAX_CUTOFF, and k at most depth, because the k results people read are taken from the
+    top ``depth`` candidates; a k above depth would count documents no candidate list holds."""
+    for name, value in (("k", k), ("depth", depth)):
+        if not 1 <= value <= MAX_CUTOFF:
+            raise CutoffError(
+                f"{name} must be between 1 and {MAX_CUTOFF}, not {value}", code="invalid_cutoff"
+            )
+    if k > depth:
+        raise CutoffError(
+            f"k ({k}) is larger than depth ({depth}): the top k are read from the top depth "
+            "candidates, so k must be at most depth",
+            code="k_above_depth",
+        )

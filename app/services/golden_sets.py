@@ -15,6 +15,7 @@ from app.eval import InputError, golden_from_frame, load_golden
 from app.eval.errors import shorten_name
 from app.eval.golden import IdLimits
 from app.eval.jsonl import read_corpus, read_manifest
+from app.eval.textio import ProgressFn
 from app.eval.values import INT32_MAX, INT32_MIN
 from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
 from app.services.bulk import bulk_insert
@@ -64,8 +65,10 @@ def import_golden_set(
     description: str = "",
     user: User | None = None,
     source_names: dict[str, str] | None = None,
+    progress: ProgressFn | None = None,
 ) -> GoldenSet:
     """Parse everything first, then write in one transaction: a bad file leaves no rows.
+    ``progress`` is called with the bytes of the judgments read as they are read.
 
     ``manifest`` (the ids the search index holds) needs ``corpus``: the corpus documents it
     leaves out are stored as not indexed, evidence for the "not indexed" hint. Without a
@@ -84,7 +87,9 @@ def import_golden_set(
     if session.exec(select(GoldenSet).where(GoldenSet.name == name)).first() is not None:
         raise Conflict(f"a golden set named {name!r} exists already", code="name_taken")
     try:
-        gold = load_golden(qrels, queries=queries, min_grade=min_grade, id_limits=ID_LIMITS)
+        gold = load_golden(
+            qrels, queries=queries, min_grade=min_grade, id_limits=ID_LIMITS, progress=progress
+        )
         documents = _read_documents(corpus) if corpus is not None else None
         indexed = (
             read_manifest(manifest, max_id_chars=ID_LIMITS.document)

@@ -25,9 +25,10 @@ from app.eval import (
     top_candidates,
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
-from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval.conventions import DEFAULT_DEPTHS, CutoffError, check_cutoffs
 from app.eval.errors import printable_name
 from app.eval.golden import GoldenSet as EvalGoldenSet
+from app.eval.textio import ProgressFn
 from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
@@ -57,9 +58,11 @@ def import_run(
     description: str = "",
     keep_depth: int = 200,
     user: User | None = None,
+    progress: ProgressFn | None = None,
 ) -> Run:
     """Parse and rank the file first, then write in one transaction: a bad file leaves no
-    rows. Keeps the rank of every judged document and the first ``keep_depth`` results."""
+    rows. Keeps the rank of every judged document and the first ``keep_depth`` results.
+    ``progress`` is called with the bytes read as the file is read."""
     name = check_name(name, what="a run name", max_length=200)
     if fmt is not None and fmt not in RUN_FORMATS:
         raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
@@ -72,7 +75,14 @@ def import_run(
     source_name = printable_name(source_name)
     try:
         ranked = load_run(
-            path, gold, name=name, order=order, fmt=fmt, keep_results=True, id_limits=ID_LIMITS
+            path,
+            gold,
+            name=name,
+            order=order,
+            fmt=fmt,
+            keep_results=True,
+            id_limits=ID_LIMITS,
+            progress=progress,
         )
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
@@ -253,6 +263,10 @@ def evaluate_stored_run(
     """Every measure of a stored run, under the same conventions as ``misstriage evaluate``."""
     if k < 1 or depth < 1 or any(d < 1 for d in depths):
         raise Invalid("k, depth and depths must be positive integers", code="invalid_cutoff")
+    try:
+        check_cutoffs(k=k, depth=depth)
+    except CutoffError as exc:
+        raise Invalid(str(exc), code=exc.code) from None
     gold = eval_golden_set(session=session, golden=golden)
     ranked = stored_ranking(session=session, run=run, gold=gold)
     conventions = Conventions(order=Order(run.order), gain=gain, min_grade=golden.min_grade)

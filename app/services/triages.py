@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 
 from app.db import write_transaction
 from app.eval import misses_frame
+from app.eval.conventions import MAX_CUTOFF, CutoffError, check_cutoffs
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
@@ -18,7 +19,7 @@ from app.services.golden_sets import eval_golden_set
 from app.services.hints import context_for, hint_columns
 from app.services.runs import stored_ranking
 
-MAX_DEPTH = 100_000
+MAX_DEPTH = MAX_CUTOFF
 
 
 def create_triage(
@@ -29,8 +30,10 @@ def create_triage(
 
     Each miss gets its cause hints (app/eval/hints.py); a miss whose duplicate-cluster mate is
     in the candidates is "covered" and stays off the queue until a lead includes it."""
-    if not 1 <= depth <= MAX_DEPTH or not 1 <= k <= MAX_DEPTH:
-        raise Invalid(f"depth and k must be within 1..{MAX_DEPTH}", code="invalid_cutoff")
+    try:
+        check_cutoffs(k=k, depth=depth)
+    except CutoffError as exc:
+        raise Invalid(str(exc), code=exc.code) from None
     existing = session.exec(
         select(Triage).where(Triage.run_id == run.id, Triage.depth == depth, Triage.k == k)
     ).first()

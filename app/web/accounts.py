@@ -166,5 +166,6 @@ def create_token(
 def revoke_token(
     request: Request, session: SessionDep, principal: ReviewerDep, token_id: Id
 ) -> Response:
-    user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
-    return redirect(request, request.url_for("tokens_page").path)
+    revoked = user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
+    said = f"token `{revoked.name}` revoked"
+    return redirect(request, request.url_for("tokens_page").path, flash=said)

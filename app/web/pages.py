@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.api.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.api.params import Id
 from app.api.uploads import saved_uploads
-from app.eval import Gain, Order
-from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval import Order
+from app.eval.conventions import (
+    DEFAULT_DEPTH,
+    DEFAULT_DEPTHS,
+    DEFAULT_K,
+    DEFAULT_MIN_GRADE,
+    MAX_CUTOFF,
+)
 from app.models import GoldenSet, Role
-from app.services import comparisons, events
+from app.services import events
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
-from app.services.errors import ServiceError
+from app.services.errors import Invalid, ServiceError
 from app.web.charts import depth_curve_chart
-from app.web.render import redirect, render
+from app.web.forms import Fields, View, read_view
+from app.web.progress import new_import_id, tracking
+from app.web.render import read_flash, redirect, render
+from app.web.run_rows import reranker_checks, run_rows
 
 router = APIRouter(include_in_schema=False)
+
+
+class RunFormat(StrEnum):
+    """The import form's format choice; empty means detect."""
+
+    DETECT = ""
+    TREC = "trec"
+    JSONL = "jsonl"
 
 
 @router.get("/", name="home")
@@ -47,6 +65,7 @@ def _golden_sets(
             "can_import": principal.role.allows(Role.LEAD),
             "error": error,
             "form": form or {"name": "", "min_grade": 1},
+            "import_id": new_import_id(),
         },
         principal=principal,
         status=status,
@@ -69,22 +88,33 @@ def import_golden_set(
     queries: UploadFile | None = None,
     corpus: UploadFile | None = None,
     manifest: UploadFile | None = None,
-    min_grade: Annotated[int, Form()] = 1,
+    min_grade: Annotated[str, Form()] = "",
+    import_id: Annotated[str, Form()] = "",
 ) -> Response:
     form = {"name": name, "min_grade": min_grade}
+    fields = Fields()
+    grade = fields.integer(
+        "min_grade", min_grade, default=DEFAULT_MIN_GRADE, minimum=-10, maximum=100
+    )
     try:
-        with saved_uploads(qrels, queries, corpus, manifest) as saved:
+        if fields.errors:
+            raise Invalid(fields.errors["min_grade"], code="invalid_min_grade")
+        with (
+            saved_uploads(qrels, queries, corpus, manifest) as saved,
+            tracking(import_id, principal.user.id, saved.paths[:1]) as progress,
+        ):
             qrels_path, queries_path, corpus_path, manifest_path = saved.paths
             if qrels_path is None:
                 raise ServiceError("Choose a judgments file.", code="qrels_required")
             golden = golden_service.import_golden_set(
+                progress=progress,
                 session=session,
                 name=name,
                 qrels=qrels_path,
                 queries=queries_path,
                 corpus=corpus_path,
                 manifest=manifest_path,
-                min_grade=min_grade,
+                min_grade=grade,
                 user=principal.user,
                 source_names=saved.names,
             )
@@ -98,64 +128,12 @@ def import_golden_set(
             status=exc.status,
             error_code=exc.code,
         )
-    return redirect(request, request.url_for("golden_set_page", golden_set_id=golden.id).path)
-
-
-def _run_rows(
-    session: Any, golden: GoldenSet, *, k: int, depth: int, gain: Gain
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    depths = tuple(sorted({*DEFAULT_DEPTHS, k, depth}))
-    for run in run_service.list_runs(session=session, golden=golden):
-        evaluation = run_service.evaluate_stored_run(
-            session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=depths
-        )
-        triage = next(
-            (
-                t
-                for t in triage_service.list_triages(session=session, run=run)
-                if t.depth == depth and t.k == k
-            ),
-            None,
-        )
-        rows.append(
-            {
-                "run": run,
-                "recall_k": evaluation.measures[f"R@{k}"],
-                "recall_depth": evaluation.measures[f"R@{depth}"],
-                "ndcg_k": evaluation.measures[f"nDCG@{k}"],
-                "micro_depth": evaluation.micro[f"R@{depth}"],
-                "misses": evaluation.misses,
-                "queries": run.queries,
-                "evaluated": len(evaluation.queries),
-                "relevant": evaluation.relevant,
-                "curve": {d: evaluation.depth_curve[d] for d in DEFAULT_DEPTHS},
-                "triage": triage,
-            }
-        )
-    best: dict[str, Any] = {}
-    if rows:
-        for key in ("recall_k", "recall_depth", "ndcg_k", "micro_depth"):
-            best[key] = max(float(r[key]) for r in rows)
-        best["misses"] = min(int(r["misses"]) for r in rows)
-    return rows, best
-
-
-def _reranker_checks(session: Any, rows: list[dict[str, Any]], *, k: int, depth: int) -> list[str]:
-    """For each pair of runs with the same top-``depth`` documents for every query: say that
-    recall@depth is the same and that the recall@k change is ordering alone."""
-    notes = []
-    for i, a in enumerate(rows):
-        for b in rows[i + 1 :]:
-            same = comparisons.same_candidates(session=session, a=a["run"], b=b["run"], depth=depth)
-            if same:
-                notes.append(
-                    f"{a['run'].name} and {b['run'].name} return the same top {depth} documents "
-                    f"for every query: R@{depth} is identical ({a['recall_depth']:.4f}), and "
-                    f"the R@{k} change ({a['recall_k']:.4f} to {b['recall_k']:.4f}) is "
-                    "ordering alone."
-                )
-    return notes
+    return redirect(
+        request,
+        request.url_for("golden_set_page", golden_set_id=golden.id).path,
+        flash=f"golden set `{golden.name}` imported: {golden.queries:,} queries, "
+        f"{golden.judgments:,} judgments",
+    )
 
 
 def _golden_set_page(
@@ -164,17 +142,19 @@ def _golden_set_page(
     principal: Principal,
     golden: GoldenSet,
     *,
-    k: int = 10,
-    depth: int = 50,
-    gain: Gain = Gain.EXP,
-    cost_ms: float | None = None,
+    view: View | None = None,
     error: str | None = None,
     form: dict[str, Any] | None = None,
     status: int = 200,
     error_code: str | None = None,
 ) -> HTMLResponse:
-    rows, best = _run_rows(session, golden, k=k, depth=depth, gain=gain)
+    view = view or View()
+    k, depth = view.k, view.depth
+    rows, best = run_rows(session, golden, k=k, depth=depth, gain=view.gain)
     chart = depth_curve_chart({r["run"].name: r["curve"] for r in rows})
+    if form is None:
+        flash = read_flash(request)
+        form = {"name": "", **(flash["form"] if flash else {})}
     return render(
         request,
         "golden_set.html",
@@ -184,15 +164,18 @@ def _golden_set_page(
             "best": best,
             "k": k,
             "depth": depth,
-            "gain": gain.value,
-            "cost_ms": cost_ms,
+            "gain": view.gain.value,
+            "cost_ms": view.cost_ms,
+            "entered": view.entered,
+            "errors": view.errors,
             "chart": chart,
             "depths": DEFAULT_DEPTHS,
-            "checks": _reranker_checks(session, rows, k=k, depth=depth),
+            "checks": reranker_checks(session, rows, k=k, depth=depth),
             "event_names": events.EVENTS,
             "can_import": principal.role.allows(Role.LEAD),
             "error": error,
-            "form": form or {"name": ""},
+            "form": form,
+            "import_id": new_import_id(),
         },
         principal=principal,
         status=status,
@@ -206,17 +189,44 @@ def golden_set_page(
     session: SessionDep,
     principal: ReviewerDep,
     golden_set_id: Id,
-    k: int = 10,
-    depth: int = 50,
-    gain: Gain = Gain.EXP,
-    cost_ms: float | None = None,
+    view: Annotated[View, Depends(read_view)],
 ) -> HTMLResponse:
+    """The runs at the chosen k, depth and gain. A value that cannot be used answers 422 with
+    the page: a message next to its field, the defaults shown for it (never a silent change)."""
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
-    k, depth = max(1, min(k, 100_000)), max(1, min(depth, 100_000))
-    cost = cost_ms if cost_ms is not None and 0 < cost_ms < 1e6 else None
-    return _golden_set_page(
-        request, session, principal, golden, k=k, depth=depth, gain=gain, cost_ms=cost
-    )
+    if view.errors:
+        return _golden_set_page(
+            request,
+            session,
+            principal,
+            golden,
+            view=view,
+            status=422,
+            error_code="invalid_" + sorted(view.errors)[0],
+        )
+    return _golden_set_page(request, session, principal, golden, view=view)
+
+
+def _back_to_golden_set(
+    request: Request,
+    golden_id: int | None,
+    message: str,
+    *,
+    kind: str = "ok",
+    form: dict[str, str] | None = None,
+    params: dict[str, Any] | None = None,
+    error_code: str | None = None,
+) -> Response:
+    """Post/redirect/get back to the golden-set page, saying what happened."""
+    url = request.url_for("golden_set_page", golden_set_id=golden_id)
+    if params:
+        url = url.include_query_params(**params)
+    # A path, not the Host header's URL (links never come from the Host header).
+    where = url.path + (f"?{url.query}" if url.query else "")
+    response = redirect(request, where, flash=message, kind=kind, form=form)
+    if error_code:
+        response.headers["X-Error-Code"] = error_code
+    return response
 
 
 @router.post("/golden-sets/{golden_set_id}/runs", name="import_run_form")
@@ -229,37 +239,50 @@ def import_run(
     name: Annotated[str, Form()],
     run: UploadFile,
     format: Annotated[str, Form()] = "",
-    order: Annotated[Order, Form()] = Order.TREC_EVAL,
+    order: Annotated[str, Form()] = "",
+    import_id: Annotated[str, Form()] = "",
 ) -> Response:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    form = {"name": name[:200], "format": format[:20], "order": order[:20]}
+    fields = Fields()
+    fmt = fields.choice("format", format, RunFormat, default=RunFormat.DETECT)
+    run_order = fields.choice("order", order, Order, default=Order.TREC_EVAL)
     try:
-        with saved_uploads(run) as saved:
+        if fields.errors:
+            raise Invalid(next(iter(fields.errors.values())), code="invalid_form")
+        with (
+            saved_uploads(run) as saved,
+            tracking(import_id, principal.user.id, saved.paths) as progress,
+        ):
             (path,) = saved.paths
             if path is None:
                 raise ServiceError("Choose a run file.", code="run_required")
-            run_service.import_run(
+            imported = run_service.import_run(
+                progress=progress,
                 session=session,
                 golden=golden,
                 name=name,
                 path=path,
                 source_name=run.filename or "run",
-                fmt=format or None,
-                order=order,
+                fmt=fmt.value or None,
+                order=run_order,
                 keep_depth=settings.keep_depth,
                 user=principal.user,
             )
     except ServiceError as exc:
-        return _golden_set_page(
+        return _back_to_golden_set(
             request,
-            session,
-            principal,
-            golden,
-            error=exc.message,
-            form={"name": name},
-            status=exc.status,
+            golden.id,
+            f"run not imported: {exc.message}",
+            kind="error",
+            form=form,
             error_code=exc.code,
         )
-    return redirect(request, request.url_for("golden_set_page", golden_set_id=golden.id).path)
+    return _back_to_golden_set(
+        request,
+        golden.id,
+        f"run `{imported.name}` imported: {imported.queries:,} queries, {imported.lines:,} lines",
+    )
 
 
 @router.post("/runs/{run_id}/triages", name="create_triage_form")
@@ -268,15 +291,35 @@ def create_triage(
     session: SessionDep,
     principal: LeadDep,
     run_id: Id,
-    depth: Annotated[int, Form()] = 50,
-    k: Annotated[int, Form()] = 10,
+    depth: Annotated[str, Form()] = "",
+    k: Annotated[str, Form()] = "",
 ) -> Response:
+    """A triage at the depth and k the golden-set page showed (its hidden fields)."""
     run = run_service.get_run(session=session, run_id=run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
-    triage = triage_service.create_triage(
-        session=session, run=run, golden=golden, depth=depth, k=k, user=principal.user
+    fields = Fields()
+    cut_k = fields.integer("k", k, default=DEFAULT_K, minimum=1, maximum=MAX_CUTOFF)
+    cut_depth = fields.integer("depth", depth, default=DEFAULT_DEPTH, minimum=1, maximum=MAX_CUTOFF)
+    try:
+        if fields.errors:
+            raise Invalid(next(iter(fields.errors.values())), code="invalid_cutoff")
+        triage = triage_service.create_triage(
+            session=session, run=run, golden=golden, depth=cut_depth, k=cut_k, user=principal.user
+        )
+    except ServiceError as exc:
+        return _back_to_golden_set(
+            request,
+            golden.id,
+            f"triage not created: {exc.message}",
+            kind="error",
+            params={"k": k[:20], "depth": depth[:20]},
+            error_code=exc.code,
+        )
+    return redirect(
+        request,
+        request.url_for("triage_page", triage_id=triage.id).path,
+        flash=f"triage created: depth {triage.depth}, k {triage.k}, {triage.misses:,} misses",
     )
-    return redirect(request, request.url_for("triage_page", triage_id=triage.id).path)
 
 
 @router.post("/golden-sets/{golden_set_id}/settings", name="golden_set_settings_form")
@@ -285,7 +328,7 @@ def golden_set_settings(
     session: SessionDep,
     principal: LeadDep,
     golden_set_id: Id,
-    causes: Annotated[str, Form()],
+    causes: Annotated[str, Form()] = "",
     webhook_url: Annotated[str, Form()] = "",
     webhook_events: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
@@ -303,13 +346,16 @@ def golden_set_settings(
             allow_local=request.app.state.settings.allow_local_network,
         )
     except ServiceError as exc:
-        return _golden_set_page(
+        return _back_to_golden_set(
             request,
-            session,
-            principal,
-            golden,
-            error=exc.message,
-            status=exc.status,
+            golden.id,
+            f"settings not saved: {exc.message}",
+            kind="error",
             error_code=exc.code,
         )
-    return redirect(request, request.url_for("golden_set_page", golden_set_id=golden.id).path)
+    hook = "on" if golden.webhook_url else "off"
+    return _back_to_golden_set(
+        request,
+        golden.id,
+        f"settings saved: causes {', '.join(golden.causes)}; webhook {hook}",
+    )

@@ -1,19 +1,46 @@
-"""One template serves the full page and its HTMX fragment (the ``content`` block)."""
+"""One template serves the full page and its HTMX fragment (the ``content`` block); the error
+page; flash messages after a post/redirect/get."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 from jinja2 import StrictUndefined, pass_context
 from jinja2_fragments.fastapi import Jinja2Blocks
 
 from app.migrate import resource_dir
 
+log = logging.getLogger(__name__)
+
 templates = Jinja2Blocks(directory=str(resource_dir("templates")))
 templates.env.autoescape = True
 templates.env.undefined = StrictUndefined
+
+FLASH_COOKIE = "misstriage_flash"
+#: A flash message lives until the next page is shown, or this many seconds.
+FLASH_SECONDS = 120
+#: The longest flash message kept (a message, never a file's content).
+FLASH_MAX_CHARS = 300
+#: The element of base.html that shows the errors of HTMX requests.
+ERROR_REGION = "#errors"
+
+TITLES = {
+    400: "Bad request",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Too large",
+    422: "Not valid",
+    429: "Too many requests",
+    500: "Server error",
+    503: "Unavailable",
+}
 
 
 def _format_measure(value: float | None) -> str:
@@ -40,6 +67,57 @@ def is_fragment_request(request: Request) -> bool:
     )
 
 
+def _flash_serializer(request: Request) -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(request.app.state.settings.secret_key, salt="misstriage-flash")
+
+
+def read_flash(request: Request) -> dict[str, Any] | None:
+    """The flash message the previous post left (signed, so nobody else can plant one)."""
+    cookie = request.cookies.get(FLASH_COOKIE)
+    if not cookie:
+        return None
+    try:
+        value = _flash_serializer(request).loads(cookie, max_age=FLASH_SECONDS)
+    except BadSignature:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("text"), str):
+        return None
+    kind = "error" if value.get("kind") == "error" else "ok"
+    form = value.get("form")
+    if not isinstance(form, dict):
+        form = {}
+    return {
+        "kind": kind,
+        "text": value["text"][:FLASH_MAX_CHARS],
+        "form": {str(k): str(v)[:200] for k, v in form.items()},
+    }
+
+
+def set_flash(
+    request: Request,
+    response: Response,
+    text: str,
+    *,
+    kind: str = "ok",
+    form: dict[str, str] | None = None,
+) -> None:
+    """Leave a message for the next page (escaped when shown, like all output), with the
+    values a failed form had entered (never a password or a secret: callers choose)."""
+    entered = {k: v[:200] for k, v in (form or {}).items()}
+    value = _flash_serializer(request).dumps(
+        {"kind": kind, "text": text[:FLASH_MAX_CHARS], "form": entered}
+    )
+    response.set_cookie(
+        FLASH_COOKIE,
+        value,
+        max_age=FLASH_SECONDS,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+
+
 def render(
     request: Request,
     template: str,
@@ -50,9 +128,13 @@ def render(
     error_code: str | None = None,
     block: str | None = None,
 ) -> HTMLResponse:
-    """Render the page, or for an HTMX request its ``content`` block (or ``block``)."""
-    full = {"request": request, "principal": principal, **context}
-    block = (block or "content") if is_fragment_request(request) else None
+    """Render the page, or for an HTMX request its ``content`` block (or ``block``).
+
+    A full page shows (and consumes) the flash message a post/redirect/get left."""
+    fragment = is_fragment_request(request)
+    flash = None if fragment else read_flash(request)
+    full = {"request": request, "principal": principal, "flash": flash, **context}
+    block = (block or "content") if fragment else None
     response = templates.TemplateResponse(
         request, template, full, status_code=status, block_name=block
     )
@@ -60,11 +142,94 @@ def render(
     response.headers["Vary"] = "HX-Request"
     if error_code:
         response.headers["X-Error-Code"] = error_code
+    if flash is not None:
+        response.delete_cookie(FLASH_COOKIE, path="/")
+        response.headers["Cache-Control"] = "no-store"
     return response
 
 
-def redirect(request: Request, url: str) -> Response:
-    """After a successful POST: 303 for forms, HX-Redirect for HTMX."""
+def redirect(
+    request: Request,
+    url: str,
+    *,
+    flash: str | None = None,
+    kind: str = "ok",
+    form: dict[str, str] | None = None,
+) -> Response:
+    """After a POST: 303 for forms, HX-Redirect for HTMX; ``flash`` says what happened."""
+    response: Response
     if request.headers.get("hx-request"):
-        return Response(status_code=204, headers={"HX-Redirect": url})
-    return RedirectResponse(url, status_code=303)
+        response = Response(status_code=204, headers={"HX-Redirect": url})
+    else:
+        response = RedirectResponse(url, status_code=303)
+    if flash:
+        set_flash(request, response, flash, kind=kind, form=form)
+    return response
+
+
+def local_referer(request: Request) -> str | None:
+    """The page the request came from, when it is one of ours (a way back from an error)."""
+    referer = request.headers.get("referer")
+    if not referer:
+        return None
+    parts = urlsplit(referer)
+    if parts.netloc != request.headers.get("host") or not parts.path.startswith("/"):
+        return None
+    back = parts.path + (f"?{parts.query}" if parts.query else "")
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return None if back == here or back.startswith("//") else back
+
+
+def _detail_lines(details: Any) -> list[str]:
+    """Validation details as short lines ("query k: not a number"), never a long value."""
+    if not isinstance(details, list):
+        return []
+    lines = []
+    for item in details[:20]:
+        if isinstance(item, dict) and "msg" in item:
+            loc = [str(p) for p in item.get("loc", []) if p not in ("body",)]
+            lines.append(f"{' '.join(loc)}: {item['msg']}"[:200])
+    return lines
+
+
+def error_page(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+    request_id: str | None = None,
+) -> Response:
+    """An error in the product's layout, with the message and a way on; for an HTMX request
+    the alert alone, retargeted to the page's error region. Needs no database: the principal
+    is the one the request's authentication found, if it got that far."""
+    headers = {**(headers or {}), "X-Error-Code": code, "Vary": "HX-Request"}
+    context = {
+        "request": request,
+        "principal": getattr(request.state, "principal", None),
+        "flash": None,
+        "status": status,
+        "title": TITLES.get(status, "Error"),
+        "code": code,
+        "message": message[:1000],
+        "lines": _detail_lines(details),
+        "back": local_referer(request),
+        "request_id": request_id,
+    }
+    fragment = is_fragment_request(request)
+    if fragment:
+        headers |= {"HX-Retarget": ERROR_REGION, "HX-Reswap": "innerHTML"}
+    try:
+        return templates.TemplateResponse(
+            request,
+            "error.html",
+            context,
+            status_code=status,
+            headers=headers,
+            block_name="alert" if fragment else None,
+        )
+    except Exception:  # the error page must not fail in turn
+        log.exception("the error page failed to render")
+        return PlainTextResponse(f"{status} {message}", status_code=status, headers=headers)

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from app.api.deps import ReviewerDep, SessionDep
 from app.api.params import Id, Page, PerPage, QueryId
-from app.eval import Gain
 from app.eval.clusters import FEW
+from app.eval.conventions import DEFAULT_DEPTH, MAX_CUTOFF
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
 from app.services import comparisons
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
+from app.services.errors import Invalid
+from app.web.forms import Fields, View, read_view, refuse_bad_view
 from app.web.render import render
 
 router = APIRouter(include_in_schema=False)
@@ -40,9 +42,7 @@ def run_page(
     session: SessionDep,
     principal: ReviewerDep,
     run_id: Id,
-    k: int = 10,
-    depth: int = 50,
-    gain: Gain = Gain.EXP,
+    view: Annotated[View, Depends(read_view)],
     q: str = "",
     diagnosis: str = "",
     sort: str = "qid",
@@ -52,7 +52,8 @@ def run_page(
 ) -> HTMLResponse:
     run = run_service.get_run(session=session, run_id=run_id)
     golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
-    k, depth = _clamp(k, 1, 100_000), _clamp(depth, 1, 100_000)
+    refuse_bad_view(view)  # a message, never a silent clamp
+    k, depth, gain = view.k, view.depth, view.gain
     evaluation = run_service.evaluate_stored_run(
         session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=(k, depth)
     )
@@ -104,13 +105,16 @@ def compare_page(
     golden_set_id: Id,
     a: QueryId,
     b: QueryId,
-    depth: int = 50,
+    depth: str = "",
 ) -> HTMLResponse:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     run_a = run_service.get_run(session=session, run_id=a)
     run_b = run_service.get_run(session=session, run_id=b)
-    depth = _clamp(depth, 1, 100_000)
-    comparison = comparisons.compare(session=session, golden=golden, a=run_a, b=run_b, depth=depth)
+    fields = Fields()
+    cut = fields.integer("depth", depth, default=DEFAULT_DEPTH, minimum=1, maximum=MAX_CUTOFF)
+    if fields.errors:
+        raise Invalid(fields.errors["depth"], code="invalid_depth")
+    comparison = comparisons.compare(session=session, golden=golden, a=run_a, b=run_b, depth=cut)
     texts = golden_service.query_texts(
         session=session,
         golden=golden,
@@ -120,6 +124,6 @@ def compare_page(
         "golden": golden,
         "comparison": comparison,
         "texts": texts,
-        "same": comparisons.same_candidates(session=session, a=run_a, b=run_b, depth=depth),
+        "same": comparisons.same_candidates(session=session, a=run_a, b=run_b, depth=cut),
     }
     return render(request, "compare.html", context, principal=principal)

@@ -227,7 +227,11 @@ def release_lease(
     miss_id: Id,
 ) -> Response:
     queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
-    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path)
+    return redirect(
+        request,
+        request.url_for("triage_page", triage_id=triage_id).path,
+        flash=f"lease on miss {miss_id} released",
+    )
 
 
 @router.post("/triages/{triage_id}/covered", name="covered_form")
@@ -241,7 +245,8 @@ def covered_form(
     """Put the misses covered by a duplicate on the queue, or take them back off it."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     triage_service.include_covered(session=session, triage=triage, include=include)
-    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path)
+    said = "covered misses put on the queue" if include else "covered misses taken off the queue"
+    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path, flash=said)
 
 
 @router.get("/triages/{triage_id}/backlog", name="backlog_page")

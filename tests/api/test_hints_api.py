@@ -136,7 +136,7 @@ def test_cluster_measures_in_the_metrics(
     assert clusters["cluster-R@2"] == 0.25
     assert metrics["measures"]["R@2"] == 0.0
     assert clusters["unique-clusters@2"] == {"median": 2.0, "share_at_most_4": 1.0}
-    deep = client.get(f"/api/v1/runs/{ids['run']}/metrics?k=500", headers=lead.headers)
+    deep = client.get(f"/api/v1/runs/{ids['run']}/metrics?k=500&depth=500", headers=lead.headers)
     assert deep.json()["clusters"] is None  # deeper than the kept heads
 
 

@@ -32,6 +32,8 @@ def test_lead_flow_until_the_categories_close(
     page.set_input_files('input[name="qrels"]', tmp_path / "qrels.txt")
     page.set_input_files('input[name="queries"]', tmp_path / "queries.tsv")
     page.get_by_role("button", name="Import").click()
+    # The import is an HTMX upload (with a progress bar): wait for the page it leads to.
+    expect(page.locator("h1")).to_have_text("help centre")
     for run in ("first", "hybrid"):
         page.fill('input[name="name"]', run)
         page.set_input_files('input[name="run"]', tmp_path / f"{run}.trec")

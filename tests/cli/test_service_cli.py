@@ -91,7 +91,9 @@ def test_users_tokens_imports_and_triage(database_url: str, write_file: WriteFil
     )
     assert run.returncode == 0, run.stderr
     run_id = json.loads(run.stdout)["id"]
-    triage = cli(database_url, "triage", "--run", str(run_id), "--depth", "2", "--format", "json")
+    triage = cli(
+        database_url, "triage", "--run", str(run_id), "--depth", "2", "--k", "2", "--format", "json"
+    )
     assert json.loads(triage.stdout)["misses"] == 2
 
     bad = cli(

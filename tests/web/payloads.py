@@ -133,9 +133,11 @@ def seed(client: TestClient, engine: Engine, lead: Account) -> Seeded:
         for name, content in ((IMG, FIRST), (SCRIPT, SECOND))
     )
     triages = tuple(
-        ok(client.post(f"/api/v1/runs/{run}/triages", headers=lead.headers, json={"depth": 1}))[
-            "id"
-        ]
+        ok(
+            client.post(
+                f"/api/v1/runs/{run}/triages", headers=lead.headers, json={"depth": 1, "k": 1}
+            )
+        )["id"]
         for run in runs
     )
     claimed = []

@@ -86,7 +86,10 @@ def test_csrf_refuses_cross_site_cookie_writes(lead_client: TestClient) -> None:
             url, data={"name": "x"}, files=files, headers=headers, follow_redirects=False
         )
         assert response.status_code == 403, headers
-        assert response.json()["error"]["code"] == "csrf_failed"
+        assert response.headers["x-error-code"] == "csrf_failed"
+        page = BeautifulSoup(response.text, "html.parser")
+        assert page.select_one("header.top") is not None
+        assert "cross-site request refused" in page.select_one('[role="alert"]').get_text()
     ok = lead_client.post(
         url,
         data={"name": "x"},

@@ -66,3 +66,71 @@
     }
   });
 })();
+
+// Uploads: a progress bar while the files travel (htmx:xhr:progress), then the time the
+// server has spent importing, until the answer comes (a redirect with what happened, or the
+// form again with the error).
+(function () {
+  function parts(form) {
+    const box = form.querySelector("[data-upload-progress]");
+    if (!box) return null;
+    return { box: box, bar: box.querySelector("progress"), status: box.querySelector(".upload-status") };
+  }
+  function megabytes(n) { return (n / 1048576).toFixed(1) + " MB"; }
+
+  document.body.addEventListener("htmx:xhr:progress", function (event) {
+    const form = event.target.closest && event.target.closest("form[data-upload]");
+    const p = form && parts(form);
+    if (!p || !event.detail.lengthComputable) return;
+    const loaded = event.detail.loaded, total = event.detail.total || 1;
+    p.box.hidden = false;
+    p.bar.value = Math.round((100 * loaded) / total);
+    if (loaded < total) {
+      p.status.textContent = "Uploading: " + p.bar.value + "% (" + megabytes(loaded) + " of " + megabytes(total) + ")";
+      return;
+    }
+    if (form.dataset.importing) return;
+    const started = Date.now();
+    form.dataset.importing = "1";
+    p.bar.removeAttribute("value"); // indeterminate: the server is reading the file
+    let said = "The server is importing the file.";
+    const show = function () {
+      p.status.textContent = "Uploaded " + megabytes(total) + ". " + said + " (" +
+        Math.round((Date.now() - started) / 1000) + " s)";
+    };
+    // The server's own account of its reading (plain text, shown as text).
+    const ask = function () {
+      const url = p.box.dataset.progressUrl;
+      if (!url || !form.dataset.importing) return;
+      window.fetch(url, { credentials: "same-origin", headers: { "Accept": "text/plain" } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (text) { if (text && form.dataset.importing) { said = text.slice(0, 200); show(); } })
+        .catch(function () { /* the import's own answer will say what happened */ });
+    };
+    show();
+    ask();
+    form._importTimer = window.setInterval(function () { show(); ask(); }, 1000);
+  });
+
+  document.body.addEventListener("htmx:beforeRequest", function (event) {
+    const form = event.target.closest && event.target.closest("form[data-upload]");
+    const p = form && parts(form);
+    if (!p) return;
+    p.box.hidden = false;
+    p.bar.value = 0;
+    p.status.textContent = "Uploading…";
+    const button = form.querySelector("button[type=submit]");
+    if (button) button.disabled = true;
+  });
+
+  document.body.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.target.closest && event.target.closest("form[data-upload]");
+    if (!form) return;
+    if (form._importTimer) window.clearInterval(form._importTimer);
+    delete form.dataset.importing;
+    const button = form.querySelector("button[type=submit]");
+    if (button) button.disabled = false;
+    const p = parts(form);
+    if (p && !event.detail.successful) p.box.hidden = true;
+  });
+})();

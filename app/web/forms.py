@@ -1,0 +1,137 @@
+"""Reading form and query fields as people fill them: an empty optional field means "none"
+(or the default), a bad value becomes a message next to its field, never a silent change."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TypeVar
+
+from app.eval.conventions import (
+    DEFAULT_DEPTH,
+    DEFAULT_K,
+    MAX_CUTOFF,
+    CutoffError,
+    Gain,
+    check_cutoffs,
+)
+from app.services.errors import Invalid
+
+E = TypeVar("E", bound=StrEnum)
+N = TypeVar("N", int, float, None)
+
+#: How much of an offending value a message repeats.
+ECHO_CHARS = 40
+
+
+def _echo(raw: str) -> str:
+    return raw if len(raw) <= ECHO_CHARS else raw[:ECHO_CHARS] + "…"
+
+
+class Fields:
+    """Parses fields one by one and collects a message per bad field (``errors``)."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, str] = {}
+
+    def refuse(self, name: str, message: str) -> None:
+        self.errors.setdefault(name, message)
+
+    def integer(
+        self, name: str, raw: str | None, *, default: N, minimum: int, maximum: int
+    ) -> int | N:
+        """A whole number in ``minimum..maximum``; empty means ``default``."""
+        text = (raw or "").strip()
+        if not text:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            self.refuse(name, f"{name} must be a whole number, not {_echo(text)!r}")
+            return default
+        if not minimum <= value <= maximum:
+            self.refuse(name, f"{name} must be between {minimum} and {maximum}, not {value}")
+            return default
+        return value
+
+    def number(
+        self, name: str, raw: str | None, *, default: N, minimum: float, below: float
+    ) -> float | N:
+        """A finite number in ``minimum <= value < below``; empty means ``default``."""
+        text = (raw or "").strip()
+        if not text:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            self.refuse(name, f"{name} must be a number, not {_echo(text)!r}")
+            return default
+        if not math.isfinite(value) or not minimum <= value < below:
+            self.refuse(name, f"{name} must be at least {minimum:g} and below {below:g}")
+            return default
+        return value
+
+    def choice(self, name: str, raw: str | None, kind: type[E], *, default: E) -> E:
+        """One of an enumeration's values; empty means ``default``."""
+        text = (raw or "").strip()
+        if not text:
+            return default
+        try:
+            return kind(text)
+        except ValueError:
+            allowed = ", ".join(m.value for m in kind)
+            self.refuse(name, f"{name} must be one of {allowed}, not {_echo(text)!r}")
+            return default
+
+
+@dataclass
+class View:
+    """The golden-set page's controls: the values shown, the values entered, and a message
+    for each entered value that cannot be used (the page then shows the defaults for it)."""
+
+    k: int = DEFAULT_K
+    depth: int = DEFAULT_DEPTH
+    gain: Gain = Gain.EXP
+    cost_ms: float | None = None
+    entered: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def read_view(
+    k: str | None = None,
+    depth: str | None = None,
+    gain: str | None = None,
+    cost_ms: str | None = None,
+) -> View:
+    """Parse the controls; empty means the default (no cost for ``cost_ms``)."""
+    fields = Fields()
+    view = View(
+        k=fields.integer("k", k, default=DEFAULT_K, minimum=1, maximum=MAX_CUTOFF),
+        depth=fields.integer("depth", depth, default=DEFAULT_DEPTH, minimum=1, maximum=MAX_CUTOFF),
+        gain=fields.choice("gain", gain, Gain, default=Gain.EXP),
+        cost_ms=fields.number("cost_ms", cost_ms, default=None, minimum=0, below=1e6),
+        entered={
+            name: (value or "")[:40]
+            for name, value in (("k", k), ("depth", depth), ("gain", gain), ("cost_ms", cost_ms))
+        },
+        errors=fields.errors,
+    )
+    if "k" not in view.errors and "depth" not in view.errors:
+        try:
+            check_cutoffs(k=view.k, depth=view.depth)
+        except CutoffError as exc:
+            view.errors["k"] = str(exc)
+    if view.k > view.depth:  # what is shown is always computable
+        view.k, view.depth = DEFAULT_K, DEFAULT_DEPTH
+    return view
+
+
+def refuse_bad_view(view: View) -> None:
+    """For pages whose controls are links, not fields: a bad value answers the error page
+    (422) with every field's message."""
+    if view.errors:
+        raise Invalid(
+            "; ".join(view.errors[name] for name in sorted(view.errors)),
+            code="invalid_" + sorted(view.errors)[0],
+        )

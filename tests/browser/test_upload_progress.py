@@ -1,0 +1,66 @@
+"""In Chromium: a long run import shows its upload progress, then the server's own account of
+its reading, then the page saying what was imported."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, Response, expect
+
+from app.models import Role
+from tests.browser.test_error_pages import shot
+from tests.conftest import PASSWORD, Account
+from tests.live import LiveServer
+
+QUERIES, PER_QUERY = 200, 3000  # a 19 MB run: long enough to watch
+SENTENCE = re.compile(
+    r"The server (is reading the file: [\d.,]+ MB of [\d.,]+ MB \(\d+%\) so far"
+    r"|has read the file; ranking and saving it|has finished with the file)\."
+)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_long_import_shows_the_server_progress(
+    page: Page, live_server: LiveServer, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{i} 0 d{i}_7 1\n" for i in range(QUERIES)))
+    run = tmp_path / "big.trec"
+    with run.open("w") as out:
+        for q in range(QUERIES):
+            out.writelines(
+                f"q{q} Q0 d{q}_{r} {r + 1} {10000 - r}.5 big\n" for r in range(PER_QUERY)
+            )
+    page.goto(f"{live_server.url}/login")
+    page.fill('input[name="email"]', accounts[Role.LEAD].email)
+    page.fill('input[name="password"]', PASSWORD)
+    page.click('button[type="submit"]')
+    page.fill('input[name="name"]', "long")
+    page.set_input_files('input[name="qrels"]', qrels)
+    page.get_by_role("button", name="Import").click()
+    expect(page.locator("h1")).to_have_text("long")
+
+    # What the server says of its progress, as the page receives it (the page itself is
+    # replaced by the next one when the import ends, so the answers are collected here).
+    said: list[str] = []
+
+    def collect(response: Response) -> None:
+        if "/imports/" in response.url and response.url.endswith("/progress"):
+            said.append(response.text())
+
+    page.on("response", collect)
+    page.fill('#main form[action$="/runs"] input[name="name"]', "big")
+    page.set_input_files('input[name="run"]', run)
+    page.get_by_role("button", name="Import").click()
+    progress = page.locator("[data-upload-progress]")
+    expect(progress).to_be_visible()
+    expect(progress.locator(".upload-status")).to_contain_text("Uploaded 18.4 MB.", timeout=60_000)
+    shot(page, "progress-server")
+    expect(page.locator("#flash [data-flash]")).to_have_text(
+        f"run `big` imported: {QUERIES} queries, {QUERIES * PER_QUERY:,} lines", timeout=60_000
+    )
+    expect(progress).to_be_hidden()
+    assert said, "the page never asked the server how far it was"
+    assert all(SENTENCE.fullmatch(text) for text in said), said
