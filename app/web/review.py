@@ -119,7 +119,7 @@ def _card_or_back(request: Request, triage: Triage, response: HTMLResponse) -> R
     """HTMX gets the card; a plain form post (no JavaScript) goes back to the page."""
     if request.headers.get("hx-request"):
         return response
-    return redirect(request, str(request.url_for("review_page", triage_id=triage.id)))
+    return redirect(request, request.url_for("review_page", triage_id=triage.id).path)
 
 
 @router.post("/triages/{triage_id}/review/claim", name="review_claim")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
@@ -123,7 +124,7 @@ def export_preview(
     triage_id: Id,
     tracker: str = "github",
     target: str = "",
-) -> HTMLResponse:
+) -> Response:
     """The dashboard with a dry run of an export: the exact requests, credentials masked
     or absent; it sends nothing and writes nothing, so it is a GET that survives reloads."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
@@ -141,11 +142,16 @@ def export_form(
     tracker: Annotated[str, Form()],
     target: Annotated[str, Form()],
     action: Annotated[str, Form()] = "preview",
-) -> HTMLResponse:
-    """Push the backlog (or, with ``action=preview``, the dry run)."""
+) -> Response:
+    """Push the backlog; a successful push answers with a redirect to the dashboard and a
+    message (post/redirect/get: a reload pushes nothing), a refused one with the dashboard
+    and the reason next to the form. ``action=preview`` redirects to the dry run's own URL."""
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    push = action == "push"
-    return _export(request, session, settings, clock, principal, triage, tracker, target, push)
+    if action != "push":
+        preview = request.url_for("export_preview", triage_id=triage_id).path
+        query = urlencode({"tracker": tracker, "target": target})
+        return redirect(request, f"{preview}?{query}#export")
+    return _export(request, session, settings, clock, principal, triage, tracker, target, True)
 
 
 def _export(
@@ -158,7 +164,7 @@ def _export(
     tracker: str,
     target: str,
     push: bool,
-) -> HTMLResponse:
+) -> Response:
     """Preview (dry run) or push, answered by the dashboard with the outcome or the reason
     nothing was sent next to the form."""
     context = _context(session, triage)
@@ -201,6 +207,14 @@ def _export(
         )
     except ServiceError as exc:
         return refused(exc.message, exc.status, exc.code)
+    if push:
+        dashboard_url = request.url_for("triage_page", triage_id=triage.id).path
+        return redirect(
+            request,
+            f"{dashboard_url}#exports",
+            flash=_pushed_sentence(tracker, form["target"], outcome.results),
+            kind="error" if any(r.action == "failed" for r in outcome.results) else "ok",
+        )
     form |= {
         "dry_run": not push,
         "results": outcome.results,
@@ -215,6 +229,21 @@ def _export(
         ],
     }
     return _dashboard(request, session, settings, clock, principal, triage, export=form)
+
+
+def _pushed_sentence(tracker: str, target: str, results: list[export_service.Result]) -> str:
+    """What a push did, for the message on the dashboard it redirects to."""
+    actions = {"create": "created", "update": "updated", "unchanged": "unchanged"}
+    counts = [
+        f"{sum(1 for r in results if r.action == action)} {word}"
+        for action, word in actions.items()
+    ]
+    sentence = f"Pushed to {TRACKER_NAMES[tracker]} {target}: {', '.join(counts)}"
+    failed = [r for r in results if r.action == "failed"]
+    if failed:
+        causes = ", ".join(r.category for r in failed)
+        sentence += f"; {len(failed)} failed ({causes}): push again to complete them"
+    return sentence + "."
 
 
 @router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")

@@ -181,8 +181,8 @@ def test_api(client: TestClient, accounts: dict[Role, Account], engine: Engine) 
 
 @DB
 def test_html_forms(client: TestClient, accounts: dict[Role, Account], engine: Engine) -> None:
-    """The forms answer a page of the product (its markup is not this test's business): a
-    4xx status, the message naming file and line in the page's text, no traceback, nothing
+    """The forms answer a page of the product: a 4xx status, or a redirect to the form's page
+    with the error as its message; the message names file and line, no traceback, nothing
     echoed, nothing written."""
     golden_id = import_good(client, accounts[Role.LEAD].headers)
     login(client, accounts[Role.LEAD].email)
@@ -195,9 +195,22 @@ def test_html_forms(client: TestClient, accounts: dict[Role, Account], engine: E
             continue
         problems: list[str] = []
         if case.refused:
-            if response.status_code not in (400, 413, 422):
+            redirected = response.status_code == 303
+            if redirected:
+                # post/redirect/get: the form's page again, with the error as its message
+                response = client.get(response.headers["location"])
+                if response.status_code != 200:
+                    problems.append(f"after the redirect, status {response.status_code}")
+            soup = BeautifulSoup(response.text, "html.parser")
+            text = soup.get_text(" ")
+            if redirected:
+                flash = soup.select_one('#flash [data-flash="error"]')
+                if flash is None:
+                    problems.append("redirected without an error message")
+                else:
+                    text = flash.get_text(" ")
+            elif response.status_code not in (400, 413, 422):
                 problems.append(f"status {response.status_code}")
-            text = BeautifulSoup(response.text, "html.parser").get_text(" ")
             if "Traceback" in response.text:
                 problems.append("a traceback in the page")
             if ECHO.search(text):

@@ -429,14 +429,29 @@ def test_export_panel_preview_and_push(
     )
     assert TOKEN not in preview.text
     assert tracker.requests == []
+    assert preview.history[0].status_code == 303  # the dry run lives at a GET URL
+    assert preview.url.path == f"/triages/{triage.id}/export-preview"
     pushed = client.post(
-        f"/triages/{triage.id}/exports", data=form | {"action": "push"}, headers=origin
+        f"/triages/{triage.id}/exports",
+        data=form | {"action": "push"},
+        headers=origin,
+        follow_redirects=False,
     )
-    soup = BeautifulSoup(pushed.text, "html.parser")
-    links = [a["href"] for a in soup.select("#export-results a")]
+    # post/redirect/get: a reload of the page the push leads to pushes nothing again
+    assert pushed.status_code == 303
+    assert pushed.headers["location"] == f"/triages/{triage.id}#exports"
+    dashboard = client.get(pushed.headers["location"])
+    soup = BeautifulSoup(dashboard.text, "html.parser")
+    assert soup.select_one("#flash [data-flash]").get_text() == (
+        "Pushed to GitHub acme/search: 2 created, 0 updated, 0 unchanged."
+    )
+    links = [a["href"] for a in soup.select("#exports a")]
     assert len(links) == 2
     assert all("/acme/search/issues/" in h for h in links)
-    assert len(soup.select("#exports tbody tr")) == 2
+    assert len(tracker.issues) == 2
+    client.get(pushed.headers["location"])  # the reload
+    assert len(tracker.issues) == 2
+    assert len([r for r in tracker.requests if r.method == "POST"]) == 2
     login(client, accounts[Role.REVIEWER].email)
     reviewer_view = BeautifulSoup(client.get(f"/triages/{triage.id}").text, "html.parser")
     assert reviewer_view.select_one("#export") is None

@@ -115,7 +115,7 @@ def test_the_cli_refuses_weak_passwords_and_bad_emails(database_url: str) -> Non
         result = cli(
             database_url, "create-user", "--email", email, "--password", password, "--role", "lead"
         )
-        assert result.returncode == 1
+        assert result.returncode == 2  # bad input
         assert says in result.stderr
         assert "Traceback" not in result.stderr
 
