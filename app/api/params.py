@@ -5,15 +5,18 @@ from __future__ import annotations
 import contextlib
 from typing import Annotated, Any
 
-from fastapi import Path, Query, Request
+from fastapi import Form, Path, Query, Request
 
-from app.services.errors import Invalid
+from app.eval.jsonl import MAX_JSON_DEPTH, nesting_depth
+from app.services.errors import BadInput, Invalid
 
 #: A row id in a URL: within the database's integer range, so a larger number answers 422
 #: (documented in /openapi.json) instead of failing in the database driver.
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 #: A row id in a query string, likewise.
 QueryId = Annotated[int, Query(ge=1, le=2**31 - 1)]
+#: A row id in a form field (the review page's hidden miss_id), likewise.
+FormId = Annotated[int, Form(ge=1, le=2**31 - 1)]
 #: A page number: its offset (page x per_page) stays a database integer.
 Page = Annotated[int, Query(ge=1, le=2**31 - 1)]
 #: Rows per page of every list (API lists and paged pages).
@@ -27,12 +30,19 @@ def paged(items: list[Any], page: int, per_page: int) -> dict[str, Any]:
 
 
 def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
+    """A NUL in any string of a parsed JSON value, walked without recursion (a value nested
+    a thousand deep must not exhaust the stack)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return False
 
 
@@ -49,7 +59,15 @@ async def refuse_nul(request: Request) -> None:
         form = await request.form()  # parsed already for the route: Starlette keeps it
         texts += [v for v in form.values() if isinstance(v, str)]
     elif content_type.startswith("application/json"):
-        with contextlib.suppress(ValueError):  # not JSON: the route's own validation answers
+        # stdlib json recurses once a level: bound the depth before parsing, as uploads do.
+        depth = nesting_depth(await request.body())
+        if depth > MAX_JSON_DEPTH:
+            raise BadInput(
+                f"the JSON body is nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})",
+                code="json_too_deep",
+            )
+        # not JSON: the route's own validation answers
+        with contextlib.suppress(ValueError, RecursionError):
             texts.append(await request.json())  # read already for the route: Starlette keeps it
     if any(_has_nul(t) for t in texts):
         raise Invalid("the request contains a NUL character", code="nul_character")

@@ -7,6 +7,8 @@ database stack it does not use.
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import Any
 
 import click
 
@@ -28,7 +30,37 @@ COMMANDS = {
 }
 
 
+def _unusable_database(exc: Exception) -> int | None:
+    """The exit status for an error that says the database cannot be used at all (2: the URL
+    is not one; 1: it cannot be reached, opened or read), None for any other error. Looked up
+    only once something failed, so ``evaluate`` never imports the database stack."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    if errors is None:
+        return None
+    if isinstance(exc, errors.ArgumentError | errors.NoSuchModuleError):
+        return 2
+    if isinstance(exc, errors.OperationalError | errors.InterfaceError | errors.TimeoutError):
+        return 1
+    # "file is not a database" (SQLite) is the bare DatabaseError: no subclass of it
+    if type(exc) is errors.DatabaseError:
+        return 1
+    return None
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every command: a database that cannot be used is one line, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            status = _unusable_database(exc)
+            if status is None:
+                raise
+            orig = getattr(exc, "orig", None) or exc
+            first = (str(orig).strip().splitlines() or [type(orig).__name__])[0][:200]
+            click.echo(f"misstriage: error: the database cannot be used: {first}", err=True)
+            sys.exit(status)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 

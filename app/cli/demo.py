@@ -85,7 +85,7 @@ def seed(database_url: str, data: Path) -> tuple[int, int]:
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--reset", is_flag=True, help="Start again from an empty demo database.")
 @click.option(
     "--var",

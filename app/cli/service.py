@@ -26,6 +26,11 @@ from app.services import users as user_service
 from app.services.errors import BadInput, Invalid, ServiceError
 from app.settings import Settings, get_settings
 
+#: A row id option: within the database's integers, so a larger one is a usage error (exit 2).
+ROW_ID = click.IntRange(1, 2**31 - 1)
+#: A TCP port.
+PORT = click.IntRange(0, 65535)
+
 
 def _fail(message: str, status: int = 1) -> NoReturn:
     click.echo(f"misstriage: error: {message}", err=True)
@@ -73,7 +78,7 @@ output_option = click.option(
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=PORT)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option(
     "--log-format",
@@ -204,7 +209,7 @@ def import_golden_set(
 
 
 def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
-    if ref.isdigit():
+    if ref.isascii() and ref.isdigit() and len(ref) <= 9:  # "²" is a digit to isdigit()
         return golden_service.get_golden_set(session=session, golden_set_id=int(ref))
     golden = session.exec(select(GoldenSet).where(GoldenSet.name == ref)).first()
     if golden is None:
@@ -245,7 +250,7 @@ def import_run(
 
 
 @click.command("triage")
-@click.option("--run", "run_id", required=True, type=int)
+@click.option("--run", "run_id", required=True, type=ROW_ID)
 @click.option("--depth", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--k", default=10, show_default=True, type=click.IntRange(min=1))
 @output_option
@@ -269,7 +274,7 @@ def triage(run_id: int, depth: int, k: int, output: str) -> None:
 
 
 @click.command("export")
-@click.option("--triage", "triage_id", required=True, type=int)
+@click.option("--triage", "triage_id", required=True, type=ROW_ID)
 @click.option(
     "--tracker", required=True, type=click.Choice(["github", "gitlab", "jira", "linear", "webhook"])
 )

@@ -79,9 +79,14 @@ def parse_depths(text: str) -> tuple[int, ...]:
         part = part.strip()
         if not part:
             continue
-        if not part.isdigit() or int(part) < 1:
-            raise ValueError(f"depth {part!r} is not a positive integer")
-        depths.add(int(part))
+        # ASCII digits only: str.isdigit() accepts "²", which int() refuses; and no more
+        # digits than the largest depth has, so a 5,000-digit number is never converted.
+        digits = part.lstrip("0")
+        if not (part.isascii() and part.isdigit()) or not digits:
+            raise ValueError(f"depth {part[:20]!r} is not a positive integer")
+        if len(digits) > len(str(MAX_CUTOFF)) or int(digits) > MAX_CUTOFF:
+            raise ValueError(f"depth {part[:20]!r} is larger than {MAX_CUTOFF:,}")
+        depths.add(int(digits))
     if not depths:
         raise ValueError("no depth given")
     return tuple(sorted(depths))

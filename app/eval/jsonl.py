@@ -52,7 +52,7 @@ def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
                 raise InputError(
                     source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
                 ) from None
-            depth = _nesting_depth(raw)
+            depth = nesting_depth(raw)
             if depth > MAX_JSON_DEPTH:
                 raise InputError(
                     source,
@@ -71,7 +71,7 @@ def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
             yield number, len(raw), value
 
 
-def _nesting_depth(raw: bytes) -> int:
+def nesting_depth(raw: bytes) -> int:
     """The deepest nesting of ``[`` and ``{`` outside strings, found without recursion (a
     scan before ``json.loads``, which recurses); the count of brackets when that is smaller
     than the limit, which bounds the depth and costs two ``bytes.count``."""

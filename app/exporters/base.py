@@ -170,7 +170,7 @@ def _secondary_rate_limit(response: httpx.Response) -> bool:
 def _retry_after(response: httpx.Response) -> float | None:
     value = response.headers.get("retry-after")
     if value:
-        if value.strip().isdigit():
+        if value.strip().isascii() and value.strip().isdigit():
             return float(value)
         try:
             when = email.utils.parsedate_to_datetime(value)
@@ -178,7 +178,7 @@ def _retry_after(response: httpx.Response) -> float | None:
             return None
         return max(0.0, (when - datetime.now(UTC)).total_seconds())
     reset = response.headers.get("x-ratelimit-reset")
-    if reset and reset.isdigit():
+    if reset and reset.isascii() and reset.isdigit():
         return max(0.0, int(reset) - time.time())
     return None
 

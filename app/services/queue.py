@@ -17,6 +17,7 @@ from sqlalchemy import case, func, or_
 from sqlmodel import Session, col, select
 
 from app.db import write_transaction
+from app.eval.errors import shorten
 from app.models import OTHER, LabelEvent, Miss, MissState, Role, Triage, User
 from app.services import events as outbox
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound
@@ -162,7 +163,7 @@ def label(
     note = note.strip()
     if category != OTHER and category not in causes:
         raise Invalid(
-            f"unknown cause {category!r}: one of {', '.join([*causes, OTHER])}",
+            f"unknown cause {shorten(category, 100)}: one of {', '.join([*causes, OTHER])}",
             code="unknown_category",
         )
     if category == OTHER and not note:

@@ -20,7 +20,7 @@ from app.api.deps import (
     SessionDep,
     SettingsDep,
 )
-from app.api.params import Id
+from app.api.params import FormId, Id
 from app.models import OTHER, Miss, Role, Triage
 from app.services import golden_sets as golden_service
 from app.services import queue, skips
@@ -28,7 +28,7 @@ from app.services import review as review_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
-from app.web.render import redirect, render, templates
+from app.web.render import error_page, is_fragment_request, redirect, render, templates
 
 router = APIRouter(include_in_schema=False)
 KEYS = "123456789"
@@ -165,9 +165,24 @@ def review_take_back(
     return _card_or_back(request, triage, response)
 
 
+#: The notices in words, for a plain form post (no JavaScript), which gets a whole page.
+_NOTICE_PAGES = {
+    "expired": "Your session has expired{what}. Log in again{repeat}.",
+    "heartbeat_expired": "Your session has expired: log in again before labelling.",
+    "lease_lost": "This miss is no longer yours (the lease expired). Reload the review page.",
+}
+
+
 def _notice(
     request: Request, kind: str, *, status: int, code: str, what: str | None = None
-) -> HTMLResponse:
+) -> Response:
+    """The notice the review card's HTMX swaps in; a page of the product for anything else."""
+    if not is_fragment_request(request):
+        message = _NOTICE_PAGES[kind].format(
+            what=f": {what} was NOT saved" if what else "",
+            repeat=" and repeat it" if what else "",
+        )
+        return error_page(request, status, code, message)
     response = templates.TemplateResponse(
         request, "_review_notice.html", {"kind": kind, "what": what}, status_code=status
     )
@@ -176,7 +191,7 @@ def _notice(
     return response
 
 
-def _expired(request: Request, what: str | None) -> HTMLResponse:
+def _expired(request: Request, what: str | None) -> Response:
     """A review action without a valid session: say plainly that nothing was saved."""
     return _notice(request, "expired", status=401, code="session_expired", what=what)
 
@@ -189,13 +204,14 @@ def review_label(
     clock: ClockDep,
     principal: ReviewerOrNoneDep,
     triage_id: Id,
-    miss_id: Annotated[int, Form()],
+    miss_id: FormId,
     version: Annotated[int, Form()],
     category: Annotated[str, Form()],
     note: Annotated[str, Form()] = "",
 ) -> Response:
+    shown = category if len(category) <= 100 else f"{category[:100]}..."
     if principal is None:
-        return _expired(request, f"your label ({category})")
+        return _expired(request, f"your label ({shown})")
     triage = triage_service.get_triage(session=session, triage_id=triage_id)
     causes = triage_service.causes_of(session=session, triage_id=triage_id)
     try:
@@ -210,7 +226,7 @@ def review_label(
             now=clock.now(),
         )
     except ServiceError as exc:
-        failed = f"Your label ({category}) was NOT saved: {exc.message}."
+        failed = f"Your label ({shown}) was NOT saved: {exc.message}."
         if exc.code == "note_required" or exc.code == "unknown_category":
             current = session.get(Miss, miss_id)
             return _card(
@@ -254,7 +270,7 @@ def review_skip(
     clock: ClockDep,
     principal: ReviewerOrNoneDep,
     triage_id: Id,
-    miss_id: Annotated[int, Form()],
+    miss_id: FormId,
     reason: Annotated[str, Form()] = "",
 ) -> Response:
     if principal is None:
@@ -336,7 +352,7 @@ def review_renew(
     clock: ClockDep,
     principal: ReviewerOrNoneDep,
     triage_id: Id,
-    miss_id: Annotated[int, Form()],
+    miss_id: FormId,
 ) -> Response:
     """The page's heartbeat: keep the lease; say so at once if it was lost."""
     if principal is None:

@@ -14,7 +14,7 @@ import pytest
 from app.eval.errors import InputError, shorten
 from app.eval.jsonl import (
     MAX_JSON_DEPTH,
-    _nesting_depth,
+    nesting_depth,
     read_corpus,
     read_jsonl_run,
     read_manifest,
@@ -74,7 +74,7 @@ def test_gzip_beyond_the_limit_is_refused_naming_the_setting(
     ],
 )
 def test_the_depth_scan_counts_brackets_outside_strings(line: bytes, depth: int) -> None:
-    assert _nesting_depth(line) == depth
+    assert nesting_depth(line) == depth
 
 
 def test_the_depth_scan_is_cheap_on_a_long_legitimate_line(tmp_path: Path) -> None:
