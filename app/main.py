@@ -16,13 +16,13 @@ from sqlalchemy.engine import Engine
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app import __version__
+from app import errors as error_handlers
 from app.api import api_router
-from app.api import errors as api_errors
-from app.api.deps import ReviewerDep
-from app.api.params import refuse_nul
-from app.api.uploads import limit_decompression
 from app.clock import Clock
 from app.db import make_engine
+from app.http.deps import ReviewerDep
+from app.http.params import refuse_nul
+from app.http.uploads import limit_decompression
 from app.middleware import BodySizeLimit, BodyTimeout, SecurityHeaders
 from app.observability import RequestLog
 from app.services.events import Deliverer
@@ -72,7 +72,7 @@ def create_app(
     app.state.engine = engine or make_engine(settings)
     app.state.clock = clock or Clock()
 
-    api_errors.install(app)
+    error_handlers.install(app)
     app.include_router(api_router)
     app.include_router(web_accounts.router)
     app.include_router(web_pages.router)
@@ -104,7 +104,7 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.add_middleware(
-        BodySizeLimit, max_bytes=settings.upload_max_bytes, refusal=api_errors.too_large
+        BodySizeLimit, max_bytes=settings.upload_max_bytes, refusal=error_handlers.too_large
     )
     app.add_middleware(BodyTimeout, seconds=settings.body_timeout_seconds)
     app.add_middleware(SecurityHeaders)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.eval import (
-    GoldenSet,
+    Judgments,
     RankedRun,
     enumerate_misses,
     evaluate_run,
@@ -72,13 +72,13 @@ def manifest() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def golden() -> GoldenSet:
+def golden() -> Judgments:
     paths = resolve_golden(DATA)
     return load_golden(paths.qrels, queries=paths.queries)
 
 
 @pytest.fixture(scope="module")
-def ranked(golden: GoldenSet) -> dict[str, RankedRun]:
+def ranked(golden: Judgments) -> dict[str, RankedRun]:
     return {name: load_run(DATA / "runs" / f"{name}.trec", golden, name=name) for name in RUNS}
 
 
@@ -142,7 +142,7 @@ def test_the_manifest_leaves_out_every_pdf(
 
 def test_bm25_misses_are_the_intended_ones(
     script: ModuleType,
-    golden: GoldenSet,
+    golden: Judgments,
     ranked: dict[str, RankedRun],
     corpus: dict[str, dict[str, Any]],
     manifest: list[str],
@@ -186,7 +186,7 @@ def test_bm25_misses_are_the_intended_ones(
 
 
 def test_the_runs_tell_the_story(
-    script: ModuleType, golden: GoldenSet, ranked: dict[str, RankedRun]
+    script: ModuleType, golden: Judgments, ranked: dict[str, RankedRun]
 ) -> None:
     evaluations = {
         name: evaluate_run(golden, run, k=K, depth=DEPTH) for name, run in ranked.items()

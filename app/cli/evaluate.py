@@ -19,8 +19,8 @@ from app.cli.output import render_clusters, render_per_query, render_summary
 from app.eval import (
     Conventions,
     Gain,
-    GoldenSet,
     InputError,
+    Judgments,
     Measure,
     MeasureKind,
     Order,
@@ -133,7 +133,7 @@ def _check_computable(measures: list[tuple[Measure, float]], k: int) -> None:
             _fail(f"--fail-under {measure} is not computed at --k {k}; use --k {measure.cutoff}")
 
 
-def _write_misses(path: Path, golden: GoldenSet, results: list[tuple[str, Any]]) -> int:
+def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]]) -> int:
     """Write the misses of every run; CSV unless the name ends in .jsonl."""
     fields = ["run", "qid", "doc_id", "grade", "rank", "query"]
     count = 0
@@ -382,7 +382,7 @@ def evaluate(
 
 def _emit(
     output_format: str,
-    golden: GoldenSet,
+    golden: Judgments,
     qrels: Path,
     queries: Path | None,
     results: list[RunEvaluation],

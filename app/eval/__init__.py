@@ -8,9 +8,9 @@ from app.eval.conventions import DEFAULT_DEPTHS, Conventions, Gain, Order
 from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
 from app.eval.errors import InputError
 from app.eval.evaluate import QueryEvaluation, RunEvaluation, evaluate_run
-from app.eval.golden import GoldenSet, golden_from_frame, load_golden
+from app.eval.golden import Judgments, golden_from_frame, load_golden
 from app.eval.measures import Measure, MeasureKind, parse_measure
-from app.eval.misses import Miss, enumerate_misses, misses_frame
+from app.eval.misses import MissedDocument, enumerate_misses, misses_frame
 from app.eval.ranking import RankedRun, RunReport, rank_run, top_candidates
 from app.eval.sources import load_run, resolve_golden
 
@@ -19,11 +19,11 @@ __all__ = [
     "Conventions",
     "Diagnosis",
     "Gain",
-    "GoldenSet",
     "InputError",
+    "Judgments",
     "Measure",
     "MeasureKind",
-    "Miss",
+    "MissedDocument",
     "Order",
     "QueryEvaluation",
     "RankedRun",

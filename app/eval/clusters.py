@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from app.eval.golden import GoldenSet
+from app.eval.golden import Judgments
 
 #: "4 or fewer distinct clusters in the top 10": a result list padded with copies.
 FEW = 4
@@ -96,7 +96,7 @@ class ClusterEvaluation:
 
 
 def evaluate_clusters(
-    golden: GoldenSet, top: pl.DataFrame, clusters: pl.DataFrame, k: int
+    golden: Judgments, top: pl.DataFrame, clusters: pl.DataFrame, k: int
 ) -> ClusterEvaluation:
     """Cluster measures at ``k`` for the evaluated queries of ``golden``.
 

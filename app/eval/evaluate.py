@@ -11,7 +11,7 @@ import polars as pl
 
 from app.eval.conventions import DEFAULT_DEPTHS, Conventions
 from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
-from app.eval.golden import GoldenSet
+from app.eval.golden import Judgments
 from app.eval.measures import (
     Judged,
     Measure,
@@ -106,7 +106,7 @@ def query_row(query: QueryEvaluation, k: int, depth: int) -> dict[str, Any]:
     }
 
 
-def relevant_ranks(golden: GoldenSet, ranked: RankedRun) -> dict[str, list[tuple[int, int | None]]]:
+def relevant_ranks(golden: Judgments, ranked: RankedRun) -> dict[str, list[tuple[int, int | None]]]:
     """For every averaged query, its relevant documents as (grade, rank or None)."""
     joined = golden.relevant.join(
         ranked.judged.select("qid", "doc_id", "rank"), on=["qid", "doc_id"], how="left"
@@ -122,7 +122,7 @@ def _recall_hits(relevant: Judged, cutoff: int) -> int:
 
 
 def evaluate_run(
-    golden: GoldenSet,
+    golden: Judgments,
     ranked: RankedRun,
     *,
     k: int,

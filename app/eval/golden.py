@@ -56,7 +56,7 @@ class QrelsReport:
 
 
 @dataclass(frozen=True)
-class GoldenSet:
+class Judgments:
     """Judgments (``qid``, ``doc_id``, ``grade``; one row per pair) and query texts.
 
     ``evaluated_qids`` are the queries that are averaged: those with at least one relevant
@@ -88,7 +88,7 @@ def golden_from_frame(
     min_grade: int = DEFAULT_MIN_GRADE,
     source: str = "<judgments>",
     fmt: str = "frame",
-) -> GoldenSet:
+) -> Judgments:
     """Build a golden set from a frame of qid, doc_id, grade (and optionally line).
 
     A pair judged twice with the same grade is kept once and counted; with different grades it
@@ -154,7 +154,7 @@ def golden_from_frame(
         queries_without_text=without_text,
         warnings=warnings,
     )
-    return GoldenSet(judgments=judgments, queries=queries, min_grade=min_grade, report=report)
+    return Judgments(judgments=judgments, queries=queries, min_grade=min_grade, report=report)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +172,7 @@ def load_golden(
     min_grade: int = DEFAULT_MIN_GRADE,
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
-) -> GoldenSet:
+) -> Judgments:
     """Read a qrels file (TREC or BEIR TSV) and optional query texts into a golden set.
 
     With ``id_limits``, a longer id is an error naming its line (evaluation alone has none).

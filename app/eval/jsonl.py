@@ -306,7 +306,7 @@ def _add_query(queries: dict[str, str], qid: str, text: str, *, source: str, lin
 
 
 @dataclass(frozen=True, slots=True)
-class Document:
+class CorpusRecord:
     """A corpus entry: the index manifest, and context for reviewers."""
 
     doc_id: str
@@ -317,7 +317,7 @@ class Document:
     cluster_id: str | None = None
 
 
-def read_corpus(path: Path, *, max_id_chars: int | None = None) -> Iterator[Document]:
+def read_corpus(path: Path, *, max_id_chars: int | None = None) -> Iterator[CorpusRecord]:
     """Stream a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``; optional ``parent_id``,
     ``chunk_index``, ``cluster_id``), one document at a time; ids up to ``max_id_chars``."""
     source = str(path)
@@ -346,7 +346,7 @@ def read_corpus(path: Path, *, max_id_chars: int | None = None) -> Iterator[Docu
                 chunk = _integer(
                     chunk, source=source, line=line, field="chunk_index", low=0, high=INT32_MAX
                 )
-            yield Document(doc_id=doc_id, chunk_index=chunk, **fields)
+            yield CorpusRecord(doc_id=doc_id, chunk_index=chunk, **fields)
     if not seen:
         raise InputError(source, None, 'the corpus is empty (expected JSON lines {"_id": ...})')
 

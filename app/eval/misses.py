@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from app.eval.golden import GoldenSet
+from app.eval.golden import Judgments
 from app.eval.ranking import RankedRun
 
 
 @dataclass(frozen=True, slots=True)
-class Miss:
+class MissedDocument:
     """A (query, document) pair: relevant, and not in the run's top ``depth``.
 
     ``rank`` is where the run put the document when it returned it deeper, None when the run
@@ -24,7 +24,7 @@ class Miss:
     rank: int | None
 
 
-def misses_frame(golden: GoldenSet, ranked: RankedRun, depth: int) -> pl.DataFrame:
+def misses_frame(golden: Judgments, ranked: RankedRun, depth: int) -> pl.DataFrame:
     """The misses as a frame (qid, doc_id, grade, rank), in golden-query order, grade
     descending, then document id."""
     if depth < 1:
@@ -43,10 +43,10 @@ def misses_frame(golden: GoldenSet, ranked: RankedRun, depth: int) -> pl.DataFra
     )
 
 
-def enumerate_misses(golden: GoldenSet, ranked: RankedRun, depth: int) -> list[Miss]:
+def enumerate_misses(golden: Judgments, ranked: RankedRun, depth: int) -> list[MissedDocument]:
     """Every (qid, doc_id, grade, rank in the run or None) with the document relevant and not
     in the run's top ``depth``."""
     return [
-        Miss(qid=row[0], doc_id=row[1], grade=row[2], rank=row[3])
+        MissedDocument(qid=row[0], doc_id=row[1], grade=row[2], rank=row[3])
         for row in misses_frame(golden, ranked, depth).iter_rows()
     ]

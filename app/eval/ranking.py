@@ -16,7 +16,7 @@ import polars as pl
 
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten
-from app.eval.golden import GoldenSet, count
+from app.eval.golden import Judgments, count
 from app.eval.jsonl import LIST_FORMAT
 
 #: Multiplier that spreads query hashes before they are mixed with document hashes.
@@ -82,7 +82,7 @@ def effective_order(order: Order, fmt: str) -> Order:
 
 def rank_run(
     frame: pl.DataFrame,
-    golden: GoldenSet,
+    golden: Judgments,
     *,
     order: Order,
     name: str,

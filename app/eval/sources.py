@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten, shorten_name
-from app.eval.golden import GoldenSet, IdLimits
+from app.eval.golden import IdLimits, Judgments
 from app.eval.jsonl import read_jsonl_run
 from app.eval.ranking import RankedRun, rank_run
 from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn
@@ -45,7 +45,7 @@ def detect_run_format(path: Path) -> str:
 
 def load_run(
     path: Path,
-    golden: GoldenSet,
+    golden: Judgments,
     *,
     name: str,
     order: Order = Order.TREC_EVAL,

@@ -10,8 +10,7 @@ from sqlalchemy import func
 from sqlmodel import Session, SQLModel, col, select
 
 from app.db import write_transaction
-from app.eval import GoldenSet as EvalGoldenSet
-from app.eval import InputError, golden_from_frame, load_golden
+from app.eval import InputError, Judgments, golden_from_frame, load_golden
 from app.eval.errors import shorten_name
 from app.eval.golden import IdLimits
 from app.eval.jsonl import read_corpus, read_manifest
@@ -216,7 +215,7 @@ def delete_golden_set(*, session: Session, golden_set_id: int) -> None:
     session.commit()
 
 
-def eval_golden_set(*, session: Session, golden: GoldenSet) -> EvalGoldenSet:
+def eval_golden_set(*, session: Session, golden: GoldenSet) -> Judgments:
     """The stored golden set as app.eval sees it (judgments and query texts)."""
     rows = session.exec(
         select(Judgment.qid, Judgment.doc_id, Judgment.grade)

@@ -27,7 +27,7 @@ from app.eval import (
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import DEFAULT_DEPTHS, CutoffError, check_cutoffs
 from app.eval.errors import printable_name
-from app.eval.golden import GoldenSet as EvalGoldenSet
+from app.eval.golden import Judgments
 from app.eval.textio import ProgressFn
 from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
 from app.services.bulk import bulk_insert
@@ -223,7 +223,7 @@ def delete_run(*, session: Session, run_id: int) -> None:
     session.commit()
 
 
-def stored_ranking(*, session: Session, run: Run, gold: EvalGoldenSet) -> RankedRun:
+def stored_ranking(*, session: Session, run: Run, gold: Judgments) -> RankedRun:
     """The run as app.eval sees it, rebuilt from the stored ranks."""
     judged_rows = session.exec(
         select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(RunJudged.run_id == run.id)

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import (
+from app.http.deps import (
     SESSION_COOKIE,
     ClockDep,
     OptionalPrincipal,
@@ -19,7 +19,7 @@ from app.api.deps import (
     same_origin,
     session_id_from_cookie,
 )
-from app.api.params import Id
+from app.http.params import Id
 from app.security import CookieSigner
 from app.services import logins
 from app.services import users as user_service

@@ -8,9 +8,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id
-from app.api.uploads import saved_uploads
 from app.eval import Order
 from app.eval.conventions import (
     DEFAULT_DEPTH,
@@ -19,6 +16,9 @@ from app.eval.conventions import (
     DEFAULT_MIN_GRADE,
     MAX_CUTOFF,
 )
+from app.http.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
+from app.http.params import Id
+from app.http.uploads import saved_uploads
 from app.models import GoldenSet, Role
 from app.services import events
 from app.services import golden_sets as golden_service

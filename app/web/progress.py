@@ -16,7 +16,7 @@ from pathlib import Path
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
-from app.api.deps import ReviewerDep
+from app.http.deps import ReviewerDep
 
 router = APIRouter(include_in_schema=False)
 

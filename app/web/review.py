@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.api.deps import (
+from app.http.deps import (
     ClockDep,
     Principal,
     ReviewerDep,
@@ -20,7 +20,7 @@ from app.api.deps import (
     SessionDep,
     SettingsDep,
 )
-from app.api.params import FormId, Id
+from app.http.params import FormId, Id
 from app.models import OTHER, Miss, Role, Triage
 from app.services import golden_sets as golden_service
 from app.services import queue, skips

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.deps import ReviewerDep, SessionDep
-from app.api.params import Id, Page, PerPage, QueryId
 from app.eval.clusters import FEW
 from app.eval.conventions import DEFAULT_DEPTH, MAX_CUTOFF
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
+from app.http.deps import ReviewerDep, SessionDep
+from app.http.params import Id, Page, PerPage, QueryId
 from app.services import comparisons
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service

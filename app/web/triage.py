@@ -10,9 +10,9 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
-from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page, PerPage
 from app.exporters import CREDENTIALS, TRACKERS, missing_credentials
+from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.http.params import Id, Page, PerPage
 from app.models import OTHER, Miss, MissState, Triage, User
 from app.services import dashboard, queue, skips
 from app.services import exports as export_service

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.eval import Conventions, Gain, GoldenSet, Order, RunEvaluation, evaluate_run, load_golden
+from app.eval import Conventions, Gain, Judgments, Order, RunEvaluation, evaluate_run, load_golden
 from app.eval.ranking import RankedRun
 from app.eval.sources import load_run
 
 
-def golden(tmp: Path, qrels: str, *, min_grade: int = 1) -> GoldenSet:
+def golden(tmp: Path, qrels: str, *, min_grade: int = 1) -> Judgments:
     path = tmp / "qrels.txt"
     path.write_text(qrels)
     return load_golden(path, min_grade=min_grade)
@@ -17,7 +17,7 @@ def golden(tmp: Path, qrels: str, *, min_grade: int = 1) -> GoldenSet:
 
 def ranked(
     tmp: Path,
-    gold: GoldenSet,
+    gold: Judgments,
     run: str,
     *,
     order: Order = Order.TREC_EVAL,
@@ -31,7 +31,7 @@ def ranked(
 
 
 def evaluate(
-    gold: GoldenSet,
+    gold: Judgments,
     run: RankedRun,
     *,
     k: int = 10,

@@ -9,11 +9,11 @@ import polars as pl
 import pytest
 import pytrec_eval
 
-from app.eval import GoldenSet, golden_from_frame
+from app.eval import Judgments, golden_from_frame
 from app.eval.clusters import FEW, clusters_frame, evaluate_clusters
 
 
-def _golden(rows: list[tuple[str, str, int]]) -> GoldenSet:
+def _golden(rows: list[tuple[str, str, int]]) -> Judgments:
     return golden_from_frame(
         pl.DataFrame(
             rows, schema={"qid": pl.String, "doc_id": pl.String, "grade": pl.Int64}, orient="row"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from app.eval import Conventions, Gain, GoldenSet, evaluate_run, load_golden, load_run
+from app.eval import Conventions, Gain, Judgments, evaluate_run, load_golden, load_run
 from app.eval.misses import enumerate_misses
 
 RUNS = ("bm25", "dense", "hybrid")
@@ -27,7 +27,7 @@ MISSES_AT_50 = {"bm25": (39, 30, 9), "dense": (36, 34, 2), "hybrid": (20, 18, 2)
 
 
 @pytest.fixture(scope="module")
-def gold(scifact: Path) -> GoldenSet:
+def gold(scifact: Path) -> Judgments:
     return load_golden(scifact / "qrels.tsv", queries=scifact / "queries.jsonl")
 
 
@@ -40,7 +40,7 @@ def _read_trec(path: Path) -> dict[str, dict[str, float]]:
 
 
 @pytest.mark.parametrize("name", RUNS)
-def test_scifact_equals_pytrec_eval(scifact: Path, gold: GoldenSet, name: str) -> None:
+def test_scifact_equals_pytrec_eval(scifact: Path, gold: Judgments, name: str) -> None:
     path = scifact / "runs" / f"{name}.trec"
     qrels = {
         q: dict(zip(group["doc_id"], group["grade"], strict=True))
@@ -75,7 +75,7 @@ def test_scifact_equals_pytrec_eval(scifact: Path, gold: GoldenSet, name: str) -
 
 
 @pytest.mark.parametrize("name", RUNS)
-def test_scifact_misses_at_50(scifact: Path, gold: GoldenSet, name: str) -> None:
+def test_scifact_misses_at_50(scifact: Path, gold: Judgments, name: str) -> None:
     ranked = load_run(scifact / "runs" / f"{name}.trec", gold, name=name)
     misses = enumerate_misses(gold, ranked, 50)
     deeper = [m for m in misses if m.rank is not None]

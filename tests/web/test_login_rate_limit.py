@@ -12,9 +12,9 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from app.api.deps import SESSION_COOKIE
 from app.clock import FrozenClock
 from app.db import make_engine
+from app.http.deps import SESSION_COOKIE
 from app.main import create_app
 from app.models import LoginAttempt, Role
 from app.settings import Settings

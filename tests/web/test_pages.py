@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
-from app.api.deps import SESSION_COOKIE
+from app.http.deps import SESSION_COOKIE
 from app.models import Role
 from tests.api.test_imports_api import QRELS, QUERIES, RUN
 from tests.conftest import PASSWORD, Account, login

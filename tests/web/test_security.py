@@ -13,7 +13,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, select
 
-from app.api.deps import SAFE_METHODS, SESSION_COOKIE
+from app.http.deps import SAFE_METHODS, SESSION_COOKIE
 from app.main import create_app
 from app.models import Miss, Role
 from app.services import users as user_service

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.api.deps import AdminDep, ReviewerDep, SessionDep
-from app.api.params import Id, Page, PerPage, paged
+from app.http.deps import AdminDep, ReviewerDep, SessionDep
+from app.http.params import Id, Page, PerPage, paged
 from app.models import ApiToken, Role, User
 from app.services import users as service
 

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Response, UploadFile
 from pydantic import BaseModel
 
-from app.api.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page, PerPage, paged
-from app.api.uploads import saved_uploads
 from app.eval import Order
+from app.http.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.http.params import Id, Page, PerPage, paged
+from app.http.uploads import saved_uploads
 from app.services import events
 from app.services import golden_sets as service
 from app.services import runs as run_service

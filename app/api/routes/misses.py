@@ -8,8 +8,8 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.api.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page, PerPage, paged
+from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
+from app.http.params import Id, Page, PerPage, paged
 from app.services import queue
 from app.services.triages import causes_of_miss, public_miss
 

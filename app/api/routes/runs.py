@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
-from app.api.deps import LeadDep, ReviewerDep, SessionDep
-from app.api.params import Id, Page, PerPage, paged
 from app.eval import Gain, Thresholds
 from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
 from app.eval.evaluate import query_row
+from app.http.deps import LeadDep, ReviewerDep, SessionDep
+from app.http.params import Id, Page, PerPage, paged
 from app.services import golden_sets as golden_service
 from app.services import runs as service
 from app.services import triages as triage_service

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from app.api.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.api.params import Id, Page, PerPage
 from app.api.responses import attachment
+from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.http.params import Id, Page, PerPage
 from app.services import backlog as backlog_service
 from app.services import dashboard, queue, skips
 from app.services import exports as export_service

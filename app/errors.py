@@ -1,4 +1,5 @@
-"""One error body everywhere: {"error": {"code", "message", "details"}} (API.md)."""
+"""The app's exception handlers: one error body for programs (``{"error": {"code",
+"message", "details"}}``, API.md), a page of the product for people."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
-from app.api.deps import NotAuthenticated
+from app.http.deps import NotAuthenticated
 from app.observability import current_request_id
 from app.services.errors import ServiceError
 from app.web.render import error_page
