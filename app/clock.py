@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from app.models.base import utcnow
+
+def utcnow() -> datetime:
+    """The time now, timezone-aware UTC (the tables refuse naive datetimes)."""
+    return datetime.now(UTC)
 
 
 class Clock:

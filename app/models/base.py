@@ -10,6 +10,9 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import SQLModel
 
+# The clock is the platform's; the tables default their timestamps with it.
+from app.clock import utcnow as utcnow
+
 # Named constraints, so that migrations can drop and alter them on every database.
 SQLModel.metadata.naming_convention = {
     "ix": "ix_%(column_0_label)s",
@@ -18,10 +21,6 @@ SQLModel.metadata.naming_convention = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
