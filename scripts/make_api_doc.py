@@ -7,8 +7,10 @@ Run from the repository root::
 
 The conventions every route shares (authentication, the error body, lists) come first, written
 here; each operation follows from ``/openapi.json``: its method and path, what it does, its
-parameters, its request body and the status codes it answers. tests/test_api_doc.py keeps the
-committed file equal to what this script writes, so the document cannot drift from the code.
+parameters, its request body, each success status with the fields of its answer, and the error
+statuses; the models nested in them follow once each, in a "Schemas" section.
+tests/test_api_doc.py keeps the committed file equal to what this script writes, so the document
+cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -72,36 +74,116 @@ Field names are fixed; fields may be added.
 """
 
 
-def _schema_type(schema: dict[str, Any], components: dict[str, Any]) -> str:
-    """A short human name for a JSON schema: ``integer``, ``string (binary)``, ``list of X``,
-    ``one of a, b``."""
+def _anchor(name: str) -> str:
+    """The anchor a Markdown renderer gives the heading ``### name`` (GitHub's rule)."""
+    return "".join(c for c in name.lower() if c.isalnum() or c in "-_")
+
+
+def _ref_name(schema: dict[str, Any]) -> str | None:
+    """The component a schema stands for: a ``$ref``, or pydantic's ``allOf`` of one ``$ref``."""
     if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        target = components.get(name, {})
-        if "enum" in target:
-            return "one of " + ", ".join(f"`{v}`" for v in target["enum"])
-        return name
-    if "anyOf" in schema:
-        kinds = [_schema_type(s, components) for s in schema["anyOf"]]
-        kinds = [k for k in kinds if k != "null"]
-        return " or ".join(kinds) if kinds else "null"
-    if "enum" in schema:
-        return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
-    kind = schema.get("type", "any")
-    if "contentMediaType" in schema:
-        return "file"
-    if kind == "array":
-        return "list of " + _schema_type(schema.get("items", {}), components)
-    if schema.get("format") in ("binary", "email", "date-time"):
-        return f"{kind} ({schema['format']})"
-    bounds = []
-    for key, symbol in (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">")):
-        if key in schema:
-            bounds.append(f"{symbol} {schema[key]}")
-    for key, word in (("minLength", "min length"), ("maxLength", "max length")):
-        if key in schema:
-            bounds.append(f"{word} {schema[key]}")
-    return f"{kind} ({', '.join(bounds)})" if bounds else str(kind)
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    parts = schema.get("allOf", [])
+    if len(parts) == 1 and "$ref" in parts[0]:
+        return str(parts[0]["$ref"]).rsplit("/", 1)[-1]
+    return None
+
+
+class Schemas:
+    """The components of the document, and the models the operations refer to by name (each is
+    written once, in the "Schemas" section)."""
+
+    def __init__(self, components: dict[str, Any]) -> None:
+        self.components = components
+        self.named: set[str] = set()
+
+    def resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The schema itself, or the component it refers to."""
+        name = _ref_name(schema)
+        return self.components.get(name, {}) if name is not None else schema
+
+    def kind(self, schema: dict[str, Any]) -> str:
+        """A short human name for a JSON schema: ``integer (>= 1)``, ``string (binary)``,
+        ``list of X``, ``one of `a`, `b```, ``X or null``, a link to a named model."""
+        name = _ref_name(schema)
+        if name is not None:
+            target = self.components.get(name, {})
+            if "enum" in target:
+                return "one of " + ", ".join(f"`{v}`" for v in target["enum"])
+            self.named.add(name)
+            return f"[`{name}`](#{_anchor(name)})"
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                kinds = [self.kind(s) for s in schema[key]]
+                real = [k for k in kinds if k != "null"]
+                text = " or ".join(real) if real else "null"
+                return text + " or null" if len(real) < len(kinds) and real else text
+        if "enum" in schema:
+            return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
+        if "const" in schema:
+            return f"`{schema['const']}`"
+        kind = schema.get("type", "any")
+        if "contentMediaType" in schema:
+            return "file"
+        if kind == "array":
+            if "prefixItems" in schema:
+                return "list of (" + ", ".join(self.kind(s) for s in schema["prefixItems"]) + ")"
+            text = "list of " + self.kind(schema.get("items", {}))
+            return text + _bounds(schema, ("minItems", "maxItems"))
+        if kind == "object" and "properties" not in schema:
+            values = schema.get("additionalProperties")
+            if isinstance(values, dict) and values:
+                keys = self.kind(schema.get("propertyNames", {"type": "string"}))
+                return f"map of {keys} to {self.kind(values)}"
+            return "object (fields not declared)"
+        if schema.get("format") in ("binary", "email", "date-time", "date", "uri"):
+            kind = f"{kind} ({schema['format']})"
+        return f"{kind}{_bounds(schema)}"
+
+    def fields(self, schema: dict[str, Any]) -> list[str]:
+        """A table of an object's fields (what is required, each type, default and meaning)."""
+        props = schema.get("properties", {})
+        if not props:
+            return [f"{self.kind(schema)}.", ""]
+        required = set(schema.get("required", []))
+        described = any(prop.get("description") for prop in props.values())
+        head = "| field | required | type | default |" + (" description |" if described else "")
+        lines = [head, "|---" * head.count(" |") + "|"]
+        for name, prop in props.items():
+            row = (
+                f"| `{name}` | {'yes' if name in required else 'no'} | "
+                f"{_cell(self.kind(prop))} | {_default(prop.get('default'))} |"
+            )
+            lines.append(row + (f" {_cell(prop.get('description', ''))} |" if described else ""))
+        return [*lines, ""]
+
+
+_LIMITS = (
+    ("minimum", ">= {}"),
+    ("maximum", "<= {}"),
+    ("exclusiveMinimum", "> {}"),
+    ("exclusiveMaximum", "< {}"),
+    ("minLength", "min length {}"),
+    ("maxLength", "max length {}"),
+    ("minItems", "at least {} items"),
+    ("maxItems", "at most {} items"),
+    ("pattern", "pattern `{}`"),
+)
+
+
+def _bounds(schema: dict[str, Any], only: tuple[str, ...] | None = None) -> str:
+    """The limits a schema puts on its value, in brackets: `` (>= 1, <= 1000)``."""
+    words = [
+        text.format(_number(schema[key]))
+        for key, text in _LIMITS
+        if key in schema and (only is None or key in only)
+    ]
+    return f" ({', '.join(words)})" if words else ""
+
+
+def _number(value: Any) -> Any:
+    """``0`` for pydantic's ``0.0`` bound on an integer field."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _default(value: Any) -> str:
@@ -114,7 +196,7 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _parameters(op: dict[str, Any], components: dict[str, Any]) -> list[str]:
+def _parameters(op: dict[str, Any], schemas: Schemas) -> list[str]:
     params = op.get("parameters", [])
     if not params:
         return []
@@ -124,51 +206,82 @@ def _parameters(op: dict[str, Any], components: dict[str, Any]) -> list[str]:
         default = schema.get("default")
         lines.append(
             f"| `{p['name']}` | {p['in']} | {'yes' if p.get('required') else 'no'} | "
-            f"{_cell(_schema_type(schema, components))} | "
+            f"{_cell(schemas.kind(schema))} | "
             f"{_default(default)} |"
         )
     return [*lines, ""]
 
 
-def _body(op: dict[str, Any], components: dict[str, Any]) -> list[str]:
+def _body(op: dict[str, Any], schemas: Schemas) -> list[str]:
     body = op.get("requestBody")
     if not body:
         return []
     lines: list[str] = []
     for media, content in body.get("content", {}).items():
         schema = content.get("schema", {})
-        if "$ref" in schema:
-            schema = components.get(schema["$ref"].rsplit("/", 1)[-1], {})
-        props = schema.get("properties", {})
-        required = set(schema.get("required", []))
-        lines.append(f"Request body (`{media}`):")
-        lines.append("")
-        lines.append("| field | required | type | default |")
-        lines.append("|---|---|---|---|")
-        for name, prop in props.items():
-            default = prop.get("default")
-            lines.append(
-                f"| `{name}` | {'yes' if name in required else 'no'} | "
-                f"{_cell(_schema_type(prop, components))} | "
-                f"{_default(default)} |"
-            )
-        lines.append("")
+        name = _ref_name(schema)
+        # Form bodies get a generated name (Body_import_run_...): not worth repeating.
+        shown = f" `{name}`" if name and not name.startswith("Body_") else ""
+        lines += [f"Request body (`{media}`){shown}:", ""]
+        lines += schemas.fields(schemas.resolve(schema))
     return lines
 
 
-def _responses(op: dict[str, Any]) -> list[str]:
+def _responses(op: dict[str, Any], schemas: Schemas) -> list[str]:
+    """Each success status with its media types and the fields of its answer; the error
+    statuses (one body for all of them, described above) in one line."""
     codes = sorted(op.get("responses", {}).items())
-    success = [f"`{code}` {_cell(r.get('description', ''))}" for code, r in codes if code < "400"]
+    lines: list[str] = []
+    for code, response in codes:
+        if code >= "400":
+            continue
+        description = _cell(response.get("description", "")).replace("``", "`")
+        content = response.get("content") or {}
+        if not content:
+            lines += [f"Answer `{code}`: {description}; no body.", ""]
+            continue
+        media = ", ".join(f"`{m}`" for m in content)
+        json_schema = content.get("application/json", {}).get("schema")
+        if not json_schema:
+            # Streamed files (CSV, JSON lines) say what they hold in their description.
+            note = "" if len(content) > 1 or json_schema is None else "; no schema declared"
+            lines += [f"Answer `{code}` ({media}): {description}{note}.", ""]
+            continue
+        name = _ref_name(json_schema)
+        shown = f" `{name}`" if name else ""
+        lines += [f"Answer `{code}` ({media}){shown}: {description}.", ""]
+        lines += schemas.fields(schemas.resolve(json_schema))
     errors = [code for code, _ in codes if code >= "400"]
-    lines = ["Answers: " + "; ".join(success) + "."]
     if errors:
-        lines.append("Errors: " + ", ".join(errors) + " (the error body).")
-    return [*lines, ""]
+        lines += ["Errors: " + ", ".join(errors) + " (the error body).", ""]
+    return lines
+
+
+def _schema_section(schemas: Schemas) -> list[str]:
+    """Every model nested in an operation's body or answer, once, with its fields (the models
+    those name in turn included)."""
+    if not schemas.named:
+        return []
+    lines = ["## Schemas", ""]
+    done: set[str] = set()
+    sections: dict[str, list[str]] = {}
+    while pending := sorted(schemas.named - done):
+        for name in pending:
+            done.add(name)
+            schema = schemas.components.get(name, {})
+            text = [f"### {name}", ""]
+            if schema.get("description"):
+                text += [" ".join(str(schema["description"]).split()).replace("``", "`"), ""]
+            text += schemas.fields(schema)
+            sections[name] = text
+    for name in sorted(sections):
+        lines += sections[name]
+    return lines
 
 
 def render(document: dict[str, Any]) -> str:
     """docs/api.md for an OpenAPI document."""
-    components = document.get("components", {}).get("schemas", {})
+    schemas = Schemas(document.get("components", {}).get("schemas", {}))
     sections: dict[str, list[str]] = {}
     for path, operations in document["paths"].items():
         for method, op in operations.items():
@@ -177,14 +290,16 @@ def render(document: dict[str, Any]) -> str:
             description = (op.get("description") or op.get("summary") or "").strip()
             if description:
                 lines += [" ".join(description.split()).replace("``", "`"), ""]
-            lines += _parameters(op, components)
-            lines += _body(op, components)
-            lines += _responses(op)
+            lines += _parameters(op, schemas)
+            lines += _body(op, schemas)
+            lines += _responses(op, schemas)
             sections.setdefault(tag, []).extend(lines)
     out = [HEADER]
     for tag, lines in sections.items():
         out.append(f"## {tag}\n")
         out.append("\n".join(lines))
+    schemas.named.discard("ErrorBody")  # described under Conventions
+    out.append("\n".join(_schema_section(schemas)))
     return "\n".join(out).rstrip() + "\n"
 
 
