@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-REQUEST_ID_HEADER = "X-Request-ID"
 #: An incoming request id is kept when it is short and plain (it lands in logs and headers:
 #: no spaces, quotes or control characters that could forge a log line).
 SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+=-]{0,127}")

@@ -55,8 +55,6 @@ class Settings(BaseSettings):
     body_timeout_seconds: float = Field(default=60.0, gt=0)
     #: How many results per query a run keeps for review context.
     keep_depth: int = 200
-    #: Rows per batch when writing to SQLite.
-    sqlite_batch_rows: int = 50_000
     #: Where people reach this service: links in exported issues point here.
     public_url: str = "http://127.0.0.1:8000"
 
@@ -132,10 +130,6 @@ class Settings(BaseSettings):
             max_bytes=self.decompressed_max_bytes or 4 * self.upload_max_bytes,
             max_ratio=self.decompression_max_ratio,
         )
-
-    @property
-    def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
 
 
 @lru_cache

@@ -82,12 +82,6 @@ def decompression_limit(limit: DecompressionLimit) -> Iterator[None]:
         _LIMIT.reset(token)
 
 
-def is_gzip(path: Path) -> bool:
-    """True when the file starts with the gzip magic bytes, whatever its name."""
-    with path.open("rb") as handle:
-        return handle.read(2) == GZIP_MAGIC
-
-
 def _head(path: Path) -> bytes:
     """The first bytes of a file, or an InputError when it cannot be read at all."""
     if not path.exists():
