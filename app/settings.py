@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     body_timeout_seconds: float = Field(default=60.0, gt=0)
     #: How many results per query a run keeps for review context.
     keep_depth: int = 200
+    #: Rows per batch when writing to SQLite.
+    sqlite_batch_rows: int = 50_000
     #: Where people reach this service: links in exported issues point here.
     public_url: str = "http://127.0.0.1:8000"
 

@@ -54,6 +54,10 @@ class Conventions:
     gain: Gain = Gain.EXP
     min_grade: int = DEFAULT_MIN_GRADE
 
+    def is_relevant(self, grade: int) -> bool:
+        """A judged document is relevant when its grade is at least ``min_grade``."""
+        return grade >= self.min_grade
+
     def as_dict(self) -> dict[str, str | int]:
         """The conventions as the API and the CLI print them."""
         return {

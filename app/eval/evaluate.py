@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+import polars as pl
+
 from app.eval.conventions import DEFAULT_DEPTHS, Conventions
 from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
 from app.eval.golden import Judgments
@@ -191,3 +193,9 @@ def evaluate_run(
         relevant=total_relevant,
         report=ranked.report,
     )
+
+
+def per_query_frame(evaluation: RunEvaluation) -> pl.DataFrame:
+    """The per-query rows as a frame (for CSV output and further analysis)."""
+    rows = [query_row(q, evaluation.k, evaluation.depth) for q in evaluation.queries]
+    return pl.DataFrame(rows, infer_schema_length=None)
