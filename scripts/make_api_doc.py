@@ -122,7 +122,7 @@ class Schemas:
             return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
         if "const" in schema:
             return f"`{schema['const']}`"
-        kind = schema.get("type", "any")
+        kind = schema.get("type", "any JSON value")
         if "contentMediaType" in schema:
             return "file"
         if kind == "array":
