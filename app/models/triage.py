@@ -33,6 +33,28 @@ class MissState(StrEnum):
     COVERED = "covered"
 
 
+class LabelAction(StrEnum):
+    """What a ``LabelEvent`` records (its ``action`` column)."""
+
+    LABEL = "label"
+    #: A lead labels a miss labelled before.
+    RELABEL = "relabel"
+    RELEASE = "release"
+    #: A reviewer passes a miss on to others, saying why (the event's note).
+    SKIP = "skip"
+    #: A reviewer takes back a miss they skipped: it comes back on their queue.
+    TAKE_BACK = "take_back"
+    UNDO = "undo"
+    #: Refused attempts, kept so no label is silently lost: a stale version (409), or no
+    #: lease / no lead role (403).
+    CONFLICT = "conflict"
+    REFUSED = "refused"
+
+
+#: The actions that put a label in force (what undo takes back).
+LABEL_ACTIONS = (LabelAction.LABEL, LabelAction.RELABEL)
+
+
 class Triage(SQLModel, table=True):
     __tablename__ = "triage"
     __table_args__ = (UniqueConstraint("run_id", "depth", "k"),)
@@ -125,7 +147,7 @@ class Miss(SQLModel, table=True):
 
 
 class LabelEvent(SQLModel, table=True):
-    """Append-only audit: every label, relabel, release, skip and undo."""
+    """Append-only audit: every label, relabel, release, skip and undo (``LabelAction``)."""
 
     __tablename__ = "label_event"
     __table_args__ = (

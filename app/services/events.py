@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import or_
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import end_reading, writing
 from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, WebhookDelivery, utcnow
@@ -44,11 +44,10 @@ def configure(
             outbound.check_url(url, allow_local=allow_local)
         except outbound.AddressRefused as exc:
             raise Invalid(exc.message, code=exc.code) from None
-    write_transaction(session)
-    golden.webhook_url = url
-    golden.webhook_events = sorted(set(events)) if url else []
-    session.add(golden)
-    session.commit()
+    with writing(session):
+        golden.webhook_url = url
+        golden.webhook_events = sorted(set(events)) if url else []
+        session.add(golden)
     session.refresh(golden)
     return golden
 
@@ -124,7 +123,6 @@ def deliver_pending(
     if not secret:
         return 0
     now = utcnow()
-    write_transaction(session)
     query = (
         select(WebhookDelivery)
         .where(
@@ -139,11 +137,11 @@ def deliver_pending(
     )
     if session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True)
-    claimed = list(session.exec(query))
-    for row in claimed:
-        row.locked_until = now + timedelta(seconds=CLAIM_SECONDS)
-        session.add(row)
-    session.commit()
+    with writing(session):
+        claimed = list(session.exec(query))
+        for row in claimed:
+            row.locked_until = now + timedelta(seconds=CLAIM_SECONDS)
+            session.add(row)
     # Read what the requests need, then end the transaction: none is open while a
     # receiver answers (it may take seconds, or time out).
     targets: dict[int, GoldenSet | None] = {}
@@ -159,17 +157,19 @@ def deliver_pending(
         requests.append(
             (row, signed(golden.webhook_url, secret, row.event, payload, f"event-{row.id}"))
         )
-    session.commit()
+    end_reading(session)
     delivered = 0
     with outbound.client(allow_local=allow_local) as client:
         for row, request in requests:
+            delivered_at: datetime | None = None
+            error: str | None = None
             try:
                 _check_stored_url(request.url)
                 sender.send(client, request)
-                row.delivered_at = utcnow()
+                delivered_at = utcnow()
                 delivered += 1
             except TrackerError as exc:
-                row.last_error = str(exc)[:1000]
+                error = str(exc)[:1000]
                 log.warning(
                     "webhook delivery failed",
                     extra={
@@ -181,11 +181,14 @@ def deliver_pending(
                         "error": str(exc)[:300],
                     },
                 )
-            row.attempts += 1
-            row.locked_until = None
-            write_transaction(session)
-            session.add(row)
-            session.commit()
+            with writing(session):
+                if delivered_at is not None:
+                    row.delivered_at = delivered_at
+                if error is not None:
+                    row.last_error = error
+                row.attempts += 1
+                row.locked_until = None
+                session.add(row)
     return delivered
 
 

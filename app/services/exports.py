@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import end_reading, writing
 from app.exporters import (
     Draft,
     Exporter,
@@ -218,7 +218,7 @@ def export(
             )
         )
     }
-    session.commit()  # end the reading transaction before the first tracker call
+    end_reading(session)  # no transaction is open while a tracker answers
     with outbound.client(allow_local=settings.allow_local_network) as client:
         for draft in plans:
             digest = payload_hash(draft)
@@ -284,30 +284,29 @@ def _record(
     digest: str,
 ) -> None:
     """Write one tracker answer in a short transaction of its own."""
-    write_transaction(session)
-    row = session.exec(
-        select(Export).where(
-            Export.triage_id == triage_id,
-            Export.tracker == tracker,
-            Export.target == target,
-            Export.category == category,
-        )
-    ).first()
-    if row is None:
-        row = Export(
-            triage_id=triage_id,
-            tracker=tracker,
-            target=target,
-            category=category,
-            external_id=external_id,
-            url=url,
-            payload_hash=digest,
-        )
-    else:
-        row.payload_hash = digest
-        row.updated_at = utcnow()
-    session.add(row)
-    session.commit()
+    with writing(session):
+        row = session.exec(
+            select(Export).where(
+                Export.triage_id == triage_id,
+                Export.tracker == tracker,
+                Export.target == target,
+                Export.category == category,
+            )
+        ).first()
+        if row is None:
+            row = Export(
+                triage_id=triage_id,
+                tracker=tracker,
+                target=target,
+                category=category,
+                external_id=external_id,
+                url=url,
+                payload_hash=digest,
+            )
+        else:
+            row.payload_hash = digest
+            row.updated_at = utcnow()
+        session.add(row)
 
 
 def stored(*, session: Session, triage: Triage) -> list[Export]:

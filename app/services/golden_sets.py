@@ -9,7 +9,7 @@ import polars as pl
 from sqlalchemy import func
 from sqlmodel import Session, SQLModel, col, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.eval import InputError, Judgments, golden_from_frame, load_golden
 from app.eval.errors import shorten_name
 from app.eval.golden import IdLimits
@@ -135,8 +135,7 @@ def import_golden_set(
         report=report,
         created_by_id=user.id if user else None,
     )
-    write_transaction(session)
-    try:
+    with writing(session):
         session.add(golden)
         session.flush()
         assert golden.id is not None
@@ -167,10 +166,6 @@ def import_golden_set(
                 Document,
                 documents.select(pl.lit(golden.id).alias("golden_set_id"), pl.all()),
             )
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     session.refresh(golden)
     return golden
 
@@ -210,9 +205,8 @@ def get_golden_set(*, session: Session, golden_set_id: int) -> GoldenSet:
 
 
 def delete_golden_set(*, session: Session, golden_set_id: int) -> None:
-    golden = get_golden_set(session=session, golden_set_id=golden_set_id)
-    session.delete(golden)
-    session.commit()
+    with writing(session):
+        session.delete(get_golden_set(session=session, golden_set_id=golden_set_id))
 
 
 def eval_golden_set(*, session: Session, golden: GoldenSet) -> Judgments:
@@ -259,23 +253,21 @@ def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> Gol
         raise Invalid("causes must be distinct and not 'other' (built in)", code="bad_causes")
     if len(cleaned) > 9:
         raise Invalid("at most 9 causes (one key each on the review page)", code="bad_causes")
-    write_transaction(session)
-    labelled = session.exec(
-        select(func.count())
-        .select_from(Miss)
-        .join(Triage, col(Triage.id) == col(Miss.triage_id))
-        .join(Run, col(Run.id) == col(Triage.run_id))
-        .where(Run.golden_set_id == golden.id, col(Miss.category).is_not(None))
-    ).one()
-    if labelled:
-        session.rollback()
-        raise Conflict(
-            f"{labelled} misses of this golden set are labelled already: the causes are fixed",
-            code="labelling_started",
-        )
-    golden.causes = cleaned
-    session.add(golden)
-    session.commit()
+    with writing(session):
+        labelled = session.exec(
+            select(func.count())
+            .select_from(Miss)
+            .join(Triage, col(Triage.id) == col(Miss.triage_id))
+            .join(Run, col(Run.id) == col(Triage.run_id))
+            .where(Run.golden_set_id == golden.id, col(Miss.category).is_not(None))
+        ).one()
+        if labelled:
+            raise Conflict(
+                f"{labelled} misses of this golden set are labelled already: the causes are fixed",
+                code="labelling_started",
+            )
+        golden.causes = cleaned
+        session.add(golden)
     session.refresh(golden)
     return golden
 

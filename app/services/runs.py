@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.eval import (
     Conventions,
     Gain,
@@ -105,8 +105,7 @@ def import_run(
         report=report,
         created_by_id=user.id if user else None,
     )
-    write_transaction(session)
-    try:
+    with writing(session):
         session.add(run)
         session.flush()
         run_id = pl.lit(run.id, dtype=pl.Int64).alias("run_id")
@@ -124,10 +123,6 @@ def import_run(
             ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
         )
         bulk_insert(session, RunHead, heads(top).select(run_id, "qid", "ranking"))
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     session.refresh(run)
     return run
 
@@ -219,8 +214,8 @@ def get_run(*, session: Session, run_id: int) -> Run:
 
 
 def delete_run(*, session: Session, run_id: int) -> None:
-    session.delete(get_run(session=session, run_id=run_id))
-    session.commit()
+    with writing(session):
+        session.delete(get_run(session=session, run_id=run_id))
 
 
 def stored_ranking(*, session: Session, run: Run, gold: Judgments) -> RankedRun:

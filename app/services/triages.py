@@ -9,7 +9,7 @@ import polars as pl
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.eval import misses_frame
 from app.eval.conventions import MAX_CUTOFF, CutoffError, check_cutoffs
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
@@ -61,8 +61,7 @@ def create_triage(
         misses=misses.height,
         created_by_id=user.id if user else None,
     )
-    write_transaction(session)
-    try:
+    with writing(session):
         session.add(triage)
         session.flush()
         bulk_insert(
@@ -89,10 +88,6 @@ def create_triage(
                 "covered_by",
             ),
         )
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     session.refresh(triage)
     return triage
 
@@ -117,13 +112,8 @@ def include_covered(*, session: Session, triage: Triage, include: bool) -> int:
             )
             .values(state=MissState.COVERED.value)
         )
-    write_transaction(session)
-    try:
+    with writing(session):
         count = session.execute(moved).rowcount  # type: ignore[attr-defined]
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     return int(count)
 
 

@@ -10,7 +10,7 @@ from pydantic_core import PydanticCustomError
 from sqlmodel import Session, col, delete, select, update
 
 from app import security
-from app.db import write_transaction
+from app.db import writing
 from app.models import ApiToken, Role, User, UserSession, utcnow
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.names import check_name
@@ -47,9 +47,8 @@ def create_user(*, session: Session, email: str, password: str, role: Role) -> U
     if session.exec(select(User).where(User.email == email)).first() is not None:
         raise Conflict(f"a user with email {email} exists already", code="user_exists")
     user = User(email=email, password_hash=security.hash_password(password), role=role.value)
-    write_transaction(session)
-    session.add(user)
-    session.commit()
+    with writing(session):
+        session.add(user)
     session.refresh(user)
     return user
 
@@ -75,9 +74,10 @@ def authenticate(*, session: Session, email: str, password: str) -> User | None:
     if not user.is_active or not security.verify_password(user.password_hash, password):
         return None
     if security.needs_rehash(user.password_hash):
-        user.password_hash = security.hash_password(password)
-        session.add(user)
-        session.commit()
+        new_hash = security.hash_password(password)
+        with writing(session):
+            user.password_hash = new_hash
+            session.add(user)
     return user
 
 
@@ -101,9 +101,8 @@ def create_token(*, session: Session, user: User, name: str) -> IssuedToken:
         prefix=secret[:10],
         token_hash=security.digest(secret),
     )
-    write_transaction(session)
-    session.add(token)
-    session.commit()
+    with writing(session):
+        session.add(token)
     session.refresh(token)
     return IssuedToken(token=token, secret=secret)
 
@@ -119,9 +118,9 @@ def revoke_token(*, session: Session, user: User, token_id: int) -> ApiToken:
     if token is None or (token.user_id != user.id and Role(user.role) is not Role.ADMIN):
         raise NotFound(f"no token {token_id}", code="token_not_found")
     if token.revoked_at is None:
-        token.revoked_at = utcnow()
-        session.add(token)
-        session.commit()
+        with writing(session):
+            token.revoked_at = utcnow()
+            session.add(token)
     return token
 
 
@@ -139,9 +138,10 @@ def user_for_token(*, session: Session, secret: str) -> User | None:
         return None
     now = utcnow()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        write_transaction(session)
-        session.exec(update(ApiToken).where(col(ApiToken.id) == token.id).values(last_used_at=now))
-        session.commit()
+        with writing(session):
+            session.exec(
+                update(ApiToken).where(col(ApiToken.id) == token.id).values(last_used_at=now)
+            )
     return user
 
 
@@ -150,16 +150,15 @@ def start_session(*, session: Session, user: User, hours: int) -> str:
     Expired sessions (everyone's) are deleted on the way, so the table holds live ones only."""
     assert user.id is not None
     session_id = security.new_session_id()
-    write_transaction(session)
-    session.exec(delete(UserSession).where(col(UserSession.expires_at) <= utcnow()))
-    session.add(
-        UserSession(
-            user_id=user.id,
-            token_hash=security.digest(session_id),
-            expires_at=utcnow() + timedelta(hours=hours),
+    with writing(session):
+        session.exec(delete(UserSession).where(col(UserSession.expires_at) <= utcnow()))
+        session.add(
+            UserSession(
+                user_id=user.id,
+                token_hash=security.digest(session_id),
+                expires_at=utcnow() + timedelta(hours=hours),
+            )
         )
-    )
-    session.commit()
     return session_id
 
 
@@ -174,15 +173,13 @@ def user_for_session(*, session: Session, session_id: str) -> User | None:
 
 
 def end_session(*, session: Session, session_id: str) -> None:
-    write_transaction(session)
-    session.exec(
-        delete(UserSession).where(col(UserSession.token_hash) == security.digest(session_id))
-    )
-    session.commit()
+    with writing(session):
+        session.exec(
+            delete(UserSession).where(col(UserSession.token_hash) == security.digest(session_id))
+        )
 
 
 def purge_expired_sessions(*, session: Session, now: datetime | None = None) -> None:
     """Delete every expired session (logins do it too)."""
-    write_transaction(session)
-    session.exec(delete(UserSession).where(col(UserSession.expires_at) <= (now or utcnow())))
-    session.commit()
+    with writing(session):
+        session.exec(delete(UserSession).where(col(UserSession.expires_at) <= (now or utcnow())))
