@@ -1,6 +1,6 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
-from app.models.base import utcnow
+from app.models.base import column_width, utcnow
 from app.models.exports import Export, WebhookDelivery
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import Run, RunHead, RunJudged, RunQuery
@@ -31,5 +31,6 @@ __all__ = [
     "User",
     "UserSession",
     "WebhookDelivery",
+    "column_width",
     "utcnow",
 ]

@@ -140,7 +140,7 @@ class Miss(SQLModel, table=True):
     hint_chunk: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
-    #: The evidence shown on the review page (MissHints.evidence()).
+    #: The evidence shown on the review page: ``HintEvidence.to_json()`` (app/eval/hints.py).
     evidence: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     #: The cluster mate in the candidates that makes this miss "covered by a duplicate".
     covered_by: str | None = Field(default=None, sa_column=Column(String(300)))

@@ -20,6 +20,14 @@ from app.services.errors import Invalid
 EVENTS = ("miss.labelled", "triage.closed")
 MAX_ATTEMPTS = 8
 CLAIM_SECONDS = 60
+#: Events claimed and posted per poll.
+DELIVERY_BATCH = 50
+#: A webhook URL is refused beyond this length.
+MAX_URL_CHARS = 2000
+#: The background deliverer's patience with one receiver: a request, its one retry, the
+#: longest wait between them (shorter than a tracker export's: nobody is waiting on it).
+DELIVERER_TIMEOUT_S = 5.0
+DELIVERER_ATTEMPTS = 2
 log = logging.getLogger(__name__)
 
 
@@ -38,8 +46,10 @@ def configure(
     if unknown:
         raise Invalid(f"unknown events {unknown}: one of {', '.join(EVENTS)}", code="unknown_event")
     if url is not None:
-        if len(url) > 2000:
-            raise Invalid("the webhook URL is longer than 2000 characters", code="bad_url")
+        if len(url) > MAX_URL_CHARS:
+            raise Invalid(
+                f"the webhook URL is longer than {MAX_URL_CHARS} characters", code="bad_url"
+            )
         try:
             outbound.check_url(url, allow_local=allow_local)
         except outbound.AddressRefused as exc:
@@ -115,7 +125,7 @@ def deliver_pending(
     session: Session,
     secret: str | None,
     sender: Sender,
-    limit: int = 50,
+    limit: int = DELIVERY_BATCH,
     allow_local: bool = False,
 ) -> int:
     """Post the waiting events (oldest first); returns how many were delivered. Rows are
@@ -221,7 +231,12 @@ class Deliverer(threading.Thread):
         # Retry waits end on stop (and no further attempt is sent); the request timeout
         # bounds a send in flight. An event cut short stays claimed for CLAIM_SECONDS, then
         # any process delivers it.
-        sender = Sender(timeout=5.0, attempts=2, max_wait=5.0, sleep=self._pause)
+        sender = Sender(
+            timeout=DELIVERER_TIMEOUT_S,
+            attempts=DELIVERER_ATTEMPTS,
+            max_wait=DELIVERER_TIMEOUT_S,
+            sleep=self._pause,
+        )
         while not self.stopping.wait(self.every):
             try:
                 with Session(self.engine, expire_on_commit=False) as session:

@@ -16,12 +16,13 @@ from app.exporters import (
     Exporter,
     NotConfigured,
     Sender,
+    Tracker,
     TrackerError,
     exporter_for,
     markup,
     outbound,
 )
-from app.models import OTHER, Export, GoldenSet, Run, Triage, utcnow
+from app.models import OTHER, Export, GoldenSet, Run, Triage, column_width, utcnow
 from app.services import backlog
 from app.services.errors import Invalid
 from app.services.names import check_name
@@ -171,7 +172,7 @@ def export(
     triage: Triage,
     run: Run,
     golden: GoldenSet,
-    tracker: str,
+    tracker: Tracker,
     target: str,
     dry_run: bool = False,
     sender: Sender | None = None,
@@ -187,10 +188,11 @@ def export(
     try:
         exporter = exporter or exporter_for(tracker, settings, dry_run=dry_run)
         exporter.check_target(target)
-        endpoint = target if tracker == "webhook" else getattr(exporter, "api", None)
+        webhook = tracker == Tracker.WEBHOOK
+        endpoint = target if webhook else getattr(exporter, "api", None)
         # A dry run sends nothing (and may show placeholders for unset tracker URLs): only a
         # target given by the request is checked then, and for its form only.
-        if endpoint and (tracker == "webhook" or not dry_run):
+        if endpoint and (webhook or not dry_run):
             allow = settings.allow_local_network or dry_run
             outbound.check_url(endpoint, allow_local=allow)
     except (ValueError, NotConfigured) as exc:
@@ -264,7 +266,7 @@ def export(
                 tracker=tracker,
                 target=target,
                 category=draft.category,
-                external_id=external_id[:200],
+                external_id=external_id[: column_width(Export, "external_id")],
                 url=url,
                 digest=digest,
             )
@@ -276,7 +278,7 @@ def _record(
     session: Session,
     *,
     triage_id: int,
-    tracker: str,
+    tracker: Tracker,
     target: str,
     category: str,
     external_id: str,

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 from sqlalchemy import func
-from sqlmodel import Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
 from app.db import writing
 from app.eval import InputError, Judgments, golden_from_frame, load_golden
@@ -16,17 +16,20 @@ from app.eval.golden import IdLimits
 from app.eval.jsonl import read_corpus, read_manifest
 from app.eval.textio import ProgressFn
 from app.eval.values import INT32_MAX, INT32_MIN
-from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
+from app.models import (
+    Document,
+    GoldenQuery,
+    GoldenSet,
+    Judgment,
+    Miss,
+    Run,
+    Triage,
+    User,
+    column_width,
+)
 from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
 from app.services.names import check_name
-
-
-def column_width(model: type[SQLModel], column: str) -> int:
-    length = getattr(model.__table__.c[column].type, "length", None)  # type: ignore[attr-defined]
-    assert isinstance(length, int)
-    return length
-
 
 #: Ids longer than their columns are refused at import, naming the line (never a 5xx).
 ID_LIMITS = IdLimits(query=column_width(Judgment, "qid"), document=column_width(Judgment, "doc_id"))
@@ -49,7 +52,7 @@ def bad_input(error: InputError, names: dict[str, str] | None = None) -> BadInpu
 
 
 def _check_name(name: str) -> str:
-    return check_name(name, what="a name", max_length=200)
+    return check_name(name, what="a name", max_length=column_width(GoldenSet, "name"))
 
 
 def import_golden_set(

@@ -11,7 +11,7 @@ from sqlmodel import Session, col, delete, select, update
 
 from app import security
 from app.db import writing
-from app.models import ApiToken, Role, User, UserSession, utcnow
+from app.models import ApiToken, Role, User, UserSession, column_width, utcnow
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.names import check_name
 from app.services.passwords import check_new_password
@@ -29,7 +29,7 @@ def validated_email(email: str) -> str:
     without a DNS look-up); else ``Invalid`` with code ``invalid_email``."""
     email = normalise_email(email)
     shown = email[:200]
-    if len(email) > 320:
+    if len(email) > column_width(User, "email"):
         raise Invalid(f"{shown!r}... is not an email address: too long", code="invalid_email")
     try:
         _, address = validate_email(email)
@@ -92,7 +92,9 @@ class IssuedToken:
 
 def create_token(*, session: Session, user: User, name: str) -> IssuedToken:
     """A new API token; ``secret`` is shown once and never stored."""
-    name = check_name(name.strip() or "token", what="a token name", max_length=100)
+    name = check_name(
+        name.strip() or "token", what="a token name", max_length=column_width(ApiToken, "name")
+    )
     secret = security.new_token()
     assert user.id is not None
     token = ApiToken(
