@@ -305,5 +305,5 @@ def export(triage_id: int, tracker: str, target: str, dry_run: bool) -> None:
             dry_run=dry_run,
         )
     click.echo(json.dumps(outcome.as_dict(dry_run=dry_run), indent=2, ensure_ascii=False))
-    if any(r.action == "failed" for r in outcome.results):
+    if any(r.action is exports.ExportAction.FAILED for r in outcome.results):
         sys.exit(1)

@@ -4,13 +4,23 @@ from app.models.base import column_width, utcnow
 from app.models.exports import Export, WebhookDelivery
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import Run, RunHead, RunJudged, RunQuery
-from app.models.triage import LABEL_ACTIONS, OTHER, LabelAction, LabelEvent, Miss, MissState, Triage
+from app.models.triage import (
+    LABEL_ACTIONS,
+    OTHER,
+    UNLABELLED,
+    LabelAction,
+    LabelEvent,
+    Miss,
+    MissState,
+    Triage,
+)
 from app.models.users import ApiToken, LoginAttempt, Role, User, UserSession
 
 __all__ = [
     "DEFAULT_CAUSES",
     "LABEL_ACTIONS",
     "OTHER",
+    "UNLABELLED",
     "ApiToken",
     "Document",
     "Export",

@@ -23,6 +23,8 @@ from sqlmodel import Field, SQLModel
 from app.models.base import UTCDateTime, utcnow
 
 OTHER = "other"
+#: The backlog's name for misses not labelled yet (beside the causes, OTHER and covered).
+UNLABELLED = "unlabelled"
 
 
 class MissState(StrEnum):

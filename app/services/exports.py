@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -91,10 +92,21 @@ def payload_hash(draft: Draft) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class ExportAction(StrEnum):
+    """What an export did with the issue of one cause."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    #: The issue holds this text already: nothing was sent.
+    UNCHANGED = "unchanged"
+    #: The tracker refused or did not answer; exporting again completes it.
+    FAILED = "failed"
+
+
 @dataclass
 class Result:
     category: str
-    action: str  # create | update | unchanged | failed
+    action: ExportAction
     external_id: str | None = None
     url: str | None = None
     error: str | None = None
@@ -227,7 +239,7 @@ def export(
             stored = earlier.get(draft.category)
             if stored is not None and stored.payload_hash == digest:
                 outcome.results.append(
-                    Result(draft.category, "unchanged", stored.external_id, stored.url)
+                    Result(draft.category, ExportAction.UNCHANGED, stored.external_id, stored.url)
                 )
                 continue
             request = (
@@ -235,7 +247,7 @@ def export(
                 if stored
                 else exporter.create(target, draft)
             )
-            action = "update" if stored else "create"
+            action = ExportAction.UPDATE if stored else ExportAction.CREATE
             if dry_run:
                 outcome.requests.append(request.redacted() | {"category": draft.category})
                 outcome.results.append(
@@ -254,11 +266,12 @@ def export(
                 else:
                     external_id, url = stored.external_id, stored.url
             except TrackerError as exc:
-                outcome.results.append(Result(draft.category, "failed", error=str(exc)))
+                failed = Result(draft.category, ExportAction.FAILED, error=str(exc))
+                outcome.results.append(failed)
                 continue
             except (KeyError, TypeError, ValueError) as exc:
                 error = f"the tracker's answer has no issue id ({type(exc).__name__})"
-                outcome.results.append(Result(draft.category, "failed", error=error))
+                outcome.results.append(Result(draft.category, ExportAction.FAILED, error=error))
                 continue
             _record(
                 session,

@@ -17,6 +17,7 @@ from app.eval.jsonl import read_corpus, read_manifest
 from app.eval.textio import ProgressFn
 from app.eval.values import INT32_MAX, INT32_MIN
 from app.models import (
+    OTHER,
     Document,
     GoldenQuery,
     GoldenSet,
@@ -245,17 +246,26 @@ def query_texts(*, session: Session, golden: GoldenSet, qids: set[str]) -> dict[
     return {qid: text for qid, text in rows if text is not None}
 
 
+#: Named causes of a golden set at most: one digit key each on the review page.
+MAX_CAUSES = 9
+
+
 def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> GoldenSet:
     """Rename or add causes: allowed until the first miss of this golden set is labelled."""
     cleaned = [c.strip() for c in causes]
-    if not cleaned or any(not c or len(c) > 100 for c in cleaned):
-        raise Invalid("causes must be 1 to 100 characters each, at least one", code="bad_causes")
+    width = column_width(Miss, "category")
+    if not cleaned or any(not c or len(c) > width for c in cleaned):
+        raise Invalid(
+            f"causes must be 1 to {width} characters each, at least one", code="bad_causes"
+        )
     for cause in cleaned:
-        check_name(cause, what="a cause", max_length=100, code="bad_causes")
-    if len(set(cleaned)) != len(cleaned) or "other" in cleaned:
-        raise Invalid("causes must be distinct and not 'other' (built in)", code="bad_causes")
-    if len(cleaned) > 9:
-        raise Invalid("at most 9 causes (one key each on the review page)", code="bad_causes")
+        check_name(cause, what="a cause", max_length=width, code="bad_causes")
+    if len(set(cleaned)) != len(cleaned) or OTHER in cleaned:
+        raise Invalid(f"causes must be distinct and not {OTHER!r} (built in)", code="bad_causes")
+    if len(cleaned) > MAX_CAUSES:
+        raise Invalid(
+            f"at most {MAX_CAUSES} causes (one key each on the review page)", code="bad_causes"
+        )
     with writing(session):
         labelled = session.exec(
             select(func.count())

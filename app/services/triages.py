@@ -11,15 +11,13 @@ from sqlmodel import Session, col, select
 
 from app.db import writing
 from app.eval import misses_frame
-from app.eval.conventions import MAX_CUTOFF, CutoffError, check_cutoffs
+from app.eval.conventions import CutoffError, check_cutoffs
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import eval_golden_set
 from app.services.hints import context_for, hint_columns
 from app.services.runs import stored_ranking
-
-MAX_DEPTH = MAX_CUTOFF
 
 
 def create_triage(

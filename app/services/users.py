@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from pydantic import validate_email
 from pydantic_core import PydanticCustomError
@@ -179,9 +179,3 @@ def end_session(*, session: Session, session_id: str) -> None:
         session.exec(
             delete(UserSession).where(col(UserSession.token_hash) == security.digest(session_id))
         )
-
-
-def purge_expired_sessions(*, session: Session, now: datetime | None = None) -> None:
-    """Delete every expired session (logins do it too)."""
-    with writing(session):
-        session.exec(delete(UserSession).where(col(UserSession.expires_at) <= (now or utcnow())))

@@ -20,6 +20,7 @@ from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import NotFound, ServiceError
+from app.services.exports import ExportAction
 from app.services.review import where_of
 from app.web.render import redirect, render
 
@@ -207,7 +208,7 @@ def _export(
             request,
             f"{dashboard_url}#exports",
             flash=_pushed_sentence(chosen, form["target"], outcome.results),
-            kind="error" if any(r.action == "failed" for r in outcome.results) else "ok",
+            kind="error" if any(r.action is ExportAction.FAILED for r in outcome.results) else "ok",
         )
     form |= {
         "dry_run": not push,
@@ -227,13 +228,17 @@ def _export(
 
 def _pushed_sentence(tracker: Tracker, target: str, results: list[export_service.Result]) -> str:
     """What a push did, for the message on the dashboard it redirects to."""
-    actions = {"create": "created", "update": "updated", "unchanged": "unchanged"}
+    actions = {
+        ExportAction.CREATE: "created",
+        ExportAction.UPDATE: "updated",
+        ExportAction.UNCHANGED: "unchanged",
+    }
     counts = [
         f"{sum(1 for r in results if r.action == action)} {word}"
         for action, word in actions.items()
     ]
     sentence = f"Pushed to {REGISTRY[tracker].title} {target}: {', '.join(counts)}"
-    failed = [r for r in results if r.action == "failed"]
+    failed = [r for r in results if r.action is ExportAction.FAILED]
     if failed:
         causes = ", ".join(r.category for r in failed)
         sentence += f"; {len(failed)} failed ({causes}): push again to complete them"
