@@ -3,7 +3,9 @@ changes made outside it, and on SQLite takes the write lock at BEGIN."""
 
 from __future__ import annotations
 
+import ast
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,3 +204,25 @@ def test_postgres_writers_run_side_by_side(engine: Engine, backend: str) -> None
         # the second committed while the first is still open
         assert _emails(engine) == ["second@example.com"]
     assert _emails(engine) == ["first@example.com", "second@example.com"]
+
+
+#: Where a transaction may be ended by hand: the unit of work itself, and the request's
+#: authentication, which ends its reads before the route runs (see optional_principal).
+HAND_WRITTEN_ALLOWED = {Path("app/db.py"), Path("app/http/deps.py")}
+
+
+def test_every_transaction_of_the_app_is_a_writing_block() -> None:
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "app").rglob("*.py")):
+        relative = path.relative_to(root)
+        if relative in HAND_WRITTEN_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"commit", "rollback", "begin", "begin_nested"}
+            ):
+                found.append(f"{relative}:{node.lineno} .{node.func.attr}()")
+    assert found == [], "use `with writing(session):` (app/db.py)"
