@@ -1,7 +1,7 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
 from app.models.base import column_width, utcnow
-from app.models.exports import Export, WebhookDelivery
+from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import Run, RunHead, RunJudged, RunQuery
 from app.models.triage import (
@@ -41,6 +41,7 @@ __all__ = [
     "User",
     "UserSession",
     "WebhookDelivery",
+    "WebhookEvent",
     "column_width",
     "utcnow",
 ]

@@ -14,10 +14,20 @@ from sqlmodel import Session, col, select
 from app.db import end_reading, writing
 from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
-from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, WebhookDelivery, utcnow
+from app.models import (
+    OTHER,
+    GoldenSet,
+    Miss,
+    MissState,
+    Run,
+    Triage,
+    WebhookDelivery,
+    WebhookEvent,
+    utcnow,
+)
 from app.services.errors import Invalid
 
-EVENTS = ("miss.labelled", "triage.closed")
+EVENTS = tuple(WebhookEvent)
 MAX_ATTEMPTS = 8
 CLAIM_SECONDS = 60
 #: Events claimed and posted per poll.
@@ -75,11 +85,11 @@ def after_label(session: Session, miss: Miss) -> None:
     golden, triage = found
     events = set(golden.webhook_events) if golden.webhook_url else set()
     assert golden.id is not None
-    if "miss.labelled" in events:
+    if WebhookEvent.MISS_LABELLED in events:
         session.add(
             WebhookDelivery(
                 golden_set_id=golden.id,
-                event="miss.labelled",
+                event=WebhookEvent.MISS_LABELLED,
                 payload={
                     "triage_id": triage.id,
                     "miss_id": miss.id,
@@ -104,11 +114,11 @@ def after_label(session: Session, miss: Miss) -> None:
     if closes and triage.closed_at is None:
         triage.closed_at = utcnow()
         session.add(triage)
-        if "triage.closed" in events:
+        if WebhookEvent.TRIAGE_CLOSED in events:
             session.add(
                 WebhookDelivery(
                     golden_set_id=golden.id,
-                    event="triage.closed",
+                    event=WebhookEvent.TRIAGE_CLOSED,
                     payload={
                         "triage_id": triage.id,
                         "misses": triage.misses,
