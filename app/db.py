@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def make_engine(settings: Settings) -> Engine:
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_MS / 1000},
         )
         event.listen(engine, "connect", _sqlite_pragmas)
-        # Let SQLAlchemy's BEGIN be ours: "BEGIN IMMEDIATE" for writers (see services.queue).
+        # Let SQLAlchemy's BEGIN be ours: "BEGIN IMMEDIATE" for writers (see writing).
         event.listen(engine, "connect", _disable_pysqlite_transactions)
         event.listen(engine, "begin", _emit_begin)
         return engine
@@ -70,27 +71,66 @@ def _disable_pysqlite_transactions(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None
 
 
-#: Execution option naming the BEGIN statement of a SQLite transaction (see write_transaction).
+#: Execution option naming the BEGIN statement of a SQLite transaction (see ``writing``).
 SQLITE_BEGIN = "sqlite_begin"
+#: ``session.info`` key marking a session inside ``writing`` (the block does not nest).
+_WRITING = "misstriage_writing"
 
 
 def _emit_begin(connection: Any) -> None:
     connection.exec_driver_sql(connection.get_execution_options().get(SQLITE_BEGIN, "BEGIN"))
 
 
-def write_transaction(session: Session) -> None:
-    """Start the session's next transaction as a writer.
+def pending_changes(session: Session) -> int:
+    """How many objects the session would write at its next flush: added, deleted, or
+    changed (``session.dirty`` also lists objects assigned an equal value: not counted)."""
+    changed = sum(1 for obj in session.dirty if session.is_modified(obj))
+    return len(session.new) + len(session.deleted) + changed
 
-    SQLite: ``BEGIN IMMEDIATE`` takes the write lock up front, so two queue operations run one
-    after the other instead of both reading, then one failing to upgrade its lock. PostgreSQL
-    needs nothing here: its queue queries lock rows (``FOR UPDATE SKIP LOCKED``).
+
+def _refuse_pending(session: Session, what: str) -> None:
+    pending = pending_changes(session)
+    if pending:
+        raise RuntimeError(
+            f"{what} refused: the session holds {pending} unsaved change(s) made outside a "
+            "writing() block; make every change inside `with writing(session):`"
+        )
+
+
+def end_reading(session: Session) -> None:
+    """End the session's read transaction, if one is open, keeping its objects loaded
+    (sessions are made with ``expire_on_commit=False``). Refuses when changes are pending:
+    ending a transaction must never write."""
+    _refuse_pending(session, "end_reading()")
+    session.commit()  # nothing is pending: ends the transaction, writes nothing
+
+
+@contextmanager
+def writing(session: Session) -> Iterator[None]:
+    """The one unit of work: ``with writing(session): ...`` runs the block in a transaction of
+    its own, committed when the block ends and rolled back on any exception.
+
+    Refuses to start (RuntimeError) while the session holds changes made outside such a block,
+    so a commit never writes something its block did not make; an open read transaction is
+    ended first (nothing is pending, so that writes nothing). The block does not nest.
+
+    SQLite: the transaction begins with ``BEGIN IMMEDIATE``, taking the write lock up front, so
+    two writers run one after the other (the second waits up to the busy timeout) instead of
+    both reading, then one failing to upgrade its lock. PostgreSQL: a normal transaction; the
+    queue's queries lock their rows (``FOR UPDATE SKIP LOCKED``).
     """
-    if session.get_bind().dialect.name != "sqlite":
-        return
-    session.commit()  # end whatever the request's earlier reads began
-    session.connection(execution_options={SQLITE_BEGIN: "BEGIN IMMEDIATE"})
-
-
-def session_scope(engine: Engine) -> Iterator[Session]:
-    with Session(engine, expire_on_commit=False) as session:
-        yield session
+    if session.info.get(_WRITING):
+        raise RuntimeError("writing() does not nest: the session is inside a writing block")
+    _refuse_pending(session, "writing()")
+    session.commit()  # end the read transaction the caller's earlier queries began
+    session.info[_WRITING] = True
+    try:
+        if session.get_bind().dialect.name == "sqlite":
+            session.connection(execution_options={SQLITE_BEGIN: "BEGIN IMMEDIATE"})
+        yield
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        del session.info[_WRITING]

@@ -15,6 +15,9 @@ from app.eval.textio import DecompressionLimit
 log = logging.getLogger(__name__)
 
 DEVELOPMENT_SECRET = "misstriage-development-secret-not-for-production"
+#: Results kept per query of an imported run beyond the judged ones (review context, and
+#: how deep unique-clusters@k can look).
+DEFAULT_KEEP_DEPTH = 200
 
 
 class Settings(BaseSettings):
@@ -54,7 +57,7 @@ class Settings(BaseSettings):
     #: Seconds a request body may stall (no bytes arriving) before the answer is 408.
     body_timeout_seconds: float = Field(default=60.0, gt=0)
     #: How many results per query a run keeps for review context.
-    keep_depth: int = 200
+    keep_depth: int = DEFAULT_KEEP_DEPTH
     #: Rows per batch when writing to SQLite.
     sqlite_batch_rows: int = 50_000
     #: Where people reach this service: links in exported issues point here.

@@ -35,7 +35,14 @@ from app.eval import (
     top_candidates,
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
-from app.eval.conventions import DEFAULT_DEPTHS, CutoffError, check_cutoffs, parse_depths
+from app.eval.conventions import (
+    DEFAULT_DEPTH,
+    DEFAULT_DEPTHS,
+    DEFAULT_K,
+    CutoffError,
+    check_cutoffs,
+    parse_depths,
+)
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.evaluate import query_row
 from app.eval.jsonl import read_corpus
@@ -197,14 +204,14 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
     "--k",
     "k",
     type=click.IntRange(min=1),
-    default=10,
+    default=DEFAULT_K,
     show_default=True,
     help="Cutoff of the consumed results (recall@k, nDCG@k).",
 )
 @click.option(
     "--depth",
     type=click.IntRange(min=1),
-    default=50,
+    default=DEFAULT_DEPTH,
     show_default=True,
     help="Candidate depth: misses are relevant documents outside the top depth.",
 )

@@ -14,9 +14,11 @@ from sqlmodel import Session, select
 
 from app.db import make_engine
 from app.eval import InputError, Order
-from app.eval.conventions import CutoffError, check_cutoffs
+from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K, CutoffError, check_cutoffs
 from app.eval.sources import resolve_golden
 from app.eval.textio import decompression_limit
+from app.eval.values import INT32_MAX
+from app.exporters import Tracker
 from app.migrate import upgrade
 from app.models import GoldenSet, Role
 from app.services import golden_sets as golden_service
@@ -27,7 +29,7 @@ from app.services.errors import BadInput, Invalid, ServiceError
 from app.settings import Settings, get_settings
 
 #: A row id option: within the database's integers, so a larger one is a usage error (exit 2).
-ROW_ID = click.IntRange(1, 2**31 - 1)
+ROW_ID = click.IntRange(1, INT32_MAX)
 #: A TCP port.
 PORT = click.IntRange(0, 65535)
 
@@ -251,8 +253,8 @@ def import_run(
 
 @click.command("triage")
 @click.option("--run", "run_id", required=True, type=ROW_ID)
-@click.option("--depth", default=50, show_default=True, type=click.IntRange(min=1))
-@click.option("--k", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--depth", default=DEFAULT_DEPTH, show_default=True, type=click.IntRange(min=1))
+@click.option("--k", default=DEFAULT_K, show_default=True, type=click.IntRange(min=1))
 @output_option
 def triage(run_id: int, depth: int, k: int, output: str) -> None:
     """Create a triage: every miss of the run at the depth, on a work queue."""
@@ -275,9 +277,7 @@ def triage(run_id: int, depth: int, k: int, output: str) -> None:
 
 @click.command("export")
 @click.option("--triage", "triage_id", required=True, type=ROW_ID)
-@click.option(
-    "--tracker", required=True, type=click.Choice(["github", "gitlab", "jira", "linear", "webhook"])
-)
+@click.option("--tracker", required=True, type=click.Choice([t.value for t in Tracker]))
 @click.option(
     "--target",
     required=True,
@@ -300,10 +300,10 @@ def export(triage_id: int, tracker: str, target: str, dry_run: bool) -> None:
             triage=triage_row,
             run=run,
             golden=golden,
-            tracker=tracker,
+            tracker=Tracker(tracker),
             target=target,
             dry_run=dry_run,
         )
     click.echo(json.dumps(outcome.as_dict(dry_run=dry_run), indent=2, ensure_ascii=False))
-    if any(r.action == "failed" for r in outcome.results):
+    if any(r.action is exports.ExportAction.FAILED for r in outcome.results):
         sys.exit(1)

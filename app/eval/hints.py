@@ -91,29 +91,62 @@ class HintContext:
 
 
 @dataclass(frozen=True, slots=True)
-class MissHints:
-    """The evidence for one miss and the cause it suggests."""
+class Ranked:
+    """A document among the run's candidates, at its rank."""
 
+    doc_id: str
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class VocabularyEvidence:
+    """How much of the query the document speaks: the share of the query's content terms it
+    has (``coverage``), and those query words it has and lacks."""
+
+    coverage: float
+    has: tuple[str, ...] = ()
+    lacks: tuple[str, ...] = ()
+
+    @property
+    def fires(self) -> bool:
+        return self.coverage < VOCABULARY_COVERAGE
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEvidence:
+    """The answer split across chunks: an adjacent chunk of the same parent in the candidates
+    (``sibling``), or one that covers the query together with this one (``complement``), the
+    query words only it brings (``complement_terms``). At least one of the two is set."""
+
+    sibling: Ranked | None = None
+    complement: str | None = None
+    complement_terms: tuple[str, ...] = ()
+
+
+#: The JSON of ``HintEvidence`` as stored in ``Miss.evidence``.
+EvidenceJSON = dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class HintEvidence:
+    """The evidence for each cause of one miss, and the cause it suggests. Stored with the
+    miss as JSON (``to_json``; ``from_json`` reads it back) and shown on the review page."""
+
+    #: Why the not-indexed hint fired (ABSENT_FROM_MANIFEST, ...); None: it did not.
     not_indexed: str | None = None
-    #: Share of the query's content terms in the document (None: no text to compare).
-    coverage: float | None = None
-    present: tuple[str, ...] = ()
-    missing: tuple[str, ...] = ()
-    #: An adjacent chunk of the same parent that is in the candidates, and its rank.
-    sibling_in_candidates: tuple[str, int] | None = None
-    #: An adjacent chunk that, with this one, covers the query; the words only it brings.
-    complementary_chunk: str | None = None
-    complementary_terms: tuple[str, ...] = ()
-    #: A duplicate-cluster mate in the candidates, and its rank.
-    covered_by: tuple[str, int] | None = None
+    #: None: no text to compare (no document text, or no content word in the query).
+    vocabulary: VocabularyEvidence | None = None
+    chunk: ChunkEvidence | None = None
+    #: A duplicate-cluster mate in the candidates: the miss is covered, not a cause.
+    covered_by: Ranked | None = None
 
     @property
-    def vocabulary(self) -> bool:
-        return self.coverage is not None and self.coverage < VOCABULARY_COVERAGE
+    def vocabulary_mismatch(self) -> bool:
+        return self.vocabulary is not None and self.vocabulary.fires
 
     @property
-    def chunk(self) -> bool:
-        return self.sibling_in_candidates is not None or self.complementary_chunk is not None
+    def chunk_boundary(self) -> bool:
+        return self.chunk is not None
 
     @property
     def strong_not_indexed(self) -> bool:
@@ -123,8 +156,8 @@ class MissHints:
         """The causes with evidence, in suggestion order."""
         order = (
             (NOT_INDEXED, self.strong_not_indexed),
-            (CHUNK_BOUNDARY, self.chunk),
-            (VOCABULARY_MISMATCH, self.vocabulary),
+            (CHUNK_BOUNDARY, self.chunk_boundary),
+            (VOCABULARY_MISMATCH, self.vocabulary_mismatch),
             (NOT_INDEXED, self.not_indexed == NO_RUN_RETURNED_IT),
         )
         return tuple(dict.fromkeys(cause for cause, fires in order if fires))
@@ -134,29 +167,63 @@ class MissHints:
         fired = self.fired()
         return fired[0] if fired else None
 
-    def evidence(self) -> dict[str, Any]:
-        """The evidence as JSON, stored with the miss and shown on the review page."""
-        data: dict[str, Any] = {}
+    def to_json(self) -> EvidenceJSON:
+        """The evidence as JSON: only the parts that are known (empty when none is)."""
+        data: EvidenceJSON = {}
         if self.not_indexed:
             data["not_indexed"] = self.not_indexed
-        if self.coverage is not None:
+        if self.vocabulary is not None:
             data["vocabulary"] = {
-                "coverage": round(self.coverage, 4),
-                "present": list(self.present),
-                "missing": list(self.missing),
+                "coverage": round(self.vocabulary.coverage, 4),
+                "present": list(self.vocabulary.has),
+                "missing": list(self.vocabulary.lacks),
             }
-        if self.sibling_in_candidates:
-            data["sibling_in_candidates"] = dict(
-                zip(("doc_id", "rank"), self.sibling_in_candidates, strict=True)
-            )
-        if self.complementary_chunk:
+        if self.chunk is not None and self.chunk.sibling is not None:
+            data["sibling_in_candidates"] = _ranked_json(self.chunk.sibling)
+        if self.chunk is not None and self.chunk.complement is not None:
             data["complementary_chunk"] = {
-                "doc_id": self.complementary_chunk,
-                "terms": list(self.complementary_terms),
+                "doc_id": self.chunk.complement,
+                "terms": list(self.chunk.complement_terms),
             }
-        if self.covered_by:
-            data["covered_by"] = dict(zip(("doc_id", "rank"), self.covered_by, strict=True))
+        if self.covered_by is not None:
+            data["covered_by"] = _ranked_json(self.covered_by)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> HintEvidence:
+        """The evidence ``to_json`` stored (None, or an empty object: no evidence)."""
+        if not data:
+            return cls()
+        vocabulary = data.get("vocabulary")
+        sibling = _ranked(data.get("sibling_in_candidates"))
+        complement = data.get("complementary_chunk") or {}
+        chunk = None
+        if sibling is not None or complement:
+            chunk = ChunkEvidence(
+                sibling=sibling,
+                complement=complement.get("doc_id"),
+                complement_terms=tuple(complement.get("terms", ())),
+            )
+        return cls(
+            not_indexed=data.get("not_indexed") or None,
+            vocabulary=VocabularyEvidence(
+                coverage=float(vocabulary["coverage"]),
+                has=tuple(vocabulary.get("present", ())),
+                lacks=tuple(vocabulary.get("missing", ())),
+            )
+            if vocabulary
+            else None,
+            chunk=chunk,
+            covered_by=_ranked(data.get("covered_by")),
+        )
+
+
+def _ranked_json(ranked: Ranked) -> dict[str, object]:
+    return {"doc_id": ranked.doc_id, "rank": ranked.rank}
+
+
+def _ranked(data: Mapping[str, Any] | None) -> Ranked | None:
+    return Ranked(str(data["doc_id"]), int(data["rank"])) if data else None
 
 
 def _coverage(terms: list[Term], have: set[str]) -> float:
@@ -192,13 +259,13 @@ def _not_indexed(doc_id: str, ctx: HintContext) -> str | None:
     return None if doc_id in ctx.returned else NO_RUN_RETURNED_IT
 
 
-def hints_for(qid: str, doc_id: str, ctx: HintContext) -> MissHints:
+def hints_for(qid: str, doc_id: str, ctx: HintContext) -> HintEvidence:
     """The hints of the miss (qid, doc_id)."""
     candidates = ctx.candidates.get(qid, {})
     not_indexed = _not_indexed(doc_id, ctx)
     chunk = ctx.documents.get(doc_id)
     if chunk is None:
-        return MissHints(not_indexed=not_indexed)
+        return HintEvidence(not_indexed=not_indexed)
     covered_by = None
     if chunk.cluster_id:
         mates = [
@@ -208,18 +275,21 @@ def hints_for(qid: str, doc_id: str, ctx: HintContext) -> MissHints:
         ]
         if mates:
             rank, mate = min(mates)
-            covered_by = (mate, rank)
+            covered_by = Ranked(mate, rank)
     terms = content_terms(ctx.query_texts.get(qid))
     adjacent = _adjacent(chunk, ctx)
     in_candidates = sorted((candidates[a], a) for a in adjacent if a in candidates)
-    sibling = (in_candidates[0][1], in_candidates[0][0]) if in_candidates else None
+    sibling = Ranked(in_candidates[0][1], in_candidates[0][0]) if in_candidates else None
     if not terms:
-        return MissHints(
-            not_indexed=not_indexed, sibling_in_candidates=sibling, covered_by=covered_by
+        return HintEvidence(
+            not_indexed=not_indexed,
+            chunk=ChunkEvidence(sibling=sibling) if sibling else None,
+            covered_by=covered_by,
         )
     have = ctx.stems_of(doc_id)
     coverage = _coverage(terms, have)
-    complementary: tuple[str | None, tuple[str, ...]] = (None, ())
+    complement: str | None = None
+    brought: tuple[str, ...] = ()
     if coverage < VOCABULARY_COVERAGE:
         for other in adjacent:
             other_stems = ctx.stems_of(other)
@@ -227,16 +297,16 @@ def hints_for(qid: str, doc_id: str, ctx: HintContext) -> MissHints:
                 _coverage(terms, other_stems) < VOCABULARY_COVERAGE
                 and _coverage(terms, have | other_stems) >= VOCABULARY_COVERAGE
             ):
+                complement = other
                 brought = tuple(t.word for t in terms if t.stem in other_stems - have)
-                complementary = (other, brought)
                 break
-    return MissHints(
+    return HintEvidence(
         not_indexed=not_indexed,
-        coverage=coverage,
-        present=tuple(t.word for t in terms if t.stem in have),
-        missing=tuple(t.word for t in terms if t.stem not in have),
-        sibling_in_candidates=sibling,
-        complementary_chunk=complementary[0],
-        complementary_terms=complementary[1],
+        vocabulary=VocabularyEvidence(
+            coverage=coverage,
+            has=tuple(t.word for t in terms if t.stem in have),
+            lacks=tuple(t.word for t in terms if t.stem not in have),
+        ),
+        chunk=ChunkEvidence(sibling, complement, brought) if sibling or complement else None,
         covered_by=covered_by,
     )

@@ -1,8 +1,14 @@
-"""Issue-tracker exporters, one module each behind one protocol (``base.Exporter``)."""
+"""Issue-tracker exporters, one module each behind one protocol (``base.Exporter``), and the
+one registry of trackers (``REGISTRY``): what each is called, which settings a push to it
+needs, and how its exporter is built."""
 
 from __future__ import annotations
 
-from app.exporters.base import Draft, Exporter, Request, Sender, TrackerError
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.exporters.base import Draft, Exporter, Request, Sender, Tracker, TrackerError
 from app.exporters.github import GitHubExporter
 from app.exporters.gitlab import GitLabExporter
 from app.exporters.jira import JiraExporter
@@ -10,79 +16,121 @@ from app.exporters.linear import LinearExporter
 from app.exporters.webhook import WebhookExporter
 from app.settings import Settings
 
-TRACKERS = ("github", "gitlab", "jira", "linear", "webhook")
-
-
-#: The settings a push to each tracker needs (a preview needs none of them).
-CREDENTIALS = {
-    "github": ("MISSTRIAGE_GITHUB_TOKEN",),
-    "gitlab": ("MISSTRIAGE_GITLAB_TOKEN",),
-    "jira": ("MISSTRIAGE_JIRA_API_URL", "MISSTRIAGE_JIRA_EMAIL", "MISSTRIAGE_JIRA_TOKEN"),
-    "linear": ("MISSTRIAGE_LINEAR_TOKEN",),
-    "webhook": ("MISSTRIAGE_WEBHOOK_SECRET",),
-}
 #: What a dry run without credentials shows in their place (secret headers are masked anyway).
 PLACEHOLDER = "***"
+
+
+class Setting(Protocol):
+    """A setting's value by its environment variable (``MISSTRIAGE_GITHUB_TOKEN``), secrets
+    revealed; ``placeholder`` (a dry run's) for a setting that is not set."""
+
+    def __call__(self, variable: str, *, placeholder: str = PLACEHOLDER) -> str: ...
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One tracker of the registry."""
+
+    #: The tracker in a sentence: "a push to GitHub needs ...".
+    title: str
+    #: The settings (environment variables) a push needs; a preview needs none of them.
+    credentials: tuple[str, ...]
+    build: Callable[[Settings, Setting], Exporter]
+
+
+REGISTRY: dict[Tracker, Registration] = {
+    Tracker.GITHUB: Registration(
+        "GitHub",
+        ("MISSTRIAGE_GITHUB_TOKEN",),
+        lambda settings, setting: GitHubExporter(
+            settings.github_api_url, setting("MISSTRIAGE_GITHUB_TOKEN")
+        ),
+    ),
+    Tracker.GITLAB: Registration(
+        "GitLab",
+        ("MISSTRIAGE_GITLAB_TOKEN",),
+        lambda settings, setting: GitLabExporter(
+            settings.gitlab_api_url, setting("MISSTRIAGE_GITLAB_TOKEN")
+        ),
+    ),
+    Tracker.JIRA: Registration(
+        "Jira",
+        ("MISSTRIAGE_JIRA_API_URL", "MISSTRIAGE_JIRA_EMAIL", "MISSTRIAGE_JIRA_TOKEN"),
+        lambda _settings, setting: JiraExporter(
+            setting("MISSTRIAGE_JIRA_API_URL", placeholder="{MISSTRIAGE_JIRA_API_URL}"),
+            setting("MISSTRIAGE_JIRA_EMAIL"),
+            setting("MISSTRIAGE_JIRA_TOKEN"),
+        ),
+    ),
+    Tracker.LINEAR: Registration(
+        "Linear",
+        ("MISSTRIAGE_LINEAR_TOKEN",),
+        lambda settings, setting: LinearExporter(
+            settings.linear_api_url, setting("MISSTRIAGE_LINEAR_TOKEN")
+        ),
+    ),
+    Tracker.WEBHOOK: Registration(
+        "a webhook",
+        ("MISSTRIAGE_WEBHOOK_SECRET",),
+        lambda _settings, setting: WebhookExporter(setting("MISSTRIAGE_WEBHOOK_SECRET")),
+    ),
+}
 
 
 class NotConfigured(Exception):
     """The tracker's credentials are not in the settings (no secret is named here)."""
 
 
-def missing_credentials(tracker: str, settings: Settings) -> list[str]:
+def tracker_named(name: str) -> Tracker | None:
+    """The tracker called ``name`` (``github``), or None."""
+    try:
+        return Tracker(name)
+    except ValueError:
+        return None
+
+
+def _value(settings: Settings, variable: str) -> object:
+    return getattr(settings, variable.removeprefix("MISSTRIAGE_").lower(), None)
+
+
+def missing_credentials(tracker: Tracker, settings: Settings) -> list[str]:
     """The settings (environment variables) a push to ``tracker`` needs and lacks."""
     return [
         variable
-        for variable in CREDENTIALS.get(tracker, ())
-        if getattr(settings, variable.removeprefix("MISSTRIAGE_").lower(), None) in (None, "")
+        for variable in REGISTRY[tracker].credentials
+        if _value(settings, variable) in (None, "")
     ]
 
 
-def exporter_for(tracker: str, settings: Settings, *, dry_run: bool = False) -> Exporter:
+def exporter_for(tracker: Tracker, settings: Settings, *, dry_run: bool = False) -> Exporter:
     """The exporter of ``tracker``, with credentials from the settings. A dry run works
     without them: placeholders stand in, and it sends nothing."""
+    missing = missing_credentials(tracker, settings)
+    if missing and not dry_run:
+        raise NotConfigured(f"set {' and '.join(missing)} to export to {tracker}")
 
-    def secret(value: object, variable: str) -> str:
-        if value is None:
-            if dry_run:
-                return PLACEHOLDER
-            raise NotConfigured(f"set {variable} to export to {tracker}")
-        return str(value.get_secret_value())  # type: ignore[attr-defined]
+    def setting(variable: str, *, placeholder: str = PLACEHOLDER) -> str:
+        value = _value(settings, variable)
+        if value in (None, ""):
+            return placeholder
+        reveal = getattr(value, "get_secret_value", None)
+        return str(reveal() if reveal is not None else value)
 
-    if tracker == "github":
-        return GitHubExporter(
-            settings.github_api_url, secret(settings.github_token, "MISSTRIAGE_GITHUB_TOKEN")
-        )
-    if tracker == "gitlab":
-        return GitLabExporter(
-            settings.gitlab_api_url, secret(settings.gitlab_token, "MISSTRIAGE_GITLAB_TOKEN")
-        )
-    if tracker == "jira":
-        if not dry_run and (not settings.jira_api_url or not settings.jira_email):
-            raise NotConfigured("set MISSTRIAGE_JIRA_API_URL and MISSTRIAGE_JIRA_EMAIL")
-        return JiraExporter(
-            settings.jira_api_url or "{MISSTRIAGE_JIRA_API_URL}",
-            settings.jira_email or PLACEHOLDER,
-            secret(settings.jira_token, "MISSTRIAGE_JIRA_TOKEN"),
-        )
-    if tracker == "linear":
-        return LinearExporter(
-            settings.linear_api_url, secret(settings.linear_token, "MISSTRIAGE_LINEAR_TOKEN")
-        )
-    if tracker == "webhook":
-        return WebhookExporter(secret(settings.webhook_secret, "MISSTRIAGE_WEBHOOK_SECRET"))
-    raise ValueError(f"unknown tracker {tracker!r}: one of {', '.join(TRACKERS)}")
+    return REGISTRY[tracker].build(settings, setting)
 
 
 __all__ = [
-    "CREDENTIALS",
-    "TRACKERS",
+    "PLACEHOLDER",
+    "REGISTRY",
     "Draft",
     "Exporter",
     "NotConfigured",
+    "Registration",
     "Request",
     "Sender",
+    "Tracker",
     "TrackerError",
     "exporter_for",
     "missing_credentials",
+    "tracker_named",
 ]

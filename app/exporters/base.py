@@ -8,11 +8,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Protocol
 
 import httpx
 
 from app.exporters.outbound import AddressRefused
+
+
+class Tracker(StrEnum):
+    """The trackers a backlog can be exported to (``app.exporters.REGISTRY`` builds each)."""
+
+    GITHUB = "github"
+    GITLAB = "gitlab"
+    JIRA = "jira"
+    LINEAR = "linear"
+    WEBHOOK = "webhook"
+
 
 #: Header names whose values are secrets: shown as "***" in dry runs and never logged.
 SECRET_HEADERS = frozenset({"authorization", "private-token", "x-misstriage-signature"})
@@ -64,7 +76,7 @@ class TrackerError(Exception):
 
 
 class Exporter(Protocol):
-    name: str
+    name: Tracker
 
     def check_target(self, target: str) -> None:
         """Raise ValueError when ``target`` is not of the tracker's form."""

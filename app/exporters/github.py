@@ -6,13 +6,13 @@ import re
 
 import httpx
 
-from app.exporters.base import Draft, Request
+from app.exporters.base import Draft, Request, Tracker
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
 class GitHubExporter:
-    name = "github"
+    name = Tracker.GITHUB
     markup = "github"
 
     def __init__(self, api_url: str, token: str) -> None:

@@ -6,11 +6,11 @@ from urllib.parse import quote
 
 import httpx
 
-from app.exporters.base import Draft, Request
+from app.exporters.base import Draft, Request, Tracker
 
 
 class GitLabExporter:
-    name = "gitlab"
+    name = Tracker.GITLAB
     markup = "gitlab"
 
     def __init__(self, api_url: str, token: str) -> None:

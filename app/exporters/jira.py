@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.exporters.base import Draft, Request
+from app.exporters.base import Draft, Request, Tracker
 from app.exporters.markup import one_line
 
 _PROJECT = re.compile(r"^[A-Z][A-Z0-9_]+$")
@@ -72,7 +72,7 @@ def adf(draft: Draft) -> dict[str, Any]:
 
 
 class JiraExporter:
-    name = "jira"
+    name = Tracker.JIRA
     markup = "jira"
 
     def __init__(self, api_url: str, email: str, token: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from app.exporters.base import Draft, Request, TrackerError
+from app.exporters.base import Draft, Request, Tracker, TrackerError
 
 CREATE = (
     "mutation Create($input: IssueCreateInput!) { issueCreate(input: $input) "
@@ -27,7 +27,7 @@ def issue_id(target: str, draft: Draft) -> str:
 
 
 class LinearExporter:
-    name = "linear"
+    name = Tracker.LINEAR
     markup = "linear"
 
     def __init__(self, api_url: str, token: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.exporters.base import Draft, Request
+from app.exporters.base import Draft, Request, Tracker
 
 SIGNATURE_HEADER = "X-Misstriage-Signature"
 
@@ -38,7 +38,7 @@ def signed(
 
 
 class WebhookExporter:
-    name = "webhook"
+    name = Tracker.WEBHOOK
     markup = "github"
 
     def __init__(self, secret: str) -> None:

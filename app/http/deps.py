@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from sqlmodel import Session
 
 from app.clock import Clock
+from app.db import end_reading
 from app.models import Role, User
 from app.observability import note_user
 from app.security import CookieSigner
@@ -88,9 +89,9 @@ def optional_principal(request: Request, session: SessionDep) -> Principal | Non
     try:
         principal = _principal(request, session)
     except BaseException:
-        session.rollback()
+        session.rollback()  # hand the connection back on this way out too
         raise
-    session.commit()  # expire_on_commit=False: the user stays loaded
+    end_reading(session)  # not a unit of work: ends the reads; the user stays loaded
     request.state.principal = principal  # for the error page, which must not query
     return principal
 

@@ -8,17 +8,18 @@ from typing import Annotated, Any
 from fastapi import Form, Path, Query, Request
 
 from app.eval.jsonl import MAX_JSON_DEPTH, nesting_depth
+from app.eval.values import INT32_MAX
 from app.services.errors import BadInput, Invalid
 
 #: A row id in a URL: within the database's integer range, so a larger number answers 422
 #: (documented in /openapi.json) instead of failing in the database driver.
-Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
+Id = Annotated[int, Path(ge=1, le=INT32_MAX)]
 #: A row id in a query string, likewise.
-QueryId = Annotated[int, Query(ge=1, le=2**31 - 1)]
+QueryId = Annotated[int, Query(ge=1, le=INT32_MAX)]
 #: A row id in a form field (the review page's hidden miss_id), likewise.
-FormId = Annotated[int, Form(ge=1, le=2**31 - 1)]
+FormId = Annotated[int, Form(ge=1, le=INT32_MAX)]
 #: A page number: its offset (page x per_page) stays a database integer.
-Page = Annotated[int, Query(ge=1, le=2**31 - 1)]
+Page = Annotated[int, Query(ge=1, le=INT32_MAX)]
 #: Rows per page of every list (API lists and paged pages).
 PerPage = Annotated[int, Query(ge=1, le=1000)]
 

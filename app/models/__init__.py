@@ -1,21 +1,33 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
-from app.models.base import utcnow
-from app.models.exports import Export, WebhookDelivery
+from app.models.base import column_width, utcnow
+from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import Run, RunHead, RunJudged, RunQuery
-from app.models.triage import OTHER, LabelEvent, Miss, MissState, Triage
+from app.models.triage import (
+    LABEL_ACTIONS,
+    OTHER,
+    UNLABELLED,
+    LabelAction,
+    LabelEvent,
+    Miss,
+    MissState,
+    Triage,
+)
 from app.models.users import ApiToken, LoginAttempt, Role, User, UserSession
 
 __all__ = [
     "DEFAULT_CAUSES",
+    "LABEL_ACTIONS",
     "OTHER",
+    "UNLABELLED",
     "ApiToken",
     "Document",
     "Export",
     "GoldenQuery",
     "GoldenSet",
     "Judgment",
+    "LabelAction",
     "LabelEvent",
     "LoginAttempt",
     "Miss",
@@ -29,5 +41,7 @@ __all__ = [
     "User",
     "UserSession",
     "WebhookDelivery",
+    "WebhookEvent",
+    "column_width",
     "utcnow",
 ]

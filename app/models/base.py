@@ -41,3 +41,11 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         assert isinstance(value, datetime)
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def column_width(model: type[SQLModel], column: str) -> int:
+    """The length of a string column: the longest value it stores (checked before writing,
+    so an over-long value is refused with a message instead of failing in the database)."""
+    length = getattr(model.__table__.c[column].type, "length", None)  # type: ignore[attr-defined]
+    assert isinstance(length, int)
+    return length

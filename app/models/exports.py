@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
@@ -28,6 +29,15 @@ class Export(SQLModel, table=True):
     payload_hash: str = Field(sa_column=Column(String(64), nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class WebhookEvent(StrEnum):
+    """What a golden set's webhook can be told (``WebhookDelivery.event``)."""
+
+    #: A miss was labelled, relabelled or its label undone.
+    MISS_LABELLED = "miss.labelled"
+    #: Every miss of a triage is in a named cause.
+    TRIAGE_CLOSED = "triage.closed"
 
 
 class WebhookDelivery(SQLModel, table=True):

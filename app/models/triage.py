@@ -23,6 +23,8 @@ from sqlmodel import Field, SQLModel
 from app.models.base import UTCDateTime, utcnow
 
 OTHER = "other"
+#: The backlog's name for misses not labelled yet (beside the causes, OTHER and covered).
+UNLABELLED = "unlabelled"
 
 
 class MissState(StrEnum):
@@ -31,6 +33,28 @@ class MissState(StrEnum):
     #: A duplicate-cluster mate of the document is in the candidates: the run delivered its
     #: evidence. Off the queue unless a lead includes such misses (they become open).
     COVERED = "covered"
+
+
+class LabelAction(StrEnum):
+    """What a ``LabelEvent`` records (its ``action`` column)."""
+
+    LABEL = "label"
+    #: A lead labels a miss labelled before.
+    RELABEL = "relabel"
+    RELEASE = "release"
+    #: A reviewer passes a miss on to others, saying why (the event's note).
+    SKIP = "skip"
+    #: A reviewer takes back a miss they skipped: it comes back on their queue.
+    TAKE_BACK = "take_back"
+    UNDO = "undo"
+    #: Refused attempts, kept so no label is silently lost: a stale version (409), or no
+    #: lease / no lead role (403).
+    CONFLICT = "conflict"
+    REFUSED = "refused"
+
+
+#: The actions that put a label in force (what undo takes back).
+LABEL_ACTIONS = (LabelAction.LABEL, LabelAction.RELABEL)
 
 
 class Triage(SQLModel, table=True):
@@ -118,14 +142,14 @@ class Miss(SQLModel, table=True):
     hint_chunk: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
-    #: The evidence shown on the review page (MissHints.evidence()).
+    #: The evidence shown on the review page: ``HintEvidence.to_json()`` (app/eval/hints.py).
     evidence: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     #: The cluster mate in the candidates that makes this miss "covered by a duplicate".
     covered_by: str | None = Field(default=None, sa_column=Column(String(300)))
 
 
 class LabelEvent(SQLModel, table=True):
-    """Append-only audit: every label, relabel, release, skip and undo."""
+    """Append-only audit: every label, relabel, release, skip and undo (``LabelAction``)."""
 
     __tablename__ = "label_event"
     __table_args__ = (

@@ -19,6 +19,7 @@ from sqlmodel import Session, col
 from app.eval.placement import where_the_run_put_it
 from app.models import (
     OTHER,
+    UNLABELLED,
     Document,
     GoldenQuery,
     GoldenSet,
@@ -35,7 +36,6 @@ from app.services.triages import Summary
 BATCH = 2000
 #: The backlog's group of misses covered by a duplicate (not a cause: off the queue).
 COVERED = MissState.COVERED.value
-FORMATS = ("json", "csv", "jsonl")
 #: The stable fields of a backlog row, in this order (documented in docs/backlog.md).
 FIELDS = (
     "golden_set",
@@ -73,7 +73,7 @@ def rows(
     """Backlog rows in queue order; ``category`` filters ("unlabelled" = not labelled yet,
     "covered" = covered by a duplicate and left off the queue)."""
     where: list[Any] = [Miss.triage_id == triage.id]
-    if category == "unlabelled":
+    if category == UNLABELLED:
         where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
     elif category == COVERED:
         where.append(Miss.state == MissState.COVERED.value)
@@ -184,10 +184,10 @@ def as_json(
     """One JSON document: the closure report, counts per cause, then the misses grouped by
     cause (named causes in taxonomy order, then other, then unlabelled, then the misses covered
     by a duplicate when there are any)."""
-    names = [*causes, OTHER, "unlabelled"] + ([COVERED] if summary.covered else [])
+    names = [*causes, OTHER, UNLABELLED] + ([COVERED] if summary.covered else [])
     groups: dict[str, list[dict[str, Any]]] = {c: [] for c in names}
     for item in items:
-        groups.setdefault(item["cause"] or "unlabelled", []).append(item)
+        groups.setdefault(item["cause"] or UNLABELLED, []).append(item)
     head = {
         **meta,
         "counts": summary.counts,

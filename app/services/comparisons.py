@@ -9,12 +9,10 @@ from dataclasses import dataclass, field
 from sqlmodel import Session, col, select
 
 from app.eval import misses_frame
-from app.models import GoldenSet, Miss, Run, RunHead, Triage
+from app.models import UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
 from app.services.errors import Invalid
 from app.services.golden_sets import eval_golden_set
 from app.services.runs import stored_ranking
-
-UNLABELLED = "unlabelled"
 
 
 def top_sets(*, session: Session, run: Run, depth: int) -> dict[str, frozenset[str]] | None:

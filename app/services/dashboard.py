@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 
 from app.eval.hints import HINT_CAUSES
 from app.eval.placement import where_the_run_put_it
-from app.models import OTHER, Miss, MissState, RunQuery, Triage, User
+from app.models import OTHER, UNLABELLED, Miss, MissState, RunQuery, Triage, User
 from app.services import skips as skips_service
 from app.services.errors import Invalid
 
@@ -188,7 +188,7 @@ def backlog(
     if page < 1 or not 1 <= per_page <= 1000:
         raise Invalid("page >= 1 and per_page within 1..1000", code="invalid_page")
     where: list[Any] = [Miss.triage_id == triage.id]
-    if cause == "unlabelled":
+    if cause == UNLABELLED:
         where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
     elif cause == MissState.COVERED.value:
         where.append(Miss.state == MissState.COVERED.value)

@@ -5,21 +5,39 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import or_
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import end_reading, writing
 from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
-from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, WebhookDelivery, utcnow
+from app.models import (
+    OTHER,
+    GoldenSet,
+    Miss,
+    MissState,
+    Run,
+    Triage,
+    WebhookDelivery,
+    WebhookEvent,
+    utcnow,
+)
 from app.services.errors import Invalid
 
-EVENTS = ("miss.labelled", "triage.closed")
+EVENTS = tuple(WebhookEvent)
 MAX_ATTEMPTS = 8
 CLAIM_SECONDS = 60
+#: Events claimed and posted per poll.
+DELIVERY_BATCH = 50
+#: A webhook URL is refused beyond this length.
+MAX_URL_CHARS = 2000
+#: The background deliverer's patience with one receiver: a request, its one retry, the
+#: longest wait between them (shorter than a tracker export's: nobody is waiting on it).
+DELIVERER_TIMEOUT_S = 5.0
+DELIVERER_ATTEMPTS = 2
 log = logging.getLogger(__name__)
 
 
@@ -38,17 +56,18 @@ def configure(
     if unknown:
         raise Invalid(f"unknown events {unknown}: one of {', '.join(EVENTS)}", code="unknown_event")
     if url is not None:
-        if len(url) > 2000:
-            raise Invalid("the webhook URL is longer than 2000 characters", code="bad_url")
+        if len(url) > MAX_URL_CHARS:
+            raise Invalid(
+                f"the webhook URL is longer than {MAX_URL_CHARS} characters", code="bad_url"
+            )
         try:
             outbound.check_url(url, allow_local=allow_local)
         except outbound.AddressRefused as exc:
             raise Invalid(exc.message, code=exc.code) from None
-    write_transaction(session)
-    golden.webhook_url = url
-    golden.webhook_events = sorted(set(events)) if url else []
-    session.add(golden)
-    session.commit()
+    with writing(session):
+        golden.webhook_url = url
+        golden.webhook_events = sorted(set(events)) if url else []
+        session.add(golden)
     session.refresh(golden)
     return golden
 
@@ -66,11 +85,11 @@ def after_label(session: Session, miss: Miss) -> None:
     golden, triage = found
     events = set(golden.webhook_events) if golden.webhook_url else set()
     assert golden.id is not None
-    if "miss.labelled" in events:
+    if WebhookEvent.MISS_LABELLED in events:
         session.add(
             WebhookDelivery(
                 golden_set_id=golden.id,
-                event="miss.labelled",
+                event=WebhookEvent.MISS_LABELLED,
                 payload={
                     "triage_id": triage.id,
                     "miss_id": miss.id,
@@ -95,11 +114,11 @@ def after_label(session: Session, miss: Miss) -> None:
     if closes and triage.closed_at is None:
         triage.closed_at = utcnow()
         session.add(triage)
-        if "triage.closed" in events:
+        if WebhookEvent.TRIAGE_CLOSED in events:
             session.add(
                 WebhookDelivery(
                     golden_set_id=golden.id,
-                    event="triage.closed",
+                    event=WebhookEvent.TRIAGE_CLOSED,
                     payload={
                         "triage_id": triage.id,
                         "misses": triage.misses,
@@ -116,7 +135,7 @@ def deliver_pending(
     session: Session,
     secret: str | None,
     sender: Sender,
-    limit: int = 50,
+    limit: int = DELIVERY_BATCH,
     allow_local: bool = False,
 ) -> int:
     """Post the waiting events (oldest first); returns how many were delivered. Rows are
@@ -124,7 +143,6 @@ def deliver_pending(
     if not secret:
         return 0
     now = utcnow()
-    write_transaction(session)
     query = (
         select(WebhookDelivery)
         .where(
@@ -139,11 +157,11 @@ def deliver_pending(
     )
     if session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True)
-    claimed = list(session.exec(query))
-    for row in claimed:
-        row.locked_until = now + timedelta(seconds=CLAIM_SECONDS)
-        session.add(row)
-    session.commit()
+    with writing(session):
+        claimed = list(session.exec(query))
+        for row in claimed:
+            row.locked_until = now + timedelta(seconds=CLAIM_SECONDS)
+            session.add(row)
     # Read what the requests need, then end the transaction: none is open while a
     # receiver answers (it may take seconds, or time out).
     targets: dict[int, GoldenSet | None] = {}
@@ -159,17 +177,19 @@ def deliver_pending(
         requests.append(
             (row, signed(golden.webhook_url, secret, row.event, payload, f"event-{row.id}"))
         )
-    session.commit()
+    end_reading(session)
     delivered = 0
     with outbound.client(allow_local=allow_local) as client:
         for row, request in requests:
+            delivered_at: datetime | None = None
+            error: str | None = None
             try:
                 _check_stored_url(request.url)
                 sender.send(client, request)
-                row.delivered_at = utcnow()
+                delivered_at = utcnow()
                 delivered += 1
             except TrackerError as exc:
-                row.last_error = str(exc)[:1000]
+                error = str(exc)[:1000]
                 log.warning(
                     "webhook delivery failed",
                     extra={
@@ -181,11 +201,14 @@ def deliver_pending(
                         "error": str(exc)[:300],
                     },
                 )
-            row.attempts += 1
-            row.locked_until = None
-            write_transaction(session)
-            session.add(row)
-            session.commit()
+            with writing(session):
+                if delivered_at is not None:
+                    row.delivered_at = delivered_at
+                if error is not None:
+                    row.last_error = error
+                row.attempts += 1
+                row.locked_until = None
+                session.add(row)
     return delivered
 
 
@@ -218,7 +241,12 @@ class Deliverer(threading.Thread):
         # Retry waits end on stop (and no further attempt is sent); the request timeout
         # bounds a send in flight. An event cut short stays claimed for CLAIM_SECONDS, then
         # any process delivers it.
-        sender = Sender(timeout=5.0, attempts=2, max_wait=5.0, sleep=self._pause)
+        sender = Sender(
+            timeout=DELIVERER_TIMEOUT_S,
+            attempts=DELIVERER_ATTEMPTS,
+            max_wait=DELIVERER_TIMEOUT_S,
+            sleep=self._pause,
+        )
         while not self.stopping.wait(self.every):
             try:
                 with Session(self.engine, expire_on_commit=False) as session:

@@ -6,22 +6,24 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import end_reading, writing
 from app.exporters import (
     Draft,
     Exporter,
     NotConfigured,
     Sender,
+    Tracker,
     TrackerError,
     exporter_for,
     markup,
     outbound,
 )
-from app.models import OTHER, Export, GoldenSet, Run, Triage, utcnow
+from app.models import OTHER, Export, GoldenSet, Run, Triage, column_width, utcnow
 from app.services import backlog
 from app.services.errors import Invalid
 from app.services.names import check_name
@@ -90,10 +92,21 @@ def payload_hash(draft: Draft) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class ExportAction(StrEnum):
+    """What an export did with the issue of one cause."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    #: The issue holds this text already: nothing was sent.
+    UNCHANGED = "unchanged"
+    #: The tracker refused or did not answer; exporting again completes it.
+    FAILED = "failed"
+
+
 @dataclass
 class Result:
     category: str
-    action: str  # create | update | unchanged | failed
+    action: ExportAction
     external_id: str | None = None
     url: str | None = None
     error: str | None = None
@@ -171,7 +184,7 @@ def export(
     triage: Triage,
     run: Run,
     golden: GoldenSet,
-    tracker: str,
+    tracker: Tracker,
     target: str,
     dry_run: bool = False,
     sender: Sender | None = None,
@@ -187,10 +200,11 @@ def export(
     try:
         exporter = exporter or exporter_for(tracker, settings, dry_run=dry_run)
         exporter.check_target(target)
-        endpoint = target if tracker == "webhook" else getattr(exporter, "api", None)
+        webhook = tracker == Tracker.WEBHOOK
+        endpoint = target if webhook else getattr(exporter, "api", None)
         # A dry run sends nothing (and may show placeholders for unset tracker URLs): only a
         # target given by the request is checked then, and for its form only.
-        if endpoint and (tracker == "webhook" or not dry_run):
+        if endpoint and (webhook or not dry_run):
             allow = settings.allow_local_network or dry_run
             outbound.check_url(endpoint, allow_local=allow)
     except (ValueError, NotConfigured) as exc:
@@ -218,14 +232,14 @@ def export(
             )
         )
     }
-    session.commit()  # end the reading transaction before the first tracker call
+    end_reading(session)  # no transaction is open while a tracker answers
     with outbound.client(allow_local=settings.allow_local_network) as client:
         for draft in plans:
             digest = payload_hash(draft)
             stored = earlier.get(draft.category)
             if stored is not None and stored.payload_hash == digest:
                 outcome.results.append(
-                    Result(draft.category, "unchanged", stored.external_id, stored.url)
+                    Result(draft.category, ExportAction.UNCHANGED, stored.external_id, stored.url)
                 )
                 continue
             request = (
@@ -233,7 +247,7 @@ def export(
                 if stored
                 else exporter.create(target, draft)
             )
-            action = "update" if stored else "create"
+            action = ExportAction.UPDATE if stored else ExportAction.CREATE
             if dry_run:
                 outcome.requests.append(request.redacted() | {"category": draft.category})
                 outcome.results.append(
@@ -252,11 +266,12 @@ def export(
                 else:
                     external_id, url = stored.external_id, stored.url
             except TrackerError as exc:
-                outcome.results.append(Result(draft.category, "failed", error=str(exc)))
+                failed = Result(draft.category, ExportAction.FAILED, error=str(exc))
+                outcome.results.append(failed)
                 continue
             except (KeyError, TypeError, ValueError) as exc:
                 error = f"the tracker's answer has no issue id ({type(exc).__name__})"
-                outcome.results.append(Result(draft.category, "failed", error=error))
+                outcome.results.append(Result(draft.category, ExportAction.FAILED, error=error))
                 continue
             _record(
                 session,
@@ -264,7 +279,7 @@ def export(
                 tracker=tracker,
                 target=target,
                 category=draft.category,
-                external_id=external_id[:200],
+                external_id=external_id[: column_width(Export, "external_id")],
                 url=url,
                 digest=digest,
             )
@@ -276,7 +291,7 @@ def _record(
     session: Session,
     *,
     triage_id: int,
-    tracker: str,
+    tracker: Tracker,
     target: str,
     category: str,
     external_id: str,
@@ -284,30 +299,29 @@ def _record(
     digest: str,
 ) -> None:
     """Write one tracker answer in a short transaction of its own."""
-    write_transaction(session)
-    row = session.exec(
-        select(Export).where(
-            Export.triage_id == triage_id,
-            Export.tracker == tracker,
-            Export.target == target,
-            Export.category == category,
-        )
-    ).first()
-    if row is None:
-        row = Export(
-            triage_id=triage_id,
-            tracker=tracker,
-            target=target,
-            category=category,
-            external_id=external_id,
-            url=url,
-            payload_hash=digest,
-        )
-    else:
-        row.payload_hash = digest
-        row.updated_at = utcnow()
-    session.add(row)
-    session.commit()
+    with writing(session):
+        row = session.exec(
+            select(Export).where(
+                Export.triage_id == triage_id,
+                Export.tracker == tracker,
+                Export.target == target,
+                Export.category == category,
+            )
+        ).first()
+        if row is None:
+            row = Export(
+                triage_id=triage_id,
+                tracker=tracker,
+                target=target,
+                category=category,
+                external_id=external_id,
+                url=url,
+                payload_hash=digest,
+            )
+        else:
+            row.payload_hash = digest
+            row.updated_at = utcnow()
+        session.add(row)
 
 
 def stored(*, session: Session, triage: Triage) -> list[Export]:

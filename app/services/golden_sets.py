@@ -7,26 +7,30 @@ from typing import Any
 
 import polars as pl
 from sqlalchemy import func
-from sqlmodel import Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.eval import InputError, Judgments, golden_from_frame, load_golden
 from app.eval.errors import shorten_name
 from app.eval.golden import IdLimits
 from app.eval.jsonl import read_corpus, read_manifest
 from app.eval.textio import ProgressFn
 from app.eval.values import INT32_MAX, INT32_MIN
-from app.models import Document, GoldenQuery, GoldenSet, Judgment, Miss, Run, Triage, User
+from app.models import (
+    OTHER,
+    Document,
+    GoldenQuery,
+    GoldenSet,
+    Judgment,
+    Miss,
+    Run,
+    Triage,
+    User,
+    column_width,
+)
 from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
 from app.services.names import check_name
-
-
-def column_width(model: type[SQLModel], column: str) -> int:
-    length = getattr(model.__table__.c[column].type, "length", None)  # type: ignore[attr-defined]
-    assert isinstance(length, int)
-    return length
-
 
 #: Ids longer than their columns are refused at import, naming the line (never a 5xx).
 ID_LIMITS = IdLimits(query=column_width(Judgment, "qid"), document=column_width(Judgment, "doc_id"))
@@ -49,7 +53,7 @@ def bad_input(error: InputError, names: dict[str, str] | None = None) -> BadInpu
 
 
 def _check_name(name: str) -> str:
-    return check_name(name, what="a name", max_length=200)
+    return check_name(name, what="a name", max_length=column_width(GoldenSet, "name"))
 
 
 def import_golden_set(
@@ -135,8 +139,7 @@ def import_golden_set(
         report=report,
         created_by_id=user.id if user else None,
     )
-    write_transaction(session)
-    try:
+    with writing(session):
         session.add(golden)
         session.flush()
         assert golden.id is not None
@@ -167,10 +170,6 @@ def import_golden_set(
                 Document,
                 documents.select(pl.lit(golden.id).alias("golden_set_id"), pl.all()),
             )
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     session.refresh(golden)
     return golden
 
@@ -210,9 +209,8 @@ def get_golden_set(*, session: Session, golden_set_id: int) -> GoldenSet:
 
 
 def delete_golden_set(*, session: Session, golden_set_id: int) -> None:
-    golden = get_golden_set(session=session, golden_set_id=golden_set_id)
-    session.delete(golden)
-    session.commit()
+    with writing(session):
+        session.delete(get_golden_set(session=session, golden_set_id=golden_set_id))
 
 
 def eval_golden_set(*, session: Session, golden: GoldenSet) -> Judgments:
@@ -248,34 +246,41 @@ def query_texts(*, session: Session, golden: GoldenSet, qids: set[str]) -> dict[
     return {qid: text for qid, text in rows if text is not None}
 
 
+#: Named causes of a golden set at most: one digit key each on the review page.
+MAX_CAUSES = 9
+
+
 def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> GoldenSet:
     """Rename or add causes: allowed until the first miss of this golden set is labelled."""
     cleaned = [c.strip() for c in causes]
-    if not cleaned or any(not c or len(c) > 100 for c in cleaned):
-        raise Invalid("causes must be 1 to 100 characters each, at least one", code="bad_causes")
-    for cause in cleaned:
-        check_name(cause, what="a cause", max_length=100, code="bad_causes")
-    if len(set(cleaned)) != len(cleaned) or "other" in cleaned:
-        raise Invalid("causes must be distinct and not 'other' (built in)", code="bad_causes")
-    if len(cleaned) > 9:
-        raise Invalid("at most 9 causes (one key each on the review page)", code="bad_causes")
-    write_transaction(session)
-    labelled = session.exec(
-        select(func.count())
-        .select_from(Miss)
-        .join(Triage, col(Triage.id) == col(Miss.triage_id))
-        .join(Run, col(Run.id) == col(Triage.run_id))
-        .where(Run.golden_set_id == golden.id, col(Miss.category).is_not(None))
-    ).one()
-    if labelled:
-        session.rollback()
-        raise Conflict(
-            f"{labelled} misses of this golden set are labelled already: the causes are fixed",
-            code="labelling_started",
+    width = column_width(Miss, "category")
+    if not cleaned or any(not c or len(c) > width for c in cleaned):
+        raise Invalid(
+            f"causes must be 1 to {width} characters each, at least one", code="bad_causes"
         )
-    golden.causes = cleaned
-    session.add(golden)
-    session.commit()
+    for cause in cleaned:
+        check_name(cause, what="a cause", max_length=width, code="bad_causes")
+    if len(set(cleaned)) != len(cleaned) or OTHER in cleaned:
+        raise Invalid(f"causes must be distinct and not {OTHER!r} (built in)", code="bad_causes")
+    if len(cleaned) > MAX_CAUSES:
+        raise Invalid(
+            f"at most {MAX_CAUSES} causes (one key each on the review page)", code="bad_causes"
+        )
+    with writing(session):
+        labelled = session.exec(
+            select(func.count())
+            .select_from(Miss)
+            .join(Triage, col(Triage.id) == col(Miss.triage_id))
+            .join(Run, col(Run.id) == col(Triage.run_id))
+            .where(Run.golden_set_id == golden.id, col(Miss.category).is_not(None))
+        ).one()
+        if labelled:
+            raise Conflict(
+                f"{labelled} misses of this golden set are labelled already: the causes are fixed",
+                code="labelling_started",
+            )
+        golden.causes = cleaned
+        session.add(golden)
     session.refresh(golden)
     return golden
 

@@ -8,7 +8,7 @@ import json
 import polars as pl
 from sqlmodel import Session, col, select
 
-from app.eval.hints import Chunk, HintContext, MissHints, hints_for
+from app.eval.hints import Chunk, HintContext, HintEvidence, hints_for
 from app.models import Document, GoldenSet, Run, RunJudged
 from app.services.runs import stored_top
 
@@ -114,27 +114,27 @@ def hint_columns(misses: pl.DataFrame, ctx: HintContext, causes: list[str]) -> p
     """``misses`` with the hint columns of the miss table: hint (a suggestion among the golden
     set's causes), hint_not_indexed, hint_vocabulary, hint_chunk, evidence (JSON text) and
     covered_by."""
-    found: list[MissHints] = [
+    found: list[HintEvidence] = [
         hints_for(qid, doc_id, ctx) for qid, doc_id in misses.select("qid", "doc_id").iter_rows()
     ]
     named = set(causes)
 
-    def suggestion(h: MissHints) -> str | None:
+    def suggestion(h: HintEvidence) -> str | None:
         return next((c for c in h.fired() if c in named), None)
 
     return misses.with_columns(
         pl.Series("hint", [suggestion(h) for h in found], dtype=pl.String),
         pl.Series("hint_not_indexed", [h.not_indexed is not None for h in found]),
-        pl.Series("hint_vocabulary", [h.vocabulary for h in found]),
-        pl.Series("hint_chunk", [h.chunk for h in found]),
+        pl.Series("hint_vocabulary", [h.vocabulary_mismatch for h in found]),
+        pl.Series("hint_chunk", [h.chunk_boundary for h in found]),
         pl.Series(
             "evidence",
-            [json.dumps(e) if (e := h.evidence()) else None for h in found],
+            [json.dumps(e) if (e := h.to_json()) else None for h in found],
             dtype=pl.String,
         ),
         pl.Series(
             "covered_by",
-            [h.covered_by[0] if h.covered_by else None for h in found],
+            [h.covered_by.doc_id if h.covered_by else None for h in found],
             dtype=pl.String,
         ),
     )

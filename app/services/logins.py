@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, and_
 from sqlmodel import Session, col, delete, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.models import LoginAttempt
 
 #: Column widths of the table: longer values are cut (they are only compared).
@@ -70,22 +70,24 @@ def record_failure(
     *, session: Session, email: str, address: str, now: datetime, policy: LoginPolicy
 ) -> None:
     """Count a failed login; failures that have left the window are deleted on the way."""
-    write_transaction(session)
-    session.exec(delete(LoginAttempt).where(col(LoginAttempt.attempted_at) <= now - policy.window))
-    session.add(
-        LoginAttempt(email=email[:_EMAIL_CHARS], address=address[:_ADDRESS_CHARS], attempted_at=now)
-    )
-    session.commit()
+    with writing(session):
+        session.exec(
+            delete(LoginAttempt).where(col(LoginAttempt.attempted_at) <= now - policy.window)
+        )
+        session.add(
+            LoginAttempt(
+                email=email[:_EMAIL_CHARS], address=address[:_ADDRESS_CHARS], attempted_at=now
+            )
+        )
 
 
 def clear_failures(*, session: Session, email: str, address: str) -> None:
     """A successful login forgets the email's failures from this address (not the failures
     others made with the email elsewhere, nor the address's with other emails)."""
-    write_transaction(session)
-    session.exec(
-        delete(LoginAttempt).where(
-            col(LoginAttempt.email) == email[:_EMAIL_CHARS],
-            col(LoginAttempt.address) == address[:_ADDRESS_CHARS],
+    with writing(session):
+        session.exec(
+            delete(LoginAttempt).where(
+                col(LoginAttempt.email) == email[:_EMAIL_CHARS],
+                col(LoginAttempt.address) == address[:_ADDRESS_CHARS],
+            )
         )
-    )
-    session.commit()

@@ -16,14 +16,25 @@ from typing import Any
 from sqlalchemy import case, func, or_
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.eval.errors import shorten
-from app.models import OTHER, LabelEvent, Miss, MissState, Role, Triage, User
+from app.models import (
+    LABEL_ACTIONS,
+    OTHER,
+    LabelAction,
+    LabelEvent,
+    Miss,
+    MissState,
+    Role,
+    Triage,
+    User,
+)
 from app.services import events as outbox
-from app.services.errors import Conflict, Forbidden, Invalid, NotFound
-from app.services.skips import SKIP, skipped_ids
+from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
+from app.services.skips import skipped_ids
 
-LABEL_ACTIONS = ("label", "relabel")
+#: Undo looks this far back in the caller's labels for one still in force.
+UNDO_LOOKBACK = 50
 
 
 def snapshot(miss: Miss) -> dict[str, Any]:
@@ -39,7 +50,7 @@ def _event(
     session: Session,
     miss: Miss,
     user: User,
-    action: str,
+    action: LabelAction,
     *,
     now: datetime,
     before: dict[str, Any] | None = None,
@@ -71,7 +82,6 @@ def _locked(session: Session, miss_id: int) -> Miss:
         query = query.with_for_update()
     miss = session.exec(query).first()
     if miss is None:
-        session.rollback()
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
     return miss
 
@@ -108,43 +118,38 @@ def claim(
     """The caller's current miss, or the next unlabelled one whose lease is free or expired
     (queue order: one query's misses together, grade descending), leased to the caller.
     Misses the caller skipped go to other reviewers. None when nothing is left."""
-    write_transaction(session)
-    mine = current(session=session, triage=triage, user=user, now=now)
-    if mine is None:
-        skipped = skipped_ids(triage_id=triage.id, user_id=user.id)  # type: ignore[arg-type]
-        query = (
-            select(Miss)
-            .where(
-                Miss.triage_id == triage.id,
-                Miss.state == MissState.OPEN.value,
-                or_(col(Miss.lease_holder_id).is_(None), col(Miss.lease_expires_at) <= now),
-                col(Miss.id).not_in(skipped),
+    with writing(session):
+        mine = current(session=session, triage=triage, user=user, now=now)
+        if mine is None:
+            skipped = skipped_ids(triage_id=triage.id, user_id=user.id)  # type: ignore[arg-type]
+            query = (
+                select(Miss)
+                .where(
+                    Miss.triage_id == triage.id,
+                    Miss.state == MissState.OPEN.value,
+                    or_(col(Miss.lease_holder_id).is_(None), col(Miss.lease_expires_at) <= now),
+                    col(Miss.id).not_in(skipped),
+                )
+                .order_by(col(Miss.position))
+                .limit(1)
             )
-            .order_by(col(Miss.position))
-            .limit(1)
-        )
-        if _is_postgres(session):
-            query = query.with_for_update(skip_locked=True)
-        mine = session.exec(query).first()
-    if mine is None:
-        session.commit()
-        return None
-    mine.lease_holder_id = user.id
-    mine.lease_expires_at = now + lease
-    session.add(mine)
-    session.commit()
+            if _is_postgres(session):
+                query = query.with_for_update(skip_locked=True)
+            mine = session.exec(query).first()
+        if mine is not None:
+            mine.lease_holder_id = user.id
+            mine.lease_expires_at = now + lease
+            session.add(mine)
     return mine
 
 
 def renew(*, session: Session, miss_id: int, user: User, now: datetime, lease: timedelta) -> Miss:
-    write_transaction(session)
-    miss = _locked(session, miss_id)
-    if not _holds(miss, user):
-        session.rollback()
-        raise Forbidden("this miss is no longer leased to you", code="lease_not_held")
-    miss.lease_expires_at = now + lease
-    session.add(miss)
-    session.commit()
+    with writing(session):
+        miss = _locked(session, miss_id)
+        if not _holds(miss, user):
+            raise Forbidden("this miss is no longer leased to you", code="lease_not_held")
+        miss.lease_expires_at = now + lease
+        session.add(miss)
     return miss
 
 
@@ -168,60 +173,68 @@ def label(
         )
     if category == OTHER and not note:
         raise Invalid("'other' needs a note saying what the cause is", code="note_required")
-    write_transaction(session)
-    miss = _locked(session, miss_id)
-    attempt = {
-        "state": MissState.LABELLED.value,
-        "category": category,
-        "note": note,
-        "version": version,
-    }
+    with writing(session):
+        miss = _locked(session, miss_id)
+        refusal = _refusal(miss, user, version)
+        if refusal is not None:
+            # the refused attempt is kept in the audit log (committed), then answered
+            attempt = {
+                "state": MissState.LABELLED.value,
+                "category": category,
+                "note": note,
+                "version": version,
+            }
+            _event(session, miss, user, refusal[0], now=now, after=attempt)
+        else:
+            relabel = miss.state == MissState.LABELLED
+            before = snapshot(miss)
+            miss.state = MissState.LABELLED.value
+            miss.category = category
+            miss.note = note
+            miss.version += 1
+            miss.labelled_by_id = user.id
+            miss.labelled_at = now
+            miss.lease_holder_id = None
+            miss.lease_expires_at = None
+            session.add(miss)
+            action = LabelAction.RELABEL if relabel else LabelAction.LABEL
+            _event(session, miss, user, action, now=now, before=before, note=note)
+            outbox.after_label(session, miss)
+    if refusal is not None:
+        raise refusal[1]
+    return miss
+
+
+def _refusal(miss: Miss, user: User, version: int) -> tuple[LabelAction, ServiceError] | None:
+    """Why ``user`` may not label ``miss`` at ``version`` (the audit action and the error),
+    or None when they may."""
     if miss.version != version:
-        _event(session, miss, user, "conflict", now=now, after=attempt)
-        session.commit()
-        raise Conflict(
+        return LabelAction.CONFLICT, Conflict(
             f"this miss changed since you loaded it (version {version}, now {miss.version})",
             code="stale_version",
             details={"current": snapshot(miss)},
         )
-    relabel = miss.state == MissState.LABELLED.value
-    if not _is_lead(user) and (relabel or not _holds(miss, user)):
-        _event(session, miss, user, "refused", now=now, after=attempt)
-        session.commit()
-        if relabel:
-            raise Forbidden("relabelling needs the lead role", code="lead_required")
-        raise Forbidden("this miss is not leased to you", code="lease_not_held")
-    before = snapshot(miss)
-    miss.state = MissState.LABELLED.value
-    miss.category = category
-    miss.note = note
-    miss.version += 1
-    miss.labelled_by_id = user.id
-    miss.labelled_at = now
-    miss.lease_holder_id = None
-    miss.lease_expires_at = None
-    session.add(miss)
-    _event(
-        session, miss, user, "relabel" if relabel else "label", now=now, before=before, note=note
-    )
-    outbox.after_label(session, miss)
-    session.commit()
-    return miss
+    relabel = miss.state == MissState.LABELLED
+    if _is_lead(user) or (not relabel and _holds(miss, user)):
+        return None
+    if relabel:
+        return LabelAction.REFUSED, Forbidden(
+            "relabelling needs the lead role", code="lead_required"
+        )
+    return LabelAction.REFUSED, Forbidden("this miss is not leased to you", code="lease_not_held")
 
 
 def release(*, session: Session, miss_id: int, user: User, now: datetime) -> Miss:
     """Give a miss back to the queue (its holder, or a lead)."""
-    write_transaction(session)
-    miss = _locked(session, miss_id)
-    if not (_holds(miss, user) or (_is_lead(user) and miss.lease_holder_id is not None)):
-        session.rollback()
-        raise Forbidden("this miss is not leased to you", code="lease_not_held")
-    before = snapshot(miss) | {"lease_holder": miss.lease_holder_id}
-    miss.lease_holder_id = None
-    miss.lease_expires_at = None
-    session.add(miss)
-    _event(session, miss, user, "release", now=now, before=before)
-    session.commit()
+    with writing(session):
+        miss = _locked(session, miss_id)
+        if not (_holds(miss, user) or (_is_lead(user) and miss.lease_holder_id is not None)):
+            raise Forbidden("this miss is not leased to you", code="lease_not_held")
+        before = snapshot(miss) | {"lease_holder": miss.lease_holder_id}
+        miss.lease_holder_id = None
+        miss.lease_expires_at = None
+        session.add(miss)
+        _event(session, miss, user, LabelAction.RELEASE, now=now, before=before)
     return miss
 
 
@@ -230,23 +243,31 @@ def skip(*, session: Session, miss_id: int, user: User, reason: str, now: dateti
     reason = reason.strip()
     if not reason:
         raise Invalid("say why you skip this miss", code="reason_required")
-    write_transaction(session)
-    miss = _locked(session, miss_id)
-    if not _holds(miss, user):
-        session.rollback()
-        raise Forbidden("this miss is not leased to you", code="lease_not_held")
-    miss.lease_holder_id = None
-    miss.lease_expires_at = None
-    session.add(miss)
-    _event(session, miss, user, SKIP, now=now, note=reason)
-    session.commit()
+    with writing(session):
+        miss = _locked(session, miss_id)
+        if not _holds(miss, user):
+            raise Forbidden("this miss is not leased to you", code="lease_not_held")
+        miss.lease_holder_id = None
+        miss.lease_expires_at = None
+        session.add(miss)
+        _event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
     return miss
 
 
 def undo(*, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta) -> Miss:
     """Undo the caller's most recent label that is still in force; the miss goes back to
     its previous state and, if that was unlabelled, to the caller's lease."""
-    write_transaction(session)
+    with writing(session):
+        undone = _undo_latest(session, triage=triage, user=user, now=now, lease=lease)
+        if undone is None:
+            raise NotFound("you have no label to undo in this triage", code="nothing_to_undo")
+    return undone
+
+
+def _undo_latest(
+    session: Session, *, triage: Triage, user: User, now: datetime, lease: timedelta
+) -> Miss | None:
+    """Inside the caller's writing block: undo the latest label still in force."""
     events = session.exec(
         select(LabelEvent)
         .where(
@@ -255,7 +276,7 @@ def undo(*, session: Session, triage: Triage, user: User, now: datetime, lease: 
             col(LabelEvent.action).in_(LABEL_ACTIONS),
         )
         .order_by(col(LabelEvent.id).desc())
-        .limit(50)
+        .limit(UNDO_LOOKBACK)
     ).all()
     for event in events:
         miss = _locked(session, event.miss_id)
@@ -267,18 +288,16 @@ def undo(*, session: Session, triage: Triage, user: User, now: datetime, lease: 
         miss.category = previous["category"]
         miss.note = previous["note"]
         miss.version += 1
-        if miss.state == MissState.OPEN.value:
+        if miss.state == MissState.OPEN:
             miss.labelled_by_id = None
             miss.labelled_at = None
             miss.lease_holder_id = user.id
             miss.lease_expires_at = now + lease
         session.add(miss)
-        _event(session, miss, user, "undo", now=now, before=before)
+        _event(session, miss, user, LabelAction.UNDO, now=now, before=before)
         outbox.after_label(session, miss)
-        session.commit()
         return miss
-    session.rollback()
-    raise NotFound("you have no label to undo in this triage", code="nothing_to_undo")
+    return None
 
 
 def audit_trail(*, session: Session, miss_id: int) -> list[LabelEvent]:

@@ -5,14 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlmodel import Session, col, select
 
-from app.eval.hints import HINT_CAUSES
+from app.eval.hints import CHUNK_BOUNDARY, NOT_INDEXED, VOCABULARY_MISMATCH, HintEvidence
 from app.eval.placement import where_the_run_put_it
 from app.eval.terms import content_terms, marked
-from app.models import Document, GoldenQuery, GoldenSet, Miss, Run, RunQuery, Triage, User
+from app.models import (
+    Document,
+    GoldenQuery,
+    GoldenSet,
+    Miss,
+    MissState,
+    Run,
+    RunQuery,
+    Triage,
+    User,
+)
 from app.services import queue
 from app.services.runs import head_of
 
@@ -68,48 +77,44 @@ class Evidence:
 
 def evidence_lines(miss: Miss) -> list[Evidence]:
     """The stored evidence of a miss (app/eval/hints.py), worded for the review page."""
-    data: dict[str, Any] = miss.evidence or {}
+    evidence = HintEvidence.from_json(miss.evidence)
     lines: list[Evidence] = []
-    reason = data.get("not_indexed")
+    reason = evidence.not_indexed
     lines.append(
-        Evidence(HINT_CAUSES[0], True, f"The document is {reason}.")
+        Evidence(NOT_INDEXED, True, f"The document is {reason}.")
         if reason
-        else Evidence(HINT_CAUSES[0], False, "The index holds the document.")
+        else Evidence(NOT_INDEXED, False, "The index holds the document.")
     )
-    vocabulary = data.get("vocabulary")
-    if vocabulary:
-        has, lacks = tuple(vocabulary["present"]), tuple(vocabulary["missing"])
-        share = vocabulary["coverage"]
+    vocabulary = evidence.vocabulary
+    if vocabulary is not None:
+        has, lacks = vocabulary.has, vocabulary.lacks
         lines.append(
             Evidence(
-                HINT_CAUSES[1],
+                VOCABULARY_MISMATCH,
                 miss.hint_vocabulary,
                 f"The document has {len(has)} of {len(has) + len(lacks)} query terms "
-                f"({share:.0%}).",
+                f"({vocabulary.coverage:.0%}).",
                 has,
                 lacks,
             )
         )
-    sibling = data.get("sibling_in_candidates")
-    complement = data.get("complementary_chunk")
-    if sibling:
-        text = f"An adjacent chunk, {sibling['doc_id']}, is in the candidates at rank "
-        lines.append(Evidence(HINT_CAUSES[2], True, text + f"{sibling['rank']}."))
-    elif complement:
-        text = (
-            f"With the adjacent chunk {complement['doc_id']} it covers the query; that chunk brings"
-        )
-        lines.append(Evidence(HINT_CAUSES[2], True, text, tuple(complement["terms"])))
+    chunk = evidence.chunk
+    if chunk is not None and chunk.sibling is not None:
+        text = f"An adjacent chunk, {chunk.sibling.doc_id}, is in the candidates at rank "
+        lines.append(Evidence(CHUNK_BOUNDARY, True, text + f"{chunk.sibling.rank}."))
+    elif chunk is not None and chunk.complement is not None:
+        text = f"With the adjacent chunk {chunk.complement} it covers the query; that chunk brings"
+        lines.append(Evidence(CHUNK_BOUNDARY, True, text, chunk.complement_terms))
     elif miss.evidence is not None:
-        lines.append(Evidence(HINT_CAUSES[2], False, "No adjacent chunk is in the candidates."))
-    covered = data.get("covered_by")
-    if covered:
+        lines.append(Evidence(CHUNK_BOUNDARY, False, "No adjacent chunk is in the candidates."))
+    covered = evidence.covered_by
+    if covered is not None:
         lines.append(
             Evidence(
-                "covered",
+                MissState.COVERED,
                 True,
-                f"A duplicate, {covered['doc_id']}, is in the candidates at rank "
-                f"{covered['rank']}: the run delivered this evidence.",
+                f"A duplicate, {covered.doc_id}, is in the candidates at rank "
+                f"{covered.rank}: the run delivered this evidence.",
             )
         )
     return lines
@@ -200,7 +205,7 @@ def build_card(
             )
         ]
     body = document.text if document else ""
-    vocabulary = (miss.evidence or {}).get("vocabulary") or {}
+    vocabulary = HintEvidence.from_json(miss.evidence).vocabulary
     return ReviewCard(
         miss=miss,
         query_text=text,
@@ -212,7 +217,7 @@ def build_card(
         where=where_of(session=session, miss=miss, triage=triage),
         candidates=candidates,
         siblings=siblings,
-        missing_terms=list(vocabulary.get("missing", [])),
+        missing_terms=list(vocabulary.lacks) if vocabulary else [],
         suggestion=earlier_label(session=session, miss=miss, golden=golden),
         hint=miss.hint if miss.hint in golden.causes else None,
         evidence=evidence_lines(miss),

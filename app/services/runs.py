@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.eval import (
     Conventions,
     Gain,
@@ -25,15 +25,31 @@ from app.eval import (
     top_candidates,
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
-from app.eval.conventions import DEFAULT_DEPTHS, CutoffError, check_cutoffs
+from app.eval.conventions import (
+    DEFAULT_DEPTH,
+    DEFAULT_DEPTHS,
+    DEFAULT_K,
+    CutoffError,
+    check_cutoffs,
+)
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
 from app.eval.textio import ProgressFn
-from app.models import Document, GoldenSet, Run, RunHead, RunJudged, RunQuery, User
+from app.models import (
+    Document,
+    GoldenSet,
+    Run,
+    RunHead,
+    RunJudged,
+    RunQuery,
+    User,
+    column_width,
+)
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
-from app.services.golden_sets import ID_LIMITS, bad_input, column_width, eval_golden_set
+from app.services.golden_sets import ID_LIMITS, bad_input, eval_golden_set
 from app.services.names import check_name
+from app.settings import DEFAULT_KEEP_DEPTH
 
 RUN_FORMATS = ("trec", "jsonl")
 
@@ -56,14 +72,14 @@ def import_run(
     fmt: str | None = None,
     order: Order = Order.TREC_EVAL,
     description: str = "",
-    keep_depth: int = 200,
+    keep_depth: int = DEFAULT_KEEP_DEPTH,
     user: User | None = None,
     progress: ProgressFn | None = None,
 ) -> Run:
     """Parse and rank the file first, then write in one transaction: a bad file leaves no
     rows. Keeps the rank of every judged document and the first ``keep_depth`` results.
     ``progress`` is called with the bytes read as the file is read."""
-    name = check_name(name, what="a run name", max_length=200)
+    name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
     if fmt is not None and fmt not in RUN_FORMATS:
         raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
     taken = session.exec(
@@ -105,8 +121,7 @@ def import_run(
         report=report,
         created_by_id=user.id if user else None,
     )
-    write_transaction(session)
-    try:
+    with writing(session):
         session.add(run)
         session.flush()
         run_id = pl.lit(run.id, dtype=pl.Int64).alias("run_id")
@@ -124,10 +139,6 @@ def import_run(
             ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
         )
         bulk_insert(session, RunHead, heads(top).select(run_id, "qid", "ranking"))
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     session.refresh(run)
     return run
 
@@ -219,8 +230,8 @@ def get_run(*, session: Session, run_id: int) -> Run:
 
 
 def delete_run(*, session: Session, run_id: int) -> None:
-    session.delete(get_run(session=session, run_id=run_id))
-    session.commit()
+    with writing(session):
+        session.delete(get_run(session=session, run_id=run_id))
 
 
 def stored_ranking(*, session: Session, run: Run, gold: Judgments) -> RankedRun:
@@ -254,8 +265,8 @@ def evaluate_stored_run(
     session: Session,
     run: Run,
     golden: GoldenSet,
-    k: int = 10,
-    depth: int = 50,
+    k: int = DEFAULT_K,
+    depth: int = DEFAULT_DEPTH,
     gain: Gain = Gain.EXP,
     depths: tuple[int, ...] = DEFAULT_DEPTHS,
     thresholds: Thresholds | None = None,

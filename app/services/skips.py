@@ -12,21 +12,20 @@ from sqlalchemy import case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
-from app.models import LabelEvent, Miss, MissState, Triage, User
+from app.db import writing
+from app.models import LabelAction, LabelEvent, Miss, MissState, Triage, User
 
-SKIP = "skip"
-#: Taking back a skipped miss: it comes back on that reviewer's queue.
-TAKE_BACK = "take_back"
+#: The events that make and unmake a skip.
+SKIP_ACTIONS = (LabelAction.SKIP, LabelAction.TAKE_BACK)
 
 
 def skipped_ids(*, triage_id: int, user_id: int | None = None) -> Any:
     """The ids of misses with a skip still in force (not taken back), by ``user_id`` or by
     anyone: a subquery. A skip counts +1 and a take-back -1 per (miss, reviewer)."""
-    balance = func.sum(case((col(LabelEvent.action) == SKIP, 1), else_=-1))
+    balance = func.sum(case((col(LabelEvent.action) == LabelAction.SKIP.value, 1), else_=-1))
     where: list[Any] = [
         LabelEvent.triage_id == triage_id,
-        col(LabelEvent.action).in_((SKIP, TAKE_BACK)),
+        col(LabelEvent.action).in_(SKIP_ACTIONS),
     ]
     if user_id is not None:
         where.append(LabelEvent.user_id == user_id)
@@ -56,35 +55,34 @@ def skipped_waiting(*, session: Session, triage: Triage, user: User) -> int:
 def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> int:
     """Put the unlabelled misses the caller skipped back on the caller's queue (a
     ``take_back`` event each); answers how many."""
-    write_transaction(session)
-    misses = session.exec(
-        select(Miss)
-        .where(
-            Miss.triage_id == triage.id,
-            Miss.state == MissState.OPEN.value,
-            col(Miss.id).in_(skipped_ids(triage_id=triage.id, user_id=user.id)),  # type: ignore[arg-type]
-        )
-        .order_by(col(Miss.position))
-    ).all()
-    for miss in misses:
-        state = {
-            "state": miss.state,
-            "category": miss.category,
-            "note": miss.note,
-            "version": miss.version,
-        }
-        session.add(
-            LabelEvent(
-                miss_id=miss.id,  # type: ignore[arg-type]
-                triage_id=miss.triage_id,
-                user_id=user.id,
-                at=now,
-                action=TAKE_BACK,
-                before=state,
-                after=state,
+    with writing(session):
+        misses = session.exec(
+            select(Miss)
+            .where(
+                Miss.triage_id == triage.id,
+                Miss.state == MissState.OPEN.value,
+                col(Miss.id).in_(skipped_ids(triage_id=triage.id, user_id=user.id)),  # type: ignore[arg-type]
             )
-        )
-    session.commit()
+            .order_by(col(Miss.position))
+        ).all()
+        for miss in misses:
+            state = {
+                "state": miss.state,
+                "category": miss.category,
+                "note": miss.note,
+                "version": miss.version,
+            }
+            session.add(
+                LabelEvent(
+                    miss_id=miss.id,  # type: ignore[arg-type]
+                    triage_id=miss.triage_id,
+                    user_id=user.id,
+                    at=now,
+                    action=LabelAction.TAKE_BACK,
+                    before=state,
+                    after=state,
+                )
+            )
     return len(misses)
 
 
@@ -112,7 +110,7 @@ def skips(
     to some misses, ``open_only`` to misses still unlabelled."""
     where: list[Any] = [
         LabelEvent.triage_id == triage.id,
-        col(LabelEvent.action).in_((SKIP, TAKE_BACK)),
+        col(LabelEvent.action).in_(SKIP_ACTIONS),
     ]
     if miss_ids is not None:
         if not miss_ids:
@@ -131,7 +129,7 @@ def skips(
     current: dict[tuple[int, int | None], Skip] = {}
     for event, qid, doc_id, state, email in rows:
         key = (event.miss_id, event.user_id)
-        if event.action == TAKE_BACK:
+        if event.action == LabelAction.TAKE_BACK:
             current.pop(key, None)
         else:
             current.pop(key, None)  # a later skip by the same reviewer replaces the reason

@@ -9,17 +9,15 @@ import polars as pl
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
-from app.db import write_transaction
+from app.db import writing
 from app.eval import misses_frame
-from app.eval.conventions import MAX_CUTOFF, CutoffError, check_cutoffs
+from app.eval.conventions import CutoffError, check_cutoffs
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import eval_golden_set
 from app.services.hints import context_for, hint_columns
 from app.services.runs import stored_ranking
-
-MAX_DEPTH = MAX_CUTOFF
 
 
 def create_triage(
@@ -61,8 +59,7 @@ def create_triage(
         misses=misses.height,
         created_by_id=user.id if user else None,
     )
-    write_transaction(session)
-    try:
+    with writing(session):
         session.add(triage)
         session.flush()
         bulk_insert(
@@ -89,10 +86,6 @@ def create_triage(
                 "covered_by",
             ),
         )
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     session.refresh(triage)
     return triage
 
@@ -117,13 +110,8 @@ def include_covered(*, session: Session, triage: Triage, include: bool) -> int:
             )
             .values(state=MissState.COVERED.value)
         )
-    write_transaction(session)
-    try:
+    with writing(session):
         count = session.execute(moved).rowcount  # type: ignore[attr-defined]
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
     return int(count)
 
 

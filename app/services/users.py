@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from pydantic import validate_email
 from pydantic_core import PydanticCustomError
 from sqlmodel import Session, col, delete, select, update
 
 from app import security
-from app.db import write_transaction
-from app.models import ApiToken, Role, User, UserSession, utcnow
+from app.db import writing
+from app.models import ApiToken, Role, User, UserSession, column_width, utcnow
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.names import check_name
 from app.services.passwords import check_new_password
@@ -29,7 +29,7 @@ def validated_email(email: str) -> str:
     without a DNS look-up); else ``Invalid`` with code ``invalid_email``."""
     email = normalise_email(email)
     shown = email[:200]
-    if len(email) > 320:
+    if len(email) > column_width(User, "email"):
         raise Invalid(f"{shown!r}... is not an email address: too long", code="invalid_email")
     try:
         _, address = validate_email(email)
@@ -47,9 +47,8 @@ def create_user(*, session: Session, email: str, password: str, role: Role) -> U
     if session.exec(select(User).where(User.email == email)).first() is not None:
         raise Conflict(f"a user with email {email} exists already", code="user_exists")
     user = User(email=email, password_hash=security.hash_password(password), role=role.value)
-    write_transaction(session)
-    session.add(user)
-    session.commit()
+    with writing(session):
+        session.add(user)
     session.refresh(user)
     return user
 
@@ -75,9 +74,10 @@ def authenticate(*, session: Session, email: str, password: str) -> User | None:
     if not user.is_active or not security.verify_password(user.password_hash, password):
         return None
     if security.needs_rehash(user.password_hash):
-        user.password_hash = security.hash_password(password)
-        session.add(user)
-        session.commit()
+        new_hash = security.hash_password(password)
+        with writing(session):
+            user.password_hash = new_hash
+            session.add(user)
     return user
 
 
@@ -92,7 +92,9 @@ class IssuedToken:
 
 def create_token(*, session: Session, user: User, name: str) -> IssuedToken:
     """A new API token; ``secret`` is shown once and never stored."""
-    name = check_name(name.strip() or "token", what="a token name", max_length=100)
+    name = check_name(
+        name.strip() or "token", what="a token name", max_length=column_width(ApiToken, "name")
+    )
     secret = security.new_token()
     assert user.id is not None
     token = ApiToken(
@@ -101,9 +103,8 @@ def create_token(*, session: Session, user: User, name: str) -> IssuedToken:
         prefix=secret[:10],
         token_hash=security.digest(secret),
     )
-    write_transaction(session)
-    session.add(token)
-    session.commit()
+    with writing(session):
+        session.add(token)
     session.refresh(token)
     return IssuedToken(token=token, secret=secret)
 
@@ -119,9 +120,9 @@ def revoke_token(*, session: Session, user: User, token_id: int) -> ApiToken:
     if token is None or (token.user_id != user.id and Role(user.role) is not Role.ADMIN):
         raise NotFound(f"no token {token_id}", code="token_not_found")
     if token.revoked_at is None:
-        token.revoked_at = utcnow()
-        session.add(token)
-        session.commit()
+        with writing(session):
+            token.revoked_at = utcnow()
+            session.add(token)
     return token
 
 
@@ -139,9 +140,10 @@ def user_for_token(*, session: Session, secret: str) -> User | None:
         return None
     now = utcnow()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        write_transaction(session)
-        session.exec(update(ApiToken).where(col(ApiToken.id) == token.id).values(last_used_at=now))
-        session.commit()
+        with writing(session):
+            session.exec(
+                update(ApiToken).where(col(ApiToken.id) == token.id).values(last_used_at=now)
+            )
     return user
 
 
@@ -150,16 +152,15 @@ def start_session(*, session: Session, user: User, hours: int) -> str:
     Expired sessions (everyone's) are deleted on the way, so the table holds live ones only."""
     assert user.id is not None
     session_id = security.new_session_id()
-    write_transaction(session)
-    session.exec(delete(UserSession).where(col(UserSession.expires_at) <= utcnow()))
-    session.add(
-        UserSession(
-            user_id=user.id,
-            token_hash=security.digest(session_id),
-            expires_at=utcnow() + timedelta(hours=hours),
+    with writing(session):
+        session.exec(delete(UserSession).where(col(UserSession.expires_at) <= utcnow()))
+        session.add(
+            UserSession(
+                user_id=user.id,
+                token_hash=security.digest(session_id),
+                expires_at=utcnow() + timedelta(hours=hours),
+            )
         )
-    )
-    session.commit()
     return session_id
 
 
@@ -174,15 +175,7 @@ def user_for_session(*, session: Session, session_id: str) -> User | None:
 
 
 def end_session(*, session: Session, session_id: str) -> None:
-    write_transaction(session)
-    session.exec(
-        delete(UserSession).where(col(UserSession.token_hash) == security.digest(session_id))
-    )
-    session.commit()
-
-
-def purge_expired_sessions(*, session: Session, now: datetime | None = None) -> None:
-    """Delete every expired session (logins do it too)."""
-    write_transaction(session)
-    session.exec(delete(UserSession).where(col(UserSession.expires_at) <= (now or utcnow())))
-    session.commit()
+    with writing(session):
+        session.exec(
+            delete(UserSession).where(col(UserSession.token_hash) == security.digest(session_id))
+        )

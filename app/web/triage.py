@@ -10,7 +10,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import col, select
 
-from app.exporters import CREDENTIALS, TRACKERS, missing_credentials
+from app.exporters import REGISTRY, Tracker, missing_credentials, tracker_named
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.models import OTHER, Miss, MissState, Triage, User
@@ -20,19 +20,13 @@ from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import NotFound, ServiceError
+from app.services.exports import ExportAction
 from app.services.review import where_of
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
 SKIPS_SHOWN = 100
-TRACKER_NAMES = {
-    "github": "GitHub",
-    "gitlab": "GitLab",
-    "jira": "Jira",
-    "linear": "Linear",
-    "webhook": "a webhook",
-}
 
 
 def miss_url_prefix(request: Request) -> str:
@@ -99,12 +93,12 @@ def _dashboard(
             "queued": triage.misses - summary.covered,
             "is_lead": principal.role.allows_lead,
             "miss_url": miss_url_prefix(request),
-            "trackers": TRACKERS,
-            "tracker_names": TRACKER_NAMES,
+            "trackers": list(Tracker),
+            "tracker_names": {t: REGISTRY[t].title for t in Tracker},
             "exports": export_service.stored(session=session, triage=triage),
-            "export": export or {"tracker": "github", "target": ""},
-            "credentials": {t: CREDENTIALS[t] for t in TRACKERS},
-            "missing": {t: missing_credentials(t, settings) for t in TRACKERS},
+            "export": export or {"tracker": Tracker.GITHUB, "target": ""},
+            "credentials": {t: REGISTRY[t].credentials for t in Tracker},
+            "missing": {t: missing_credentials(t, settings) for t in Tracker},
             "skipped": skipped[:SKIPS_SHOWN],
             "skipped_total": len(skipped),
         },
@@ -184,12 +178,13 @@ def _export(
             error_code=code,
         )
 
-    if tracker not in TRACKERS:
-        return refused(f"Choose one of {', '.join(TRACKERS)}.", 400, "unknown_tracker")
-    missing = missing_credentials(tracker, settings)
+    chosen = tracker_named(tracker)
+    if chosen is None:
+        return refused(f"Choose one of {', '.join(Tracker)}.", 400, "unknown_tracker")
+    missing = missing_credentials(chosen, settings)
     if push and missing:
         return refused(
-            f"Nothing was sent: a push to {TRACKER_NAMES[tracker]} needs "
+            f"Nothing was sent: a push to {REGISTRY[chosen].title} needs "
             f"{' and '.join(missing)} in the server's settings. The preview works without.",
             400,
             "credentials_missing",
@@ -201,7 +196,7 @@ def _export(
             triage=triage,
             run=context["run"],
             golden=context["golden"],
-            tracker=tracker,
+            tracker=chosen,
             target=form["target"],
             dry_run=not push,
         )
@@ -212,8 +207,8 @@ def _export(
         return redirect(
             request,
             f"{dashboard_url}#exports",
-            flash=_pushed_sentence(tracker, form["target"], outcome.results),
-            kind="error" if any(r.action == "failed" for r in outcome.results) else "ok",
+            flash=_pushed_sentence(chosen, form["target"], outcome.results),
+            kind="error" if any(r.action is ExportAction.FAILED for r in outcome.results) else "ok",
         )
     form |= {
         "dry_run": not push,
@@ -231,15 +226,19 @@ def _export(
     return _dashboard(request, session, settings, clock, principal, triage, export=form)
 
 
-def _pushed_sentence(tracker: str, target: str, results: list[export_service.Result]) -> str:
+def _pushed_sentence(tracker: Tracker, target: str, results: list[export_service.Result]) -> str:
     """What a push did, for the message on the dashboard it redirects to."""
-    actions = {"create": "created", "update": "updated", "unchanged": "unchanged"}
+    actions = {
+        ExportAction.CREATE: "created",
+        ExportAction.UPDATE: "updated",
+        ExportAction.UNCHANGED: "unchanged",
+    }
     counts = [
         f"{sum(1 for r in results if r.action == action)} {word}"
         for action, word in actions.items()
     ]
-    sentence = f"Pushed to {TRACKER_NAMES[tracker]} {target}: {', '.join(counts)}"
-    failed = [r for r in results if r.action == "failed"]
+    sentence = f"Pushed to {REGISTRY[tracker].title} {target}: {', '.join(counts)}"
+    failed = [r for r in results if r.action is ExportAction.FAILED]
     if failed:
         causes = ", ".join(r.category for r in failed)
         sentence += f"; {len(failed)} failed ({causes}): push again to complete them"

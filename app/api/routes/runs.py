@@ -8,7 +8,13 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from app.eval import Gain, Thresholds
-from app.eval.conventions import DEFAULT_DEPTHS, parse_depths
+from app.eval.conventions import (
+    DEFAULT_DEPTH,
+    DEFAULT_DEPTHS,
+    DEFAULT_K,
+    MAX_CUTOFF,
+    parse_depths,
+)
 from app.eval.evaluate import query_row
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
 from app.http.params import Id, Page, PerPage, paged
@@ -19,7 +25,7 @@ from app.services.errors import Invalid
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
-Cutoff = Annotated[int, Query(ge=1, le=100_000)]
+Cutoff = Annotated[int, Query(ge=1, le=MAX_CUTOFF)]
 
 
 def _depths(depths: str | None) -> tuple[int, ...]:
@@ -47,8 +53,8 @@ def run_metrics(
     session: SessionDep,
     principal: ReviewerDep,
     run_id: Id,
-    k: Cutoff = 10,
-    depth: Cutoff = 50,
+    k: Cutoff = DEFAULT_K,
+    depth: Cutoff = DEFAULT_DEPTH,
     gain: Gain = Gain.EXP,
     depths: str | None = None,
 ) -> dict[str, Any]:
@@ -75,8 +81,8 @@ def run_queries(
     session: SessionDep,
     principal: ReviewerDep,
     run_id: Id,
-    k: Cutoff = 10,
-    depth: Cutoff = 50,
+    k: Cutoff = DEFAULT_K,
+    depth: Cutoff = DEFAULT_DEPTH,
     gain: Gain = Gain.EXP,
     page: Page = 1,
     per_page: PerPage = 50,
@@ -99,8 +105,8 @@ def run_queries(
 
 
 class TriageCreate(BaseModel):
-    depth: int = Field(default=50, ge=1, le=100_000)
-    k: int = Field(default=10, ge=1, le=100_000)
+    depth: int = Field(default=DEFAULT_DEPTH, ge=1, le=MAX_CUTOFF)
+    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_CUTOFF)
 
 
 @router.post("/{run_id}/triages", status_code=201)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from app.api.responses import attachment
+from app.exporters import Tracker
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.services import backlog as backlog_service
@@ -211,7 +212,7 @@ def backlog(
 
 
 class ExportBody(BaseModel):
-    tracker: Literal["github", "gitlab", "jira", "linear", "webhook"]
+    tracker: Tracker
     target: str = Field(min_length=1, max_length=500)
     dry_run: bool = False
 
