@@ -143,6 +143,21 @@ def install(app: FastAPI) -> None:
     for error_class in DATABASE_UNAVAILABLE:
         app.add_exception_handler(error_class, _database_unavailable)
 
+    @app.exception_handler(sa_exc.IntegrityError)
+    async def _concurrent_write(request: Request, exc: sa_exc.IntegrityError) -> Response:
+        # A constraint the services check before writing (a name taken, a row deleted) was
+        # broken by a request that committed in between: a conflict to retry, never a 500.
+        # The unit of work rolled back, so nothing of this request was written.
+        orig = getattr(exc, "orig", None) or exc
+        first_line = (str(orig).strip().splitlines() or [""])[0]
+        log.warning("concurrent write refused: %s: %s", type(orig).__name__, first_line[:300])
+        return error_answer(
+            request,
+            409,
+            "conflict",
+            "another request changed the same data first; nothing was saved: reload and try again",
+        )
+
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> Response:
         # Runs in Starlette's outermost middleware, which then re-raises: the server logs
