@@ -50,7 +50,8 @@ def test_every_route_declares_its_answer(client: TestClient, module: ModuleType)
         schema = responses[success[0]]["content"]["application/json"]["schema"]
         assert "$ref" in schema, (method, path, schema)  # a named model, not a bare object
         model = _resolve(document, schema)
-        assert model["type"] == "object" and model["properties"], (method, path)
+        assert model["type"] == "object", (method, path)
+        assert model["properties"], (method, path)
 
 
 def test_list_answers_are_pages(client: TestClient) -> None:

@@ -28,10 +28,7 @@ from tests.eval.helpers import evaluate, golden, ranked
 
 QRELS = "q1 0 a 1\nq1 0 b 2\nq2 0 c 1\nq3 0 d 1\n"
 # q1: a at 1, b at 4; q2: c at 2; q3: not answered
-RUN = (
-    "q1 Q0 a 1 9 t\nq1 Q0 x 2 8 t\nq1 Q0 y 3 7 t\nq1 Q0 b 4 6 t\n"
-    "q2 Q0 z 1 9 t\nq2 Q0 c 2 8 t\n"
-)
+RUN = "q1 Q0 a 1 9 t\nq1 Q0 x 2 8 t\nq1 Q0 y 3 7 t\nq1 Q0 b 4 6 t\nq2 Q0 z 1 9 t\nq2 Q0 c 2 8 t\n"
 
 
 @pytest.fixture
@@ -46,7 +43,8 @@ def test_the_api_and_the_cli_share_every_metric(evaluation: RunEvaluation) -> No
     core = set(Metrics.model_fields)
     assert {name: api[name] for name in core} == {name: cli[name] for name in core}
     assert set(api) - core == {"run_id", "clusters"}
-    assert api["run_id"] == 7 and api["clusters"] is None
+    assert api["run_id"] == 7
+    assert api["clusters"] is None
     # the CLI leaves out what was not asked for (absent, not null)
     assert set(cli) - core == {"name", "thresholds", "report"}
     assert cli["thresholds"] == {"recall": 0.8, "ndcg": 0.5}
@@ -54,8 +52,10 @@ def test_the_api_and_the_cli_share_every_metric(evaluation: RunEvaluation) -> No
 
 def test_the_metrics_document(evaluation: RunEvaluation) -> None:
     document = json.loads(RunMetrics.of_run(evaluation, run_id=1, clusters=None).model_dump_json())
-    assert document["k"] == 2 and document["depth"] == 3
-    assert document["queries"] == 3 and document["relevant"] == 4
+    assert document["k"] == 2
+    assert document["depth"] == 3
+    assert document["queries"] == 3
+    assert document["relevant"] == 4
     assert document["measures"]["R@2"] == pytest.approx((1 / 2 + 1 + 0) / 3)
     assert document["measures"]["R@3"] == pytest.approx((1 / 2 + 1 + 0) / 3)
     assert set(document["measures"]) == {"R@2", "R@3", "nDCG@2", "nDCG_cand@2"}
