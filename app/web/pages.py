@@ -194,17 +194,15 @@ def golden_set_page(
 ) -> HTMLResponse:
     """The runs at the chosen k, depth and gain. A value that cannot be used answers 422 with
     the page: a message next to its field, the defaults shown for it (never a silent change)."""
-    if view.errors:
-        return _golden_set_page(
-            request,
-            session,
-            principal,
-            golden_set_id,
-            view=view,
-            status=422,
-            error_code="invalid_" + sorted(view.errors)[0],
-        )
-    return _golden_set_page(request, session, principal, golden_set_id, view=view)
+    return _golden_set_page(
+        request,
+        session,
+        principal,
+        golden_set_id,
+        view=view,
+        status=422 if view.errors else 200,
+        error_code="invalid_" + sorted(view.errors)[0] if view.errors else None,
+    )
 
 
 def _back_to_golden_set(
