@@ -11,7 +11,10 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.api.routes import accounts, golden_sets, runs
+from app.api.routes import accounts as account_routes
+from app.api.routes import golden_sets, runs
+from app.models import Role
+from tests.conftest import Account
 
 PREFIX = "/api/v1"
 #: Operations whose answer is the triage's read model, typed with the triage routes.
@@ -35,7 +38,7 @@ def _resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]
     return schema
 
 
-@pytest.mark.parametrize("module", [golden_sets, runs, accounts], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [golden_sets, runs, account_routes], ids=lambda m: m.__name__)
 def test_every_route_declares_its_answer(client: TestClient, module: ModuleType) -> None:
     document = client.app.openapi()  # type: ignore[attr-defined]
     operations = _operations(module)
@@ -73,3 +76,32 @@ def test_list_answers_are_pages(client: TestClient) -> None:
     # the measure columns carry k and depth in their names: numbers (or null) under any name
     assert row["additionalProperties"] == {"anyOf": [{"type": "number"}, {"type": "null"}]}
     assert {"qid", "misses", "diagnosis"} <= set(row["properties"])
+
+
+def test_answers_keep_their_fields_and_timestamps(
+    client: TestClient, accounts: dict[Role, Account]
+) -> None:
+    """The read models answer the fields API.md names, times as ``isoformat()`` (+00:00)."""
+    admin = accounts[Role.ADMIN].headers
+    created = client.post("/api/v1/tokens", json={"name": "ci"}, headers=admin)
+    assert created.status_code == 201
+    token = created.json()
+    assert set(token) == {
+        "id",
+        "name",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "token",
+    }
+    assert token["created_at"].endswith("+00:00")
+    assert token["token"].startswith(token["prefix"])
+    listed = client.get("/api/v1/tokens", headers=admin).json()
+    assert listed["total"] == 2
+    assert "token" not in listed["items"][1]
+    assert listed["items"][1]["created_at"] == token["created_at"]
+    me = client.get("/api/v1/me", headers=admin).json()
+    assert me == {"id": me["id"], "email": "admin@example.com", "role": "admin", "is_active": True}
+    users = client.get("/api/v1/users", headers=admin).json()
+    assert [u["role"] for u in users["items"]] == [r.value for r in Role]
