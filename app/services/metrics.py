@@ -260,9 +260,11 @@ class EvaluatedRun(Metrics):
         )
 
     def document(self) -> dict[str, JsonValue]:
-        """The JSON document, without the optional parts that were not asked for."""
+        """The JSON document, without the optional parts that were not asked for; the run's
+        name first, for a person reading it."""
         absent = {name for name in ("per_query", "clusters") if getattr(self, name) is None}
-        return self.model_dump(mode="json", exclude=absent)
+        data = self.model_dump(mode="json", exclude=absent)
+        return {"name": data.pop("name"), **data}
 
 
 def _thresholds(thresholds: Thresholds) -> ThresholdsPublic:

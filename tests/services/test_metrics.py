@@ -47,6 +47,7 @@ def test_the_api_and_the_cli_share_every_metric(evaluation: RunEvaluation) -> No
     assert api["clusters"] is None
     # the CLI leaves out what was not asked for (absent, not null)
     assert set(cli) - core == {"name", "thresholds", "report"}
+    assert next(iter(cli)) == "name"
     assert cli["thresholds"] == {"recall": 0.8, "ndcg": 0.5}
 
 
