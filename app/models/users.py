@@ -124,3 +124,7 @@ class TokenCreated(TokenPublic):
     """A new token: ``token``, the secret, is in this answer only."""
 
     token: str
+
+    @classmethod
+    def of_secret(cls, token: ApiToken, secret: str) -> TokenCreated:
+        return cls.model_validate({**TokenPublic.of(token).model_dump(), "token": secret})

@@ -145,8 +145,10 @@ def reranker_checks(*, session: Session, runs: list[Run], rows: list[RunRow]) ->
     return notes
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
+    """Two runs' misses at one depth: those ``b`` fixes and introduces, by cause."""
+
     a: RunPublic
     b: RunPublic
     depth: int

@@ -12,7 +12,6 @@ from sqlmodel import Session, col, delete, select, update
 from app import security
 from app.db import write_transaction
 from app.models import ApiToken, Role, User, UserSession, utcnow
-from app.models.users import TokenCreated, TokenPublic
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.names import check_name
 from app.services.passwords import check_new_password
@@ -89,12 +88,6 @@ _DUMMY_HASH = security.hash_password("misstriage-timing-equaliser")
 class IssuedToken:
     token: ApiToken
     secret: str
-
-    def public(self) -> TokenCreated:
-        """The new token as its creator sees it: the secret this once."""
-        return TokenCreated.model_validate(
-            {**TokenPublic.of(self.token).model_dump(), "token": self.secret}
-        )
 
 
 def create_token(*, session: Session, user: User, name: str) -> IssuedToken:

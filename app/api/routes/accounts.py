@@ -26,7 +26,8 @@ class TokenCreate(BaseModel):
 @router.post("/tokens", status_code=201)
 def create_token(session: SessionDep, principal: ReviewerDep, body: TokenCreate) -> TokenCreated:
     """A new token for the caller; ``token`` is shown in this answer only."""
-    return service.create_token(session=session, user=principal.user, name=body.name).public()
+    issued = service.create_token(session=session, user=principal.user, name=body.name)
+    return TokenCreated.of_secret(issued.token, issued.secret)
 
 
 @router.get("/tokens")
