@@ -44,9 +44,9 @@ from app.eval.conventions import (
     parse_depths,
 )
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
-from app.eval.evaluate import query_row
 from app.eval.jsonl import read_corpus
 from app.eval.textio import DecompressionLimit, ProgressFn, decompression_limit
+from app.services.metrics import ConventionsPublic, EvaluatedRun, QueryRow
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_BAD_INPUT = 2
@@ -406,15 +406,16 @@ def _emit(
             "k": first.k,
             "depth": first.depth,
             "depths": list(curve),
-            "conventions": first.conventions.as_dict(),
+            "conventions": ConventionsPublic.of(first.conventions).model_dump(mode="json"),
             "golden_set": {
                 "qrels": str(qrels),
                 "queries": str(queries) if queries else None,
                 "report": golden.report.as_dict(),
             },
             "runs": [
-                r.as_dict(per_query=per_query)
-                | ({"clusters": clusters[r.name].as_dict()} if r.name in clusters else {})
+                EvaluatedRun.of_evaluation(
+                    r, per_query=per_query, clusters=clusters.get(r.name)
+                ).document()
                 for r in results
             ],
             "fail_under": {
@@ -427,7 +428,9 @@ def _emit(
         writer = csv.writer(sys.stdout, lineterminator="\n")
         if per_query:
             rows = [
-                {"run": r.name, **query_row(q, r.k, r.depth)} for r in results for q in r.queries
+                {"run": r.name, **QueryRow.of(q, r.k, r.depth).in_reading_order()}
+                for r in results
+                for q in r.queries
             ]
         else:
             rows = [

@@ -21,6 +21,8 @@ from app.eval.values import INT32_MAX
 from app.exporters import Tracker
 from app.migrate import upgrade
 from app.models import GoldenSet, Role
+from app.models.golden import GoldenSetPublic
+from app.models.runs import RunPublic
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
@@ -203,7 +205,7 @@ def import_golden_set(
             min_grade=min_grade,
         )
     _emit(
-        golden_service.public(golden),
+        GoldenSetPublic.of(golden).model_dump(mode="json"),
         output,
         f"golden set {golden.id} {golden.name!r}: {golden.queries} queries, "
         f"{golden.judgments} judgments, {golden.relevant} relevant, {golden.documents} documents",
@@ -245,7 +247,7 @@ def import_run(
             keep_depth=get_settings().keep_depth,
         )
     _emit(
-        run_service.public(run),
+        RunPublic.of(run).model_dump(mode="json"),
         output,
         f"run {run.id} {run.name!r}: {run.lines} lines, {run.queries} queries",
     )

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import median
-from typing import Any
 
 import polars as pl
 
@@ -81,18 +80,6 @@ class ClusterEvaluation:
     @property
     def cluster_recall_micro(self) -> float:
         return self.found_clusters / self.relevant_clusters if self.relevant_clusters else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """The figures the API and ``misstriage evaluate --format json`` show."""
-        return {
-            "k": self.k,
-            f"unique-clusters@{self.k}": {
-                "median": self.median_unique,
-                f"share_at_most_{FEW}": self.share_few,
-            },
-            f"cluster-R@{self.k}": self.cluster_recall,
-            "micro": {f"cluster-R@{self.k}": self.cluster_recall_micro},
-        }
 
 
 def evaluate_clusters(

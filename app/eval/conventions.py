@@ -1,7 +1,7 @@
 """The evaluation conventions of misstriage, decided once (DESIGN.md, "Evaluation conventions").
 
 Every number the product shows is computed under these rules, and the rules travel with the
-numbers (``Conventions.as_dict``) so that the CLI, the API and the UI can echo them.
+numbers (the metrics read model echoes them) so that the CLI, the API and the UI can echo them.
 """
 
 from __future__ import annotations
@@ -57,19 +57,6 @@ class Conventions:
     def is_relevant(self, grade: int) -> bool:
         """A judged document is relevant when its grade is at least ``min_grade``."""
         return grade >= self.min_grade
-
-    def as_dict(self) -> dict[str, str | int]:
-        """The conventions as the API and the CLI print them."""
-        return {
-            "order": self.order.value,
-            "gain": self.gain.value,
-            "ideal": IDEAL,
-            "min_grade": self.min_grade,
-            "relevant": f"grade >= {self.min_grade}",
-            "averaging": AVERAGING,
-            "averaged_queries": AVERAGED_QUERIES,
-            "duplicates": DUPLICATES,
-        }
 
 
 def parse_depths(text: str) -> tuple[int, ...]:

@@ -5,21 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Any
-
-import polars as pl
 
 from app.eval.conventions import DEFAULT_DEPTHS, Conventions
 from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
 from app.eval.golden import Judgments
-from app.eval.measures import (
-    Judged,
-    Measure,
-    MeasureKind,
-    candidate_ndcg_at,
-    ndcg_at,
-    recall_at,
-)
+from app.eval.measures import Judged, candidate_ndcg_at, ndcg_at, recall_at
 from app.eval.ranking import RankedRun, RunReport
 
 
@@ -66,44 +56,6 @@ class RunEvaluation:
     def diagnosis_counts(self) -> dict[str, int]:
         counts = Counter(q.diagnosis for q in self.queries)
         return {d.value: counts.get(d, 0) for d in Diagnosis}
-
-    def as_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        """The documented JSON shape (see docs/evaluate.md)."""
-        data: dict[str, Any] = {
-            "name": self.name,
-            "k": self.k,
-            "depth": self.depth,
-            "conventions": self.conventions.as_dict(),
-            "thresholds": {"recall": self.thresholds.recall, "ndcg": self.thresholds.ndcg},
-            "queries": len(self.queries),
-            "relevant": self.relevant,
-            "measures": self.measures,
-            "micro": self.micro,
-            "depth_curve": {str(d): v for d, v in self.depth_curve.items()},
-            "micro_depth_curve": {str(d): v for d, v in self.micro_depth_curve.items()},
-            "misses": self.misses,
-            "diagnosis": self.diagnosis_counts,
-            "report": self.report.as_dict(),
-        }
-        if per_query:
-            data["per_query"] = [query_row(q, self.k, self.depth) for q in self.queries]
-        return data
-
-
-def query_row(query: QueryEvaluation, k: int, depth: int) -> dict[str, Any]:
-    """A per-query row with canonical measure names as keys."""
-    return {
-        "qid": query.qid,
-        "text": query.text,
-        "relevant": query.relevant,
-        "retrieved": query.retrieved,
-        str(Measure(MeasureKind.RECALL, k)): query.recall_k,
-        str(Measure(MeasureKind.RECALL, depth)): query.recall_depth,
-        str(Measure(MeasureKind.NDCG, k)): query.ndcg_k,
-        str(Measure(MeasureKind.NDCG_CANDIDATE, k)): query.ndcg_cand_k,
-        "misses": query.misses,
-        "diagnosis": query.diagnosis.value,
-    }
 
 
 def relevant_ranks(golden: Judgments, ranked: RankedRun) -> dict[str, list[tuple[int, int | None]]]:
@@ -193,9 +145,3 @@ def evaluate_run(
         relevant=total_relevant,
         report=ranked.report,
     )
-
-
-def per_query_frame(evaluation: RunEvaluation) -> pl.DataFrame:
-    """The per-query rows as a frame (for CSV output and further analysis)."""
-    rows = [query_row(q, evaluation.k, evaluation.depth) for q in evaluation.queries]
-    return pl.DataFrame(rows, infer_schema_length=None)

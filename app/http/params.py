@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Form, Path, Query, Request
+from pydantic import BaseModel, ConfigDict
 
 from app.eval.jsonl import MAX_JSON_DEPTH, nesting_depth
 from app.eval.values import INT32_MAX
@@ -24,10 +26,23 @@ Page = Annotated[int, Query(ge=1, le=INT32_MAX)]
 PerPage = Annotated[int, Query(ge=1, le=1000)]
 
 
-def paged(items: list[Any], page: int, per_page: int) -> dict[str, Any]:
+T = TypeVar("T")
+
+
+class PageOf(BaseModel, Generic[T]):
+    """One page of a list, the API's list shape: ``{"items": [...], "total": N}`` where
+    ``total`` counts every item of the list, not just this page's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[T]
+    total: int
+
+
+def paged(items: Sequence[T], page: int, per_page: int) -> PageOf[T]:
     """One page of an in-memory list, in the API's list shape."""
     start = (page - 1) * per_page
-    return {"items": items[start : start + per_page], "total": len(items)}
+    return PageOf[T](items=list(items[start : start + per_page]), total=len(items))
 
 
 def _has_nul(value: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pydantic import JsonValue
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -22,6 +23,7 @@ from sqlmodel import Field, SQLModel
 
 from app.eval.hints import HINT_CAUSES
 from app.models.base import UTCDateTime, utcnow
+from app.readmodel import IsoDateTime, ReadModel
 
 #: The three causes of DESIGN.md, which the hints can suggest.
 DEFAULT_CAUSES = list(HINT_CAUSES)
@@ -103,3 +105,43 @@ class Document(SQLModel, table=True):
     indexed: bool = Field(
         default=True, sa_column=Column(Boolean, nullable=False, server_default=true())
     )
+
+
+class WebhookPublic(ReadModel):
+    """Where a golden set's events are posted (``url`` null: nowhere), and which."""
+
+    url: str | None
+    events: list[str]
+
+
+class GoldenSetPublic(ReadModel):
+    """A golden set as the API answers it and the pages show it (API.md)."""
+
+    id: int
+    name: str
+    description: str
+    min_grade: int
+    queries: int
+    judgments: int
+    relevant: int
+    documents: int
+    causes: list[str]
+    webhook: WebhookPublic
+    #: The import report as stored: ``judgments`` (the reader's counts and warnings), and
+    #: with a corpus ``corpus``, with a manifest ``manifest``.
+    report: dict[str, JsonValue]
+    created_at: IsoDateTime
+
+    @classmethod
+    def of(cls, golden: GoldenSet) -> GoldenSetPublic:
+        return cls.model_validate(
+            {
+                **golden.model_dump(),
+                "webhook": {"url": golden.webhook_url, "events": golden.webhook_events},
+            }
+        )
+
+    @property
+    def has_manifest(self) -> bool:
+        """An index manifest was imported beside the corpus (its counts are in the report)."""
+        return "manifest" in self.report

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pydantic import JsonValue
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -25,6 +26,7 @@ from sqlalchemy import (
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
+from app.readmodel import IsoDateTime, ReadModel
 
 
 def _run_fk() -> Column[int]:
@@ -95,3 +97,27 @@ class RunHead(SQLModel, table=True):
     run_id: int = Field(sa_column=_run_fk())
     qid: str = Field(sa_column=Column(String(200), nullable=False))
     ranking: dict[str, Any] = Field(sa_type=JSON)
+
+
+class RunPublic(ReadModel):
+    """A run as the API answers it and the pages show it (API.md)."""
+
+    id: int
+    name: str
+    golden_set_id: int
+    description: str
+    source_name: str
+    sha256: str
+    format: str
+    order: str
+    queries: int
+    lines: int
+    keep_depth: int
+    #: The reader's report as stored (duplicates dropped, unknown and absent queries,
+    #: warnings) and the uploaded file's name as ``source``.
+    report: dict[str, JsonValue]
+    created_at: IsoDateTime
+
+    @classmethod
+    def of(cls, run: Run) -> RunPublic:
+        return cls.model_validate(run)

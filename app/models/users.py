@@ -9,6 +9,7 @@ from sqlalchemy import Column, ForeignKey, Index, Integer, String
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
+from app.readmodel import IsoDateTime, ReadModel
 
 
 class Role(StrEnum):
@@ -89,3 +90,41 @@ class LoginAttempt(SQLModel, table=True):
     email: str = Field(sa_column=Column(String(320), nullable=False))
     address: str = Field(sa_column=Column(String(64), nullable=False))
     attempted_at: datetime = Field(sa_type=UTCDateTime)
+
+
+class UserPublic(ReadModel):
+    """A user as the API answers it: never the password hash."""
+
+    id: int
+    email: str
+    role: Role
+    is_active: bool
+
+    @classmethod
+    def of(cls, user: User) -> UserPublic:
+        return cls.model_validate(user)
+
+
+class TokenPublic(ReadModel):
+    """An API token as lists show it: its prefix, never the secret or its hash."""
+
+    id: int
+    name: str
+    prefix: str
+    created_at: IsoDateTime
+    last_used_at: IsoDateTime | None
+    revoked_at: IsoDateTime | None
+
+    @classmethod
+    def of(cls, token: ApiToken) -> TokenPublic:
+        return cls.model_validate(token)
+
+
+class TokenCreated(TokenPublic):
+    """A new token: ``token``, the secret, is in this answer only."""
+
+    token: str
+
+    @classmethod
+    def of_secret(cls, token: ApiToken, secret: str) -> TokenCreated:
+        return cls.model_validate({**TokenPublic.of(token).model_dump(), "token": secret})

@@ -1,5 +1,6 @@
-"""Comparing runs of one golden set: same candidates (a reranker check), misses fixed and
-introduced, broken down by the causes reviewers gave them."""
+"""Comparing runs of one golden set: the golden-set page's table of runs at k and depth, same
+candidates (a reranker check), misses fixed and introduced, broken down by the causes
+reviewers gave them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
-from app.eval import misses_frame
+from app.eval import Gain, misses_frame
+from app.eval.conventions import DEFAULT_DEPTHS
 from app.models import UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
+from app.models.runs import RunPublic
+from app.services import triages as triage_service
 from app.services.errors import Invalid
 from app.services.golden_sets import eval_golden_set
-from app.services.runs import stored_ranking
+from app.services.metrics import Metrics
+from app.services.runs import evaluate_stored_run, list_runs, stored_ranking
 
 
 def top_sets(*, session: Session, run: Run, depth: int) -> dict[str, frozenset[str]] | None:
@@ -47,10 +52,103 @@ def latest_labels(*, session: Session, golden: GoldenSet) -> dict[tuple[str, str
     return {(qid, doc): category for qid, doc, category in rows if category is not None}
 
 
-@dataclass
+@dataclass(frozen=True)
+class RunRow:
+    """One run on its golden set's page: its metrics at k and depth, and its triage at that
+    depth and k, if one was created."""
+
+    run: RunPublic
+    metrics: Metrics
+    triage_id: int | None
+
+    @property
+    def recall_k(self) -> float:
+        return self.metrics.measures[f"R@{self.metrics.k}"]
+
+    @property
+    def recall_depth(self) -> float:
+        return self.metrics.measures[f"R@{self.metrics.depth}"]
+
+    @property
+    def ndcg_k(self) -> float:
+        return self.metrics.measures[f"nDCG@{self.metrics.k}"]
+
+    @property
+    def micro_depth(self) -> float:
+        return self.metrics.micro[f"R@{self.metrics.depth}"]
+
+    @property
+    def curve(self) -> dict[int, float]:
+        """Macro recall at the default depths (the chart's points)."""
+        return {d: self.metrics.depth_curve[d] for d in DEFAULT_DEPTHS}
+
+
+#: The columns of the runs table where the best value is marked, and what is best.
+BEST_IS_HIGHEST = ("recall_k", "recall_depth", "ndcg_k", "micro_depth")
+
+
+@dataclass(frozen=True)
+class RunBoard:
+    """The runs of a golden set at (k, depth): one row a run, the best value of each column
+    (``best``: the highest measures, the fewest misses) and the reranker checks."""
+
+    rows: list[RunRow]
+    best: dict[str, float]
+    checks: list[str]
+
+
+def run_board(*, session: Session, golden: GoldenSet, k: int, depth: int, gain: Gain) -> RunBoard:
+    """Every run of ``golden`` evaluated at (k, depth) with ``gain`` (its depth curve at the
+    default depths too), with the reranker checks of each pair of runs."""
+    depths = tuple(sorted({*DEFAULT_DEPTHS, k, depth}))
+    runs = list_runs(session=session, golden=golden)
+    rows = []
+    for run in runs:
+        evaluation = evaluate_stored_run(
+            session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=depths
+        )
+        triage = next(
+            (
+                t.id
+                for t in triage_service.list_triages(session=session, run=run)
+                if t.depth == depth and t.k == k
+            ),
+            None,
+        )
+        rows.append(RunRow(run=RunPublic.of(run), metrics=Metrics.of(evaluation), triage_id=triage))
+    best: dict[str, float] = {}
+    if rows:
+        for key in BEST_IS_HIGHEST:
+            best[key] = max(getattr(r, key) for r in rows)
+        best["misses"] = min(r.metrics.misses for r in rows)
+    return RunBoard(
+        rows=rows, best=best, checks=reranker_checks(session=session, runs=runs, rows=rows)
+    )
+
+
+def reranker_checks(*, session: Session, runs: list[Run], rows: list[RunRow]) -> list[str]:
+    """For each pair of runs with the same top-``depth`` documents for every query: say that
+    recall@depth is the same and that the recall@k change is ordering alone."""
+    notes = []
+    for i, (run_a, a) in enumerate(zip(runs, rows, strict=True)):
+        for run_b, b in zip(runs[i + 1 :], rows[i + 1 :], strict=True):
+            k, depth = a.metrics.k, a.metrics.depth
+            if same_candidates(session=session, a=run_a, b=run_b, depth=depth):
+                notes.append(
+                    f"{a.run.name} and {b.run.name} return the same top {depth} documents "
+                    f"for every query: R@{depth} is identical ({a.recall_depth:.4f}), and "
+                    f"the R@{k} change ({a.recall_k:.4f} to {b.recall_k:.4f}) is "
+                    "ordering alone."
+                )
+    return notes
+
+
+@dataclass(frozen=True)
 class Comparison:
-    a: Run
-    b: Run
+    """Two runs' misses at one depth: those ``b`` fixes and introduces, by cause."""
+
+    a: RunPublic
+    b: RunPublic
     depth: int
     misses_a: int
     misses_b: int
@@ -90,8 +188,8 @@ def compare(*, session: Session, golden: GoldenSet, a: Run, b: Run, depth: int) 
 
     fixed, introduced = tag(missed_a - missed_b), tag(missed_b - missed_a)
     return Comparison(
-        a=a,
-        b=b,
+        a=RunPublic.of(a),
+        b=RunPublic.of(b),
         depth=depth,
         misses_a=len(missed_a),
         misses_b=len(missed_b),

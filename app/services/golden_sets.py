@@ -283,21 +283,3 @@ def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> Gol
         session.add(golden)
     session.refresh(golden)
     return golden
-
-
-def public(golden: GoldenSet) -> dict[str, Any]:
-    """The API shape of a golden set (API.md)."""
-    return {
-        "id": golden.id,
-        "name": golden.name,
-        "description": golden.description,
-        "min_grade": golden.min_grade,
-        "queries": golden.queries,
-        "judgments": golden.judgments,
-        "relevant": golden.relevant,
-        "documents": golden.documents,
-        "causes": list(golden.causes),
-        "webhook": {"url": golden.webhook_url, "events": list(golden.webhook_events)},
-        "report": golden.report,
-        "created_at": golden.created_at.isoformat(),
-    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,13 @@ from app.models import (
 )
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
-from app.services.golden_sets import ID_LIMITS, bad_input, eval_golden_set
+from app.services.golden_sets import (
+    ID_LIMITS,
+    bad_input,
+    eval_golden_set,
+    get_golden_set,
+)
+from app.services.metrics import RunMetrics
 from app.services.names import check_name
 from app.settings import DEFAULT_KEEP_DEPTH
 
@@ -229,6 +236,22 @@ def get_run(*, session: Session, run_id: int) -> Run:
     return run
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """A run and its golden set: what every use case about a run starts from."""
+
+    run: Run
+    golden: GoldenSet
+
+
+def run_context(*, session: Session, run_id: int) -> RunContext:
+    """The run ``run_id`` with its golden set; 404 ``run_not_found`` when there is none."""
+    run = get_run(session=session, run_id=run_id)
+    return RunContext(
+        run=run, golden=get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    )
+
+
 def delete_run(*, session: Session, run_id: int) -> None:
     with writing(session):
         session.delete(get_run(session=session, run_id=run_id))
@@ -292,42 +315,11 @@ def evaluate_stored_run(
     )
 
 
-def public(run: Run) -> dict[str, Any]:
-    """The API shape of a run (API.md)."""
-    return {
-        "id": run.id,
-        "name": run.name,
-        "golden_set_id": run.golden_set_id,
-        "description": run.description,
-        "source_name": run.source_name,
-        "sha256": run.sha256,
-        "format": run.format,
-        "order": run.order,
-        "queries": run.queries,
-        "lines": run.lines,
-        "keep_depth": run.keep_depth,
-        "report": run.report,
-        "created_at": run.created_at.isoformat(),
-    }
-
-
-def metrics_document(
-    evaluation: RunEvaluation, run: Run, clusters: ClusterEvaluation | None = None
-) -> dict[str, Any]:
-    """The API shape of a run's metrics (API.md); ``clusters`` null when k is deeper than the
-    kept head of the rankings."""
-    return {
-        "run_id": run.id,
-        "k": evaluation.k,
-        "depth": evaluation.depth,
-        "conventions": evaluation.conventions.as_dict(),
-        "queries": len(evaluation.queries),
-        "relevant": evaluation.relevant,
-        "measures": evaluation.measures,
-        "micro": evaluation.micro,
-        "depth_curve": {str(d): v for d, v in evaluation.depth_curve.items()},
-        "micro_depth_curve": {str(d): v for d, v in evaluation.micro_depth_curve.items()},
-        "misses": evaluation.misses,
-        "diagnosis": evaluation.diagnosis_counts,
-        "clusters": None if clusters is None else clusters.as_dict(),
-    }
+def run_metrics(*, session: Session, context: RunContext, evaluation: RunEvaluation) -> RunMetrics:
+    """The metrics of an evaluated stored run, with its duplicate clusters at k (null when k
+    is deeper than the kept head of its rankings)."""
+    assert context.run.id is not None
+    clusters = cluster_evaluation(
+        session=session, run=context.run, golden=context.golden, k=evaluation.k
+    )
+    return RunMetrics.of_run(evaluation, run_id=context.run.id, clusters=clusters)

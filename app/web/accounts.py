@@ -20,6 +20,7 @@ from app.http.deps import (
     session_id_from_cookie,
 )
 from app.http.params import Id
+from app.models.users import TokenPublic
 from app.security import CookieSigner
 from app.services import logins
 from app.services import users as user_service
@@ -136,7 +137,9 @@ def logout(request: Request, session: SessionDep, principal: ReviewerDep) -> Res
 
 @router.get("/tokens", name="tokens_page")
 def tokens_page(request: Request, session: SessionDep, principal: ReviewerDep) -> HTMLResponse:
-    tokens = user_service.list_tokens(session=session, user=principal.user)
+    tokens = [
+        TokenPublic.of(t) for t in user_service.list_tokens(session=session, user=principal.user)
+    ]
     return render(
         request, "tokens.html", {"tokens": tokens, "new_token": None}, principal=principal
     )
@@ -150,7 +153,9 @@ def create_token(
     name: Annotated[str, Form()] = "api",
 ) -> HTMLResponse:
     issued = user_service.create_token(session=session, user=principal.user, name=name)
-    tokens = user_service.list_tokens(session=session, user=principal.user)
+    tokens = [
+        TokenPublic.of(t) for t in user_service.list_tokens(session=session, user=principal.user)
+    ]
     response = render(
         request,
         "tokens.html",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
 
 from app.eval import Order
 from app.eval.conventions import (
@@ -19,8 +21,9 @@ from app.eval.conventions import (
 from app.http.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id
 from app.http.uploads import saved_uploads
-from app.models import GoldenSet, Role
-from app.services import events
+from app.models import Role
+from app.models.golden import GoldenSetPublic
+from app.services import comparisons, events
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
@@ -29,7 +32,6 @@ from app.web.charts import depth_curve_chart
 from app.web.forms import Fields, View, read_view
 from app.web.progress import new_import_id, tracking
 from app.web.render import read_flash, redirect, render
-from app.web.run_rows import reranker_checks, run_rows
 
 router = APIRouter(include_in_schema=False)
 
@@ -49,11 +51,11 @@ def home(request: Request, principal: ReviewerDep) -> Response:
 
 def _golden_sets(
     request: Request,
-    session: Any,
+    session: Session,
     principal: Principal,
     *,
     error: str | None = None,
-    form: dict[str, Any] | None = None,
+    form: Mapping[str, str | int] | None = None,
     status: int = 200,
     error_code: str | None = None,
 ) -> HTMLResponse:
@@ -61,7 +63,9 @@ def _golden_sets(
         request,
         "golden_sets.html",
         {
-            "golden_sets": golden_service.list_golden_sets(session=session),
+            "golden_sets": [
+                GoldenSetPublic.of(g) for g in golden_service.list_golden_sets(session=session)
+            ],
             "can_import": principal.role.allows(Role.LEAD),
             "error": error,
             "form": form or {"name": "", "min_grade": 1},
@@ -138,30 +142,27 @@ def import_golden_set(
 
 def _golden_set_page(
     request: Request,
-    session: Any,
+    session: Session,
     principal: Principal,
-    golden: GoldenSet,
+    golden_set_id: int,
     *,
-    view: View | None = None,
-    error: str | None = None,
-    form: dict[str, Any] | None = None,
+    view: View,
     status: int = 200,
     error_code: str | None = None,
 ) -> HTMLResponse:
-    view = view or View()
+    golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     k, depth = view.k, view.depth
-    rows, best = run_rows(session, golden, k=k, depth=depth, gain=view.gain)
-    chart = depth_curve_chart({r["run"].name: r["curve"] for r in rows})
-    if form is None:
-        flash = read_flash(request)
-        form = {"name": "", **(flash["form"] if flash else {})}
+    board = comparisons.run_board(session=session, golden=golden, k=k, depth=depth, gain=view.gain)
+    chart = depth_curve_chart({r.run.name: r.curve for r in board.rows})
+    flash = read_flash(request)
+    form = {"name": "", **(flash["form"] if flash else {})}
     return render(
         request,
         "golden_set.html",
         {
-            "golden": golden,
-            "rows": rows,
-            "best": best,
+            "golden": GoldenSetPublic.of(golden),
+            "rows": board.rows,
+            "best": board.best,
             "k": k,
             "depth": depth,
             "gain": view.gain.value,
@@ -170,10 +171,10 @@ def _golden_set_page(
             "errors": view.errors,
             "chart": chart,
             "depths": DEFAULT_DEPTHS,
-            "checks": reranker_checks(session, rows, k=k, depth=depth),
+            "checks": board.checks,
             "event_names": events.EVENTS,
             "can_import": principal.role.allows(Role.LEAD),
-            "error": error,
+            "error": None,
             "form": form,
             "import_id": new_import_id(),
         },
@@ -193,18 +194,15 @@ def golden_set_page(
 ) -> HTMLResponse:
     """The runs at the chosen k, depth and gain. A value that cannot be used answers 422 with
     the page: a message next to its field, the defaults shown for it (never a silent change)."""
-    golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
-    if view.errors:
-        return _golden_set_page(
-            request,
-            session,
-            principal,
-            golden,
-            view=view,
-            status=422,
-            error_code="invalid_" + sorted(view.errors)[0],
-        )
-    return _golden_set_page(request, session, principal, golden, view=view)
+    return _golden_set_page(
+        request,
+        session,
+        principal,
+        golden_set_id,
+        view=view,
+        status=422 if view.errors else 200,
+        error_code="invalid_" + sorted(view.errors)[0] if view.errors else None,
+    )
 
 
 def _back_to_golden_set(
@@ -214,7 +212,7 @@ def _back_to_golden_set(
     *,
     kind: str = "ok",
     form: dict[str, str] | None = None,
-    params: dict[str, Any] | None = None,
+    params: dict[str, str] | None = None,
     error_code: str | None = None,
 ) -> Response:
     """Post/redirect/get back to the golden-set page, saying what happened."""
@@ -295,8 +293,7 @@ def create_triage(
     k: Annotated[str, Form()] = "",
 ) -> Response:
     """A triage at the depth and k the golden-set page showed (its hidden fields)."""
-    run = run_service.get_run(session=session, run_id=run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    context = run_service.run_context(session=session, run_id=run_id)
     fields = Fields()
     cut_k = fields.integer("k", k, default=DEFAULT_K, minimum=1, maximum=MAX_CUTOFF)
     cut_depth = fields.integer("depth", depth, default=DEFAULT_DEPTH, minimum=1, maximum=MAX_CUTOFF)
@@ -304,12 +301,17 @@ def create_triage(
         if fields.errors:
             raise Invalid(next(iter(fields.errors.values())), code="invalid_cutoff")
         triage = triage_service.create_triage(
-            session=session, run=run, golden=golden, depth=cut_depth, k=cut_k, user=principal.user
+            session=session,
+            run=context.run,
+            golden=context.golden,
+            depth=cut_depth,
+            k=cut_k,
+            user=principal.user,
         )
     except ServiceError as exc:
         return _back_to_golden_set(
             request,
-            golden.id,
+            context.golden.id,
             f"triage not created: {exc.message}",
             kind="error",
             params={"k": k[:20], "depth": depth[:20]},

@@ -2,38 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from app.eval.clusters import FEW
 from app.eval.conventions import DEFAULT_DEPTH, MAX_CUTOFF
-from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
+from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis, Thresholds
 from app.http.deps import ReviewerDep, SessionDep
-from app.http.params import Id, Page, PerPage, QueryId
+from app.http.params import Id, Page, PerPage, QueryId, paged
+from app.models.golden import GoldenSetPublic
+from app.models.runs import RunPublic
 from app.services import comparisons
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services.errors import Invalid
+from app.services.metrics import query_rows
 from app.web.forms import Fields, View, read_view, refuse_bad_view
 from app.web.render import render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
-SORTS = {
-    "qid": lambda q: q.qid,
-    "recall_k": lambda q: q.recall_k,
-    "recall_depth": lambda q: q.recall_depth,
-    "ndcg_k": lambda q: q.ndcg_k,
-    "ndcg_cand_k": lambda q: -1.0 if q.ndcg_cand_k is None else q.ndcg_cand_k,
-    "misses": lambda q: q.misses,
-    "diagnosis": lambda q: q.diagnosis.value,
-}
 
 
 def _clamp(value: int, low: int, high: int) -> int:
     return max(low, min(value, high))
+
+
+def _diagnosis(value: str) -> Diagnosis | None:
+    """The diagnosis filter: a value that names none shows every query."""
+    try:
+        return Diagnosis(value)
+    except ValueError:
+        return None
 
 
 @router.get("/runs/{run_id}", name="run_page")
@@ -50,31 +52,32 @@ def run_page(
     page: Page = 1,
     per_page: PerPage = PER_PAGE,
 ) -> HTMLResponse:
-    run = run_service.get_run(session=session, run_id=run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    context = run_service.run_context(session=session, run_id=run_id)
     refuse_bad_view(view)  # a message, never a silent clamp
     k, depth, gain = view.k, view.depth, view.gain
+    thresholds = Thresholds()
     evaluation = run_service.evaluate_stored_run(
-        session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=(k, depth)
+        session=session,
+        run=context.run,
+        golden=context.golden,
+        k=k,
+        depth=depth,
+        gain=gain,
+        depths=(k, depth),
+        thresholds=thresholds,
     )
-    rows = evaluation.queries
-    needle = q.strip().lower()
-    if needle:
-        rows = [r for r in rows if needle in r.qid.lower() or needle in (r.text or "").lower()]
-    if diagnosis in {d.value for d in Diagnosis}:
-        rows = [r for r in rows if r.diagnosis.value == diagnosis]
-    key = SORTS.get(sort, SORTS["qid"])
-    rows = sorted(rows, key=key, reverse=desc)
+    metrics = run_service.run_metrics(session=session, context=context, evaluation=evaluation)
+    rows = query_rows(evaluation, search=q, diagnosis=_diagnosis(diagnosis), sort=sort, desc=desc)
     pages = max(1, -(-len(rows) // per_page))
     page = _clamp(page, 1, pages)
-    counts = evaluation.diagnosis_counts
     return render(
         request,
         "run.html",
         {
-            "run": run,
-            "golden": golden,
-            "evaluation": evaluation,
+            "run": RunPublic.of(context.run),
+            "golden": GoldenSetPublic.of(context.golden),
+            "metrics": metrics,
+            "thresholds": thresholds,
             "k": k,
             "depth": depth,
             "gain": gain.value,
@@ -82,15 +85,13 @@ def run_page(
             "diagnosis": diagnosis,
             "sort": sort,
             "desc": desc,
-            "rows": rows[(page - 1) * per_page : page * per_page],
+            "rows": paged(rows, page, per_page).items,
             "per_page": per_page,
             "matching": len(rows),
             "page": page,
             "pages": pages,
-            "diagnoses": [(d.value, counts[d.value], DIAGNOSIS_MEANING[d]) for d in Diagnosis],
-            "clusters": run_service.cluster_evaluation(
-                session=session, run=run, golden=golden, k=k
-            ),
+            "diagnoses": [(d.value, metrics.diagnosis[d], DIAGNOSIS_MEANING[d]) for d in Diagnosis],
+            "clusters": metrics.clusters,
             "few": FEW,
         },
         principal=principal,
@@ -120,10 +121,14 @@ def compare_page(
         golden=golden,
         qids={qid for qid, _, _ in comparison.fixed + comparison.introduced},
     )
-    context: dict[str, Any] = {
-        "golden": golden,
-        "comparison": comparison,
-        "texts": texts,
-        "same": comparisons.same_candidates(session=session, a=run_a, b=run_b, depth=cut),
-    }
-    return render(request, "compare.html", context, principal=principal)
+    return render(
+        request,
+        "compare.html",
+        {
+            "golden": GoldenSetPublic.of(golden),
+            "comparison": comparison,
+            "texts": texts,
+            "same": comparisons.same_candidates(session=session, a=run_a, b=run_b, depth=cut),
+        },
+        principal=principal,
+    )

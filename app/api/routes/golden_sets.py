@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Form, Response, UploadFile
 from pydantic import BaseModel
 
 from app.eval import Order
 from app.http.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.params import Id, Page, PerPage, paged
+from app.http.params import Id, Page, PageOf, PerPage, paged
 from app.http.uploads import saved_uploads
+from app.models.golden import GoldenSetPublic
+from app.models.runs import RunPublic
 from app.services import events
 from app.services import golden_sets as service
 from app.services import runs as run_service
@@ -30,7 +32,7 @@ def import_golden_set(
     manifest: UploadFile | None = None,
     min_grade: Annotated[int, Form()] = 1,
     description: Annotated[str, Form()] = "",
-) -> dict[str, Any]:
+) -> GoldenSetPublic:
     """Import judgments (TREC qrels or BEIR TSV, plain or gzip), optional query texts and an
     optional corpus (BEIR corpus.jsonl) with an optional index manifest (the ids the index
     holds, one a line). All or nothing: a bad file answers 400 naming its line and leaves no
@@ -51,7 +53,7 @@ def import_golden_set(
             user=principal.user,
             source_names=saved.names,
         )
-    return service.public(golden)
+    return GoldenSetPublic.of(golden)
 
 
 @router.get("")
@@ -60,16 +62,16 @@ def list_golden_sets(
     principal: ReviewerDep,
     page: Page = 1,
     per_page: PerPage = 50,
-) -> dict[str, Any]:
+) -> PageOf[GoldenSetPublic]:
     items = service.list_golden_sets(session=session)
-    return paged([service.public(g) for g in items], page, per_page)
+    return paged([GoldenSetPublic.of(g) for g in items], page, per_page)
 
 
 @router.get("/{golden_set_id}")
 def get_golden_set(
     session: SessionDep, principal: ReviewerDep, golden_set_id: Id
-) -> dict[str, Any]:
-    return service.public(service.get_golden_set(session=session, golden_set_id=golden_set_id))
+) -> GoldenSetPublic:
+    return GoldenSetPublic.of(service.get_golden_set(session=session, golden_set_id=golden_set_id))
 
 
 @router.delete("/{golden_set_id}", status_code=204)
@@ -89,7 +91,7 @@ def import_run(
     format: Annotated[str | None, Form()] = None,
     order: Annotated[Order, Form()] = Order.TREC_EVAL,
     description: Annotated[str, Form()] = "",
-) -> dict[str, Any]:
+) -> RunPublic:
     """Import a run (TREC or JSONL, plain or gzip; format detected when absent)."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     with saved_uploads(run) as saved:
@@ -108,7 +110,7 @@ def import_run(
             keep_depth=settings.keep_depth,
             user=principal.user,
         )
-    return run_service.public(stored)
+    return RunPublic.of(stored)
 
 
 @router.get("/{golden_set_id}/runs")
@@ -118,10 +120,10 @@ def list_runs(
     golden_set_id: Id,
     page: Page = 1,
     per_page: PerPage = 50,
-) -> dict[str, Any]:
+) -> PageOf[RunPublic]:
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     runs = run_service.list_runs(session=session, golden=golden)
-    return paged([run_service.public(r) for r in runs], page, per_page)
+    return paged([RunPublic.of(r) for r in runs], page, per_page)
 
 
 class CausesBody(BaseModel):
@@ -131,10 +133,12 @@ class CausesBody(BaseModel):
 @router.put("/{golden_set_id}/causes")
 def set_causes(
     session: SessionDep, principal: LeadDep, golden_set_id: Id, body: CausesBody
-) -> dict[str, Any]:
+) -> GoldenSetPublic:
     """Rename or add causes (``other`` is built in); 409 once labelling has started."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
-    return service.public(service.set_causes(session=session, golden=golden, causes=body.causes))
+    return GoldenSetPublic.of(
+        service.set_causes(session=session, golden=golden, causes=body.causes)
+    )
 
 
 class WebhookBody(BaseModel):
@@ -149,11 +153,11 @@ def set_webhook(
     principal: LeadDep,
     golden_set_id: Id,
     body: WebhookBody,
-) -> dict[str, Any]:
+) -> GoldenSetPublic:
     """Post ``miss.labelled`` and/or ``triage.closed`` events of this golden set's triages to
     ``url``, signed with MISSTRIAGE_WEBHOOK_SECRET (HMAC-SHA256); ``url`` null turns it off."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
-    return service.public(
+    return GoldenSetPublic.of(
         events.configure(
             session=session,
             golden=golden,

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.params import Id, Page, PerPage, paged
+from app.http.params import Id, Page, PageOf, PerPage, paged
 from app.services import queue
 from app.services.triages import causes_of_miss, public_miss
 
@@ -94,7 +94,7 @@ def events(
     miss_id: Id,
     page: Page = 1,
     per_page: PerPage = 50,
-) -> dict[str, Any]:
+) -> PageOf[dict[str, Any]]:
     """The audit trail of the miss, oldest first."""
     items = queue.audit_trail(session=session, miss_id=miss_id)
     return paged([queue.public_event(e) for e in items], page, per_page)

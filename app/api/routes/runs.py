@@ -15,13 +15,13 @@ from app.eval.conventions import (
     MAX_CUTOFF,
     parse_depths,
 )
-from app.eval.evaluate import query_row
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
-from app.http.params import Id, Page, PerPage, paged
-from app.services import golden_sets as golden_service
+from app.http.params import Id, Page, PageOf, PerPage, paged
+from app.models.runs import RunPublic
 from app.services import runs as service
 from app.services import triages as triage_service
 from app.services.errors import Invalid
+from app.services.metrics import QueryRow, RunMetrics, query_rows
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -38,8 +38,8 @@ def _depths(depths: str | None) -> tuple[int, ...]:
 
 
 @router.get("/{run_id}")
-def get_run(session: SessionDep, principal: ReviewerDep, run_id: Id) -> dict[str, Any]:
-    return service.public(service.get_run(session=session, run_id=run_id))
+def get_run(session: SessionDep, principal: ReviewerDep, run_id: Id) -> RunPublic:
+    return RunPublic.of(service.get_run(session=session, run_id=run_id))
 
 
 @router.delete("/{run_id}", status_code=204)
@@ -57,23 +57,21 @@ def run_metrics(
     depth: Cutoff = DEFAULT_DEPTH,
     gain: Gain = Gain.EXP,
     depths: str | None = None,
-) -> dict[str, Any]:
+) -> RunMetrics:
     """Recall@k, recall@depth, nDCG@k (macro and micro), the depth curve and the misses at
     depth, with the conventions they were computed under; with duplicate clusters,
     unique-clusters@k (median, share of queries with 4 or fewer) and cluster-recall@k."""
-    run = service.get_run(session=session, run_id=run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    context = service.run_context(session=session, run_id=run_id)
     evaluation = service.evaluate_stored_run(
         session=session,
-        run=run,
-        golden=golden,
+        run=context.run,
+        golden=context.golden,
         k=k,
         depth=depth,
         gain=gain,
         depths=_depths(depths),
     )
-    clusters = service.cluster_evaluation(session=session, run=run, golden=golden, k=k)
-    return service.metrics_document(evaluation, run, clusters)
+    return service.run_metrics(session=session, context=context, evaluation=evaluation)
 
 
 @router.get("/{run_id}/queries")
@@ -86,22 +84,21 @@ def run_queries(
     gain: Gain = Gain.EXP,
     page: Page = 1,
     per_page: PerPage = 50,
-) -> dict[str, Any]:
+) -> PageOf[QueryRow]:
     """Per-query rows: R@k, R@depth, nDCG@k, the candidate-ideal diagnostic, misses and the
     diagnosis."""
-    run = service.get_run(session=session, run_id=run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    context = service.run_context(session=session, run_id=run_id)
     evaluation = service.evaluate_stored_run(
         session=session,
-        run=run,
-        golden=golden,
+        run=context.run,
+        golden=context.golden,
         k=k,
         depth=depth,
         gain=gain,
         depths=(k, depth),
         thresholds=Thresholds(),
     )
-    return paged([query_row(q, k, depth) for q in evaluation.queries], page, per_page)
+    return paged(query_rows(evaluation), page, per_page)
 
 
 class TriageCreate(BaseModel):
@@ -114,10 +111,14 @@ def create_triage(
     session: SessionDep, principal: LeadDep, run_id: Id, body: TriageCreate
 ) -> dict[str, Any]:
     """Enumerate every miss at ``depth`` and put it on a new work queue."""
-    run = service.get_run(session=session, run_id=run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    context = service.run_context(session=session, run_id=run_id)
     triage = triage_service.create_triage(
-        session=session, run=run, golden=golden, depth=body.depth, k=body.k, user=principal.user
+        session=session,
+        run=context.run,
+        golden=context.golden,
+        depth=body.depth,
+        k=body.k,
+        user=principal.user,
     )
     return triage_service.public(triage)
 
@@ -129,7 +130,7 @@ def list_triages(
     run_id: Id,
     page: Page = 1,
     per_page: PerPage = 50,
-) -> dict[str, Any]:
+) -> PageOf[dict[str, Any]]:
     run = service.get_run(session=session, run_id=run_id)
     items = triage_service.list_triages(session=session, run=run)
     return paged([triage_service.public(t) for t in items], page, per_page)
