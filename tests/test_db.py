@@ -152,14 +152,11 @@ def _short_busy(settings: Settings) -> Engine:
     return other
 
 
-def test_sqlite_writers_take_the_lock_at_begin(
-    engine: Engine, settings: Settings, backend: str
-) -> None:
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_sqlite_writers_take_the_lock_at_begin(engine: Engine, settings: Settings) -> None:
     """BEGIN IMMEDIATE: while one writing block is open, a second one waits at its start
     (here until its short busy timeout), even before either has written a row; a reader
     is not held up (WAL)."""
-    if backend != "sqlite":
-        pytest.skip("PostgreSQL writers lock rows, not the database")
     second_engine = _short_busy(settings)
     try:
         with (
@@ -187,11 +184,10 @@ def test_sqlite_writers_take_the_lock_at_begin(
     assert _emails(engine) == ["first@example.com", "second@example.com"]
 
 
-def test_postgres_writers_run_side_by_side(engine: Engine, backend: str) -> None:
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_postgres_writers_run_side_by_side(engine: Engine) -> None:
     """PostgreSQL: a normal transaction; two writing blocks on different rows do not wait
     for each other (the queue's row locks keep two reviewers off one miss)."""
-    if backend != "postgresql":
-        pytest.skip("SQLite serialises writers (see above)")
     with (
         Session(engine, expire_on_commit=False) as first,
         Session(engine, expire_on_commit=False) as second,
