@@ -291,19 +291,14 @@ def export(triage_id: int, tracker: str, target: str, dry_run: bool) -> None:
     from app.services import exports
 
     with database() as session:
-        triage_row = triage_service.get_triage(session=session, triage_id=triage_id)
-        run = run_service.get_run(session=session, run_id=triage_row.run_id)
-        golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
         outcome = exports.export(
             session=session,
             settings=get_settings(),
-            triage=triage_row,
-            run=run,
-            golden=golden,
+            triage_id=triage_id,
             tracker=tracker,
             target=target,
             dry_run=dry_run,
         )
-    click.echo(json.dumps(outcome.as_dict(dry_run=dry_run), indent=2, ensure_ascii=False))
+    click.echo(json.dumps(outcome.model_dump(mode="json"), indent=2, ensure_ascii=False))
     if any(r.action == "failed" for r in outcome.results):
         sys.exit(1)

@@ -14,8 +14,9 @@ from sqlmodel import Session, col, select
 from app.db import write_transaction
 from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
-from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, WebhookDelivery, utcnow
+from app.models import GoldenSet, Miss, Run, Triage, WebhookDelivery, utcnow
 from app.services.errors import Invalid
+from app.services.triages import closure_report
 
 EVENTS = ("miss.labelled", "triage.closed")
 MAX_ATTEMPTS = 8
@@ -83,15 +84,8 @@ def after_label(session: Session, miss: Miss) -> None:
             )
         )
     session.flush()
-    residue = session.exec(
-        select(Miss.id)
-        .where(
-            Miss.triage_id == triage.id,
-            or_(col(Miss.state) == MissState.OPEN.value, col(Miss.category) == OTHER),
-        )
-        .limit(1)
-    ).first()
-    closes = residue is None
+    # Whether the triage closes is decided in one place: the closure report.
+    closes = closure_report(session=session, triage=triage, causes=list(golden.causes)).closes
     if closes and triage.closed_at is None:
         triage.closed_at = utcnow()
         session.add(triage)

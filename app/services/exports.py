@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -22,9 +22,12 @@ from app.exporters import (
     outbound,
 )
 from app.models import OTHER, Export, GoldenSet, Run, Triage, utcnow
+from app.models.exports import ExportAction, ExportOutcome, ExportRequest, ExportResult
+from app.models.triage import TriageContext
 from app.services import backlog
 from app.services.errors import Invalid
 from app.services.names import check_name
+from app.services.triages import triage_context
 from app.settings import Settings
 
 MEANINGS = {
@@ -90,52 +93,13 @@ def payload_hash(draft: Draft) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass
-class Result:
-    category: str
-    action: str  # create | update | unchanged | failed
-    external_id: str | None = None
-    url: str | None = None
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "category": self.category,
-            "action": self.action,
-            "external_id": self.external_id,
-            "url": self.url,
-        }
-        if self.error:
-            data["error"] = self.error
-        return data
-
-
-@dataclass
-class Outcome:
-    results: list[Result] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self, *, dry_run: bool) -> dict[str, Any]:
-        data: dict[str, Any] = {"results": [r.as_dict() for r in self.results]}
-        if dry_run:
-            data["requests"] = self.requests
-        return data
-
-
 def drafts(
-    *,
-    session: Session,
-    triage: Triage,
-    run: Run,
-    golden: GoldenSet,
-    base_url: str,
-    family: str = "github",
+    *, session: Session, ctx: TriageContext, base_url: str, family: str = "github"
 ) -> list[Draft]:
     """One draft per cause with at least one labelled miss (named causes, then other)."""
+    triage, run, golden = ctx.triage, ctx.run, ctx.golden
     by_cause: dict[str, list[dict[str, Any]]] = {}
-    for row in backlog.rows(
-        session=session, triage=triage, run=run, golden=golden, base_url=base_url
-    ):
+    for row in backlog.rows(session=session, ctx=ctx, base_url=base_url):
         # covered misses are not a cause: the run delivered their evidence via a duplicate
         if row["cause"] and row["cause"] != backlog.COVERED:
             row["url"] = markup.url_path(base_url, "misses", row["miss_id"])
@@ -168,21 +132,20 @@ def export(
     *,
     session: Session,
     settings: Settings,
-    triage: Triage,
-    run: Run,
-    golden: GoldenSet,
+    triage_id: int,
     tracker: str,
     target: str,
     dry_run: bool = False,
     sender: Sender | None = None,
     exporter: Exporter | None = None,
-) -> Outcome:
+) -> ExportOutcome:
     """Create or update one issue per cause. Each cause is committed on its own: a failure
     is reported for that cause, and running again completes the rest without duplicates.
 
     No database transaction is open while a tracker answers (it may take seconds, or time
     out): everything is read first and that transaction ended; each tracker answer is then
     written in a short transaction of its own."""
+    ctx = triage_context(session=session, triage_id=triage_id)
     check_name(target, what="an export target", max_length=500, code="export_not_possible")
     try:
         exporter = exporter or exporter_for(tracker, settings, dry_run=dry_run)
@@ -202,14 +165,11 @@ def export(
         attempts=settings.export_attempts,
         max_wait=settings.export_max_wait_seconds,
     )
-    outcome = Outcome()
-    triage_id = triage.id
-    assert triage_id is not None
+    results: list[ExportResult] = []
+    requests: list[ExportRequest] = []
     family = getattr(exporter, "markup", "github")
     base_url = settings.public_url.rstrip("/")
-    plans = drafts(
-        session=session, triage=triage, run=run, golden=golden, base_url=base_url, family=family
-    )
+    plans = drafts(session=session, ctx=ctx, base_url=base_url, family=family)
     earlier = {
         row.category: _Stored(row.external_id, row.url, row.payload_hash)
         for row in session.exec(
@@ -224,8 +184,13 @@ def export(
             digest = payload_hash(draft)
             stored = earlier.get(draft.category)
             if stored is not None and stored.payload_hash == digest:
-                outcome.results.append(
-                    Result(draft.category, "unchanged", stored.external_id, stored.url)
+                results.append(
+                    ExportResult(
+                        category=draft.category,
+                        action="unchanged",
+                        external_id=stored.external_id,
+                        url=stored.url,
+                    )
                 )
                 continue
             request = (
@@ -233,15 +198,17 @@ def export(
                 if stored
                 else exporter.create(target, draft)
             )
-            action = "update" if stored else "create"
+            action: ExportAction = "update" if stored else "create"
             if dry_run:
-                outcome.requests.append(request.redacted() | {"category": draft.category})
-                outcome.results.append(
-                    Result(
-                        draft.category,
-                        action,
-                        stored.external_id if stored else None,
-                        stored.url if stored else None,
+                requests.append(
+                    ExportRequest.model_validate(request.redacted() | {"category": draft.category})
+                )
+                results.append(
+                    ExportResult(
+                        category=draft.category,
+                        action=action,
+                        external_id=stored.external_id if stored else None,
+                        url=stored.url if stored else None,
                     )
                 )
                 continue
@@ -252,11 +219,13 @@ def export(
                 else:
                     external_id, url = stored.external_id, stored.url
             except TrackerError as exc:
-                outcome.results.append(Result(draft.category, "failed", error=str(exc)))
+                results.append(
+                    ExportResult(category=draft.category, action="failed", error=str(exc))
+                )
                 continue
             except (KeyError, TypeError, ValueError) as exc:
                 error = f"the tracker's answer has no issue id ({type(exc).__name__})"
-                outcome.results.append(Result(draft.category, "failed", error=error))
+                results.append(ExportResult(category=draft.category, action="failed", error=error))
                 continue
             _record(
                 session,
@@ -268,8 +237,12 @@ def export(
                 url=url,
                 digest=digest,
             )
-            outcome.results.append(Result(draft.category, action, external_id, url))
-    return outcome
+            results.append(
+                ExportResult(
+                    category=draft.category, action=action, external_id=external_id, url=url
+                )
+            )
+    return ExportOutcome(results=results, requests=requests if dry_run else None)
 
 
 def _record(
