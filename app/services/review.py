@@ -12,9 +12,8 @@ from sqlmodel import Session, col, select
 from app.eval.hints import HINT_CAUSES
 from app.eval.placement import where_the_run_put_it
 from app.eval.terms import content_terms, marked
-from app.models import Document, GoldenQuery, GoldenSet, Miss, Run, RunQuery, Triage, User
+from app.models import Document, GoldenQuery, GoldenSet, Miss, Run, RunQuery, Triage
 from app.models.triage import MissPublic, TriageContext
-from app.services import queue
 from app.services.errors import NotFound
 from app.services.runs import head_of
 
@@ -245,7 +244,3 @@ def earlier_label(*, session: Session, miss: Miss, golden: GoldenSet) -> tuple[s
     if row is None or row[0] is None:
         return None
     return row[0], row[1]
-
-
-def progress(*, session: Session, triage: Triage, user: User) -> queue.Progress:
-    return queue.progress(session=session, triage=triage, user=user)

@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 
 from app.db import write_transaction
 from app.models import LabelEvent, Miss, MissState, Triage, User
+from app.models.triage import TakenBack
 
 SKIP = "skip"
 #: Taking back a skipped miss: it comes back on that reviewer's queue.
@@ -53,7 +54,7 @@ def skipped_waiting(*, session: Session, triage: Triage, user: User) -> int:
     )
 
 
-def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> int:
+def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> TakenBack:
     """Put the unlabelled misses the caller skipped back on the caller's queue (a
     ``take_back`` event each); answers how many."""
     write_transaction(session)
@@ -85,7 +86,7 @@ def take_back(*, session: Session, triage: Triage, user: User, now: datetime) ->
             )
         )
     session.commit()
-    return len(misses)
+    return TakenBack(taken_back=len(misses))
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ def review_take_back(
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     taken = skips.take_back(
         session=session, triage=ctx.triage, user=principal.user, now=clock.now()
-    )
+    ).taken_back
     word = "miss" if taken == 1 else "misses"
     response = _card(
         request,

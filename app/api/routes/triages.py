@@ -130,8 +130,7 @@ def take_back(
     """Put the unlabelled misses the caller skipped back on the caller's queue (claim hands
     them out again); answers how many: `{"taken_back": n}`."""
     triage = service.get_triage(session=session, triage_id=triage_id)
-    taken = skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
-    return TakenBack(taken_back=taken)
+    return skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
 
 
 @router.get(
