@@ -102,3 +102,27 @@ class ExportOutcome(BaseModel):
 
     results: list[ExportResult]
     requests: list[ExportRequest] | None = PydanticField(default=None, exclude_if=_absent_when_none)
+
+
+class ExportRecord(BaseModel):
+    """A tracker issue a triage was exported to (the dashboard's list)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tracker: str
+    target: str
+    category: str
+    external_id: str
+    url: str
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Export) -> ExportRecord:
+        return cls(
+            tracker=row.tracker,
+            target=row.target,
+            category=row.category,
+            external_id=row.external_id,
+            url=row.url,
+            updated_at=row.updated_at,
+        )

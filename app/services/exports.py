@@ -22,7 +22,13 @@ from app.exporters import (
     outbound,
 )
 from app.models import OTHER, Export, GoldenSet, Run, Triage, utcnow
-from app.models.exports import ExportAction, ExportOutcome, ExportRequest, ExportResult
+from app.models.exports import (
+    ExportAction,
+    ExportOutcome,
+    ExportRecord,
+    ExportRequest,
+    ExportResult,
+)
 from app.models.triage import TriageContext
 from app.services import backlog
 from app.services.errors import Invalid
@@ -283,12 +289,13 @@ def _record(
     session.commit()
 
 
-def stored(*, session: Session, triage: Triage) -> list[Export]:
+def stored(*, session: Session, triage: Triage) -> list[ExportRecord]:
     """The tracker issues this triage was exported to."""
-    return list(
-        session.exec(
+    return [
+        ExportRecord.of(row)
+        for row in session.exec(
             select(Export)
             .where(Export.triage_id == triage.id)
             .order_by(col(Export.tracker), col(Export.target), col(Export.category))
         )
-    )
+    ]

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from app.db import write_transaction
 from app.models import LabelEvent, Miss, MissState, Triage, User
@@ -21,7 +22,7 @@ SKIP = "skip"
 TAKE_BACK = "take_back"
 
 
-def skipped_ids(*, triage_id: int, user_id: int | None = None) -> Any:
+def skipped_ids(*, triage_id: int, user_id: int | None = None) -> SelectOfScalar[int]:
     """The ids of misses with a skip still in force (not taken back), by ``user_id`` or by
     anyone: a subquery. A skip counts +1 and a take-back -1 per (miss, reviewer)."""
     balance = func.sum(case((col(LabelEvent.action) == SKIP, 1), else_=-1))
