@@ -58,9 +58,9 @@ def test_route_declares_its_success_schema(document: dict[str, Any], route: APIR
     for code, answer in with_body.items():
         schema = answer["content"]["application/json"]["schema"]
         model = _resolve(document, schema)
-        assert model.get("type") == "object" and model.get("properties"), (
-            f"{method} {route.path_format} {code}: {schema} is not a read model"
-        )
+        where = f"{method} {route.path_format} {code}: {schema}"
+        assert model.get("type") == "object", f"{where} is not a read model"
+        assert model.get("properties"), f"{where} has no named fields"
 
 
 def test_the_exempt_routes_are_the_download_and_nothing_else() -> None:
