@@ -339,5 +339,6 @@ def list_misses(
 
 
 def public(triage: Triage) -> dict[str, Any]:
-    """The triage as JSON (``TriagePublic``), for callers that print it (the CLI)."""
+    """The triage as JSON (``TriagePublic``), for callers that still want a dict (the CLI's
+    output, and the runs routes until they declare ``TriagePublic`` as their model)."""
     return TriagePublic.of(triage).model_dump(mode="json")
