@@ -3,8 +3,9 @@ written as the API has always written them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
 
@@ -22,3 +23,22 @@ class ReadModel(BaseModel):
     a face shows it, never changes it."""
 
     model_config = ConfigDict(frozen=True, from_attributes=True)
+
+
+T = TypeVar("T")
+
+
+class PageOf(BaseModel, Generic[T]):
+    """One page of a list, the API's list shape: ``{"items": [...], "total": N}`` where
+    ``total`` counts every item of the list, not just this page's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[T]
+    total: int
+
+
+def paged(items: Sequence[T], page: int, per_page: int) -> PageOf[T]:
+    """One page of an in-memory list, in the API's list shape."""
+    start = (page - 1) * per_page
+    return PageOf[T](items=list(items[start : start + per_page]), total=len(items))

@@ -21,8 +21,10 @@ from app.eval.values import INT32_MAX
 from app.exporters import Tracker
 from app.migrate import upgrade
 from app.models import GoldenSet, Role
+from app.models.exports import ExportAction
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
+from app.models.triage_public import TriagePublic
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
@@ -265,13 +267,13 @@ def triage(run_id: int, depth: int, k: int, output: str) -> None:
     except CutoffError as exc:
         raise click.BadParameter(str(exc), param_hint="--k") from None
     with database() as session:
-        run = run_service.get_run(session=session, run_id=run_id)
-        golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+        context = run_service.run_context(session=session, run_id=run_id)
+        run = context.run
         created = triage_service.create_triage(
-            session=session, run=run, golden=golden, depth=depth, k=k, user=None
+            session=session, run=run, golden=context.golden, depth=depth, k=k, user=None
         )
     _emit(
-        triage_service.public(created),
+        TriagePublic.of(created).model_dump(mode="json"),
         output,
         f"triage {created.id}: {created.misses} misses of {run.name!r} at depth {depth}",
     )
@@ -293,19 +295,14 @@ def export(triage_id: int, tracker: str, target: str, dry_run: bool) -> None:
     from app.services import exports
 
     with database() as session:
-        triage_row = triage_service.get_triage(session=session, triage_id=triage_id)
-        run = run_service.get_run(session=session, run_id=triage_row.run_id)
-        golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
         outcome = exports.export(
             session=session,
             settings=get_settings(),
-            triage=triage_row,
-            run=run,
-            golden=golden,
+            triage_id=triage_id,
             tracker=Tracker(tracker),
             target=target,
             dry_run=dry_run,
         )
-    click.echo(json.dumps(outcome.as_dict(dry_run=dry_run), indent=2, ensure_ascii=False))
-    if any(r.action is exports.ExportAction.FAILED for r in outcome.results):
+    click.echo(json.dumps(outcome.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    if any(r.action is ExportAction.FAILED for r in outcome.results):
         sys.exit(1)

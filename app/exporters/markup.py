@@ -136,10 +136,11 @@ def _markdown(body: Body, family: str) -> str:
         query = markdown_code(row["qid"])
         if row.get("query"):
             query += " " + text(row["query"])
-        # "where" is the sentence about the miss's place in the run, when the rows carry it
-        rank = row.get("where") or (row["rank"] if row["rank"] is not None else "not retrieved")
+        # "where": the sentence about the miss's place in the run (app/eval/placement.py),
+        # which every backlog row carries: never worded again here
         lines.append(
-            f"| {query} | {markdown_code(row['doc_id'])} | {text(row['grade'])} | {text(rank)} | "
+            f"| {query} | {markdown_code(row['doc_id'])} | {text(row['grade'])} | "
+            f"{text(row['where'])} | "
             f"{text(row['note'])} | [miss](<{row['url']}>) |"
         )
     if body.count > ROWS_SHOWN:

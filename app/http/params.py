@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any
 
 from fastapi import Form, Path, Query, Request
-from pydantic import BaseModel, ConfigDict
 
 from app.eval.jsonl import MAX_JSON_DEPTH, nesting_depth
 from app.eval.values import INT32_MAX
 from app.services.errors import BadInput, Invalid
+from app.services.triages import MAX_PER_PAGE
 
 #: A row id in a URL: within the database's integer range, so a larger number answers 422
 #: (documented in /openapi.json) instead of failing in the database driver.
@@ -23,26 +22,7 @@ FormId = Annotated[int, Form(ge=1, le=INT32_MAX)]
 #: A page number: its offset (page x per_page) stays a database integer.
 Page = Annotated[int, Query(ge=1, le=INT32_MAX)]
 #: Rows per page of every list (API lists and paged pages).
-PerPage = Annotated[int, Query(ge=1, le=1000)]
-
-
-T = TypeVar("T")
-
-
-class PageOf(BaseModel, Generic[T]):
-    """One page of a list, the API's list shape: ``{"items": [...], "total": N}`` where
-    ``total`` counts every item of the list, not just this page's."""
-
-    model_config = ConfigDict(frozen=True)
-
-    items: list[T]
-    total: int
-
-
-def paged(items: Sequence[T], page: int, per_page: int) -> PageOf[T]:
-    """One page of an in-memory list, in the API's list shape."""
-    start = (page - 1) * per_page
-    return PageOf[T](items=list(items[start : start + per_page]), total=len(items))
+PerPage = Annotated[int, Query(ge=1, le=MAX_PER_PAGE)]
 
 
 def _has_nul(value: Any) -> bool:

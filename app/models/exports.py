@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import Field as PydanticField
 from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
@@ -58,3 +61,87 @@ class WebhookDelivery(SQLModel, table=True):
     locked_until: datetime | None = Field(default=None, sa_type=UTCDateTime)
     delivered_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     last_error: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+
+
+# --- Read models: what an export answers (API.md, "Backlog and exports"). ------------------
+
+
+class ExportAction(StrEnum):
+    """What an export did with the issue of one cause."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    #: The issue holds this text already: nothing was sent.
+    UNCHANGED = "unchanged"
+    #: The tracker refused or did not answer; exporting again completes it.
+    FAILED = "failed"
+
+
+def _absent_when_none(value: object) -> bool:
+    return value is None
+
+
+class ExportResult(BaseModel):
+    """What an export did (or, in a dry run, would do) for one cause."""
+
+    model_config = ConfigDict(frozen=True)
+
+    category: str
+    action: ExportAction
+    external_id: str | None = None
+    url: str | None = None
+    #: Why the cause failed (only for ``failed``; absent otherwise).
+    error: str | None = PydanticField(default=None, exclude_if=_absent_when_none)
+
+
+class ExportRequest(BaseModel):
+    """A request a dry run would send, exactly, with credentials masked."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    #: The JSON body, or the text of a body that is not JSON.
+    body: JsonValue
+    category: str
+
+    @property
+    def pretty(self) -> str:
+        """The body as a dry run shows it: JSON indented, text as it is."""
+        if isinstance(self.body, str):
+            return self.body
+        return json.dumps(self.body, indent=2, ensure_ascii=False)
+
+
+class ExportOutcome(BaseModel):
+    """The answer of an export: one result per cause; the requests of a dry run only."""
+
+    model_config = ConfigDict(frozen=True)
+
+    results: list[ExportResult]
+    requests: list[ExportRequest] | None = PydanticField(default=None, exclude_if=_absent_when_none)
+
+
+class ExportRecord(BaseModel):
+    """A tracker issue a triage was exported to (the dashboard's list)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tracker: str
+    target: str
+    category: str
+    external_id: str
+    url: str
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Export) -> ExportRecord:
+        return cls(
+            tracker=row.tracker,
+            target=row.target,
+            category=row.category,
+            external_id=row.external_id,
+            url=row.url,
+            updated_at=row.updated_at,
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     JSON,
@@ -21,6 +21,9 @@ from sqlalchemy import (
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
+
+if TYPE_CHECKING:
+    pass
 
 OTHER = "other"
 #: The backlog's name for misses not labelled yet (beside the causes, OTHER and covered).

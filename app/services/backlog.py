@@ -17,21 +17,9 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from app.eval.placement import where_the_run_put_it
-from app.models import (
-    OTHER,
-    UNLABELLED,
-    Document,
-    GoldenQuery,
-    GoldenSet,
-    Miss,
-    MissState,
-    Run,
-    RunQuery,
-    Triage,
-    User,
-)
+from app.models import OTHER, UNLABELLED, Document, GoldenQuery, Miss, MissState, RunQuery, User
+from app.models.triage_public import ClosureReport, TriageContext
 from app.services import skips
-from app.services.triages import Summary
 
 BATCH = 2000
 #: The backlog's group of misses covered by a duplicate (not a cause: off the queue).
@@ -62,16 +50,11 @@ FIELDS = (
 
 
 def rows(
-    *,
-    session: Session,
-    triage: Triage,
-    run: Run,
-    golden: GoldenSet,
-    base_url: str,
-    category: str | None = None,
+    *, session: Session, ctx: TriageContext, base_url: str, category: str | None = None
 ) -> Iterator[dict[str, Any]]:
     """Backlog rows in queue order; ``category`` filters ("unlabelled" = not labelled yet,
     "covered" = covered by a duplicate and left off the queue)."""
+    triage, run, golden = ctx.triage, ctx.run, ctx.golden
     where: list[Any] = [Miss.triage_id == triage.id]
     if category == UNLABELLED:
         where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
@@ -179,17 +162,21 @@ def as_csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 def as_json(
-    items: Iterator[dict[str, Any]], *, summary: Summary, causes: list[str], meta: dict[str, Any]
+    items: Iterator[dict[str, Any]], *, ctx: TriageContext, summary: ClosureReport
 ) -> Iterator[str]:
     """One JSON document: the closure report, counts per cause, then the misses grouped by
     cause (named causes in taxonomy order, then other, then unlabelled, then the misses covered
     by a duplicate when there are any)."""
-    names = [*causes, OTHER, UNLABELLED] + ([COVERED] if summary.covered else [])
+    names = [*ctx.causes, OTHER, UNLABELLED] + ([COVERED] if summary.covered else [])
     groups: dict[str, list[dict[str, Any]]] = {c: [] for c in names}
     for item in items:
         groups.setdefault(item["cause"] or UNLABELLED, []).append(item)
     head = {
-        **meta,
+        "triage_id": ctx.triage.id,
+        "golden_set": ctx.golden.name,
+        "run": ctx.run.name,
+        "depth": ctx.triage.depth,
+        "k": ctx.triage.k,
         "counts": summary.counts,
         "other": summary.other,
         "unlabelled": summary.unlabelled,

@@ -3,19 +3,22 @@ backlog with filters. Aggregates are computed in SQL; no query per row."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, literal
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import Select
 
 from app.eval.hints import HINT_CAUSES
 from app.eval.placement import where_the_run_put_it
 from app.models import OTHER, UNLABELLED, Miss, MissState, RunQuery, Triage, User
+from app.models.triage_public import HintAccuracy, HintReport, MissPublic
 from app.services import skips as skips_service
-from app.services.errors import Invalid
+from app.services.triages import page_rows
 
 #: The backlog's state filter for misses with a skip in force (not a state of the miss).
 SKIPPED = "skipped"
@@ -134,42 +137,47 @@ def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Leas
 
 @dataclass(frozen=True)
 class BacklogRow:
-    miss: Miss
+    miss: MissPublic
     labelled_by: str | None
     #: Where the run put the document (app/eval/placement.py).
     where: str
     skips: list[skips_service.Skip] = field(default_factory=list)
 
 
-def _placed(session: Session, triage: Triage, query: Any) -> list[tuple[Miss, str | None, str]]:
-    """Run ``query`` (Miss, email) joined to the run's result count per query, and word
-    where the run put each miss."""
-    joined = query.add_columns(col(RunQuery.retrieved)).join(
-        RunQuery,
-        (col(RunQuery.run_id) == literal(triage.run_id)) & (col(RunQuery.qid) == col(Miss.qid)),
-        isouter=True,
+def _misses_with_reviewer(triage: Triage) -> Select[Miss, str, int]:
+    """Misses of the triage with who labelled them and how many results the run returned for
+    their query (what ``where_the_run_put_it`` needs)."""
+    return (
+        select(Miss, User.email, RunQuery.retrieved)
+        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
+        .join(
+            RunQuery,
+            (col(RunQuery.run_id) == literal(triage.run_id)) & (col(RunQuery.qid) == col(Miss.qid)),
+            isouter=True,
+        )
+        .where(Miss.triage_id == triage.id)
     )
+
+
+def _placed(
+    triage: Triage, rows: Sequence[tuple[Miss, str | None, int | None]]
+) -> list[BacklogRow]:
+    """Backlog rows, each with the sentence saying where the run put the miss."""
     return [
-        (m, email, where_the_run_put_it(m.rank, retrieved, triage.depth))
-        for m, email, retrieved in session.exec(joined).all()
+        BacklogRow(MissPublic.of(m), email, where_the_run_put_it(m.rank, retrieved, triage.depth))
+        for m, email, retrieved in rows
     ]
 
 
 def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
     """What keeps the categories from closing: unlabelled misses and those in "other"."""
-    where: list[Any] = [
-        Miss.triage_id == triage.id,
-        (col(Miss.state) == MissState.OPEN.value) | (col(Miss.category) == OTHER),
-    ]
-    total = session.exec(select(func.count()).select_from(Miss).where(*where)).one()
-    query = (
-        select(Miss, User.email)
-        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
-        .where(*where)
-        .order_by(col(Miss.position))
-        .limit(limit)
+    query = _misses_with_reviewer(triage).where(
+        (col(Miss.state) == MissState.OPEN.value) | (col(Miss.category) == OTHER)
     )
-    return [BacklogRow(m, e, w) for m, e, w in _placed(session, triage, query)], int(total)
+    rows, total = page_rows(
+        session=session, query=query.order_by(col(Miss.position)), page=1, per_page=limit
+    )
+    return _placed(triage, rows), total
 
 
 def backlog(
@@ -185,47 +193,35 @@ def backlog(
     per_page: int = 50,
 ) -> tuple[list[BacklogRow], int]:
     """One page of the backlog; ``state`` "skipped" = misses with a skip still in force."""
-    if page < 1 or not 1 <= per_page <= 1000:
-        raise Invalid("page >= 1 and per_page within 1..1000", code="invalid_page")
-    where: list[Any] = [Miss.triage_id == triage.id]
+    query = _misses_with_reviewer(triage)
     if cause == UNLABELLED:
-        where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
+        query = query.where(col(Miss.category).is_(None), Miss.state != MissState.COVERED.value)
     elif cause == MissState.COVERED.value:
-        where.append(Miss.state == MissState.COVERED.value)
+        query = query.where(Miss.state == MissState.COVERED.value)
     elif cause:
-        where.append(Miss.category == cause)
+        query = query.where(Miss.category == cause)
     if qid:
-        where.append(Miss.qid == qid)
+        query = query.where(Miss.qid == qid)
     if state == SKIPPED:
-        where.append(col(Miss.id).in_(skips_service.skipped_ids(triage_id=triage.id)))  # type: ignore[arg-type]
+        query = query.where(col(Miss.id).in_(skips_service.skipped_ids(triage_id=triage.id)))  # type: ignore[arg-type]
     elif state:
-        where.append(Miss.state == state)
+        query = query.where(Miss.state == state)
     if reviewer:
-        where.append(User.email == reviewer)
-    base = (
-        select(Miss, User.email)
-        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
-        .where(*where)
-    )
-    total = session.exec(
-        select(func.count())
-        .select_from(Miss)
-        .join(User, col(User.id) == col(Miss.labelled_by_id), isouter=True)
-        .where(*where)
-    ).one()
+        query = query.where(User.email == reviewer)
     order = BACKLOG_SORTS.get(sort, BACKLOG_SORTS["position"])
-    placed = _placed(
-        session,
-        triage,
-        base.order_by(order, col(Miss.position)).offset((page - 1) * per_page).limit(per_page),
+    found, total = page_rows(
+        session=session,
+        query=query.order_by(order, col(Miss.position)),
+        page=page,
+        per_page=per_page,
     )
+    placed = _placed(triage, found)
     by_miss: dict[int, list[skips_service.Skip]] = {}
     for skip in skips_service.skips(
-        session=session, triage=triage, miss_ids=[m.id for m, _, _ in placed if m.id]
+        session=session, triage=triage, miss_ids=[row.miss.id for row in placed]
     ):
         by_miss.setdefault(skip.miss_id, []).append(skip)
-    rows = [BacklogRow(m, e, w, by_miss.get(m.id or 0, [])) for m, e, w in placed]
-    return rows, int(total)
+    return [replace(row, skips=by_miss.get(row.miss.id, [])) for row in placed], total
 
 
 def reviewers(*, session: Session, triage: Triage) -> list[str]:
@@ -236,41 +232,6 @@ def reviewers(*, session: Session, triage: Triage) -> list[str]:
         .exists()
     )
     return list(session.exec(select(User.email).where(labelled).order_by(col(User.email))))
-
-
-@dataclass(frozen=True)
-class HintAccuracy:
-    """How one hint fared against the reviewers' labels.
-
-    precision = labelled misses with the hint that reviewers put in its cause / labelled
-    misses with the hint; recall = labelled misses of the cause that had the hint / labelled
-    misses of the cause. None when there is nothing to divide by yet.
-    """
-
-    cause: str
-    hinted: int
-    agreed: int
-    labelled_as_cause: int
-
-    @property
-    def precision(self) -> float | None:
-        return self.agreed / self.hinted if self.hinted else None
-
-    @property
-    def recall(self) -> float | None:
-        return self.agreed / self.labelled_as_cause if self.labelled_as_cause else None
-
-
-@dataclass(frozen=True)
-class HintReport:
-    per_cause: list[HintAccuracy]
-    #: Labelled misses that had a suggestion, and how many got the suggested cause.
-    suggested: int
-    accepted: int
-
-    @property
-    def acceptance(self) -> float | None:
-        return self.accepted / self.suggested if self.suggested else None
 
 
 def hint_accuracy(*, session: Session, triage: Triage) -> HintReport:
@@ -298,7 +259,10 @@ def hint_accuracy(*, session: Session, triage: Triage) -> HintReport:
         hinted = sum(row[5] for row in rows if row[position])
         agreed = sum(row[5] for row in rows if row[position] and row[0] == cause)
         labelled = sum(row[5] for row in rows if row[0] == cause)
-        report.append(HintAccuracy(cause, hinted, agreed, labelled))
+        report.append(
+            HintAccuracy(cause=cause, hinted=hinted, agreed=agreed, labelled_as_cause=labelled)
+        )
     suggested = sum(row[5] for row in rows if row[4])
     accepted = sum(row[5] for row in rows if row[4] and row[4] == row[0])
-    return HintReport(report, suggested, accepted)
+    assert triage.id is not None
+    return HintReport(triage_id=triage.id, hints=report, suggested=suggested, accepted=accepted)

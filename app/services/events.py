@@ -14,18 +14,9 @@ from sqlmodel import Session, col, select
 from app.db import end_reading, writing
 from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
-from app.models import (
-    OTHER,
-    GoldenSet,
-    Miss,
-    MissState,
-    Run,
-    Triage,
-    WebhookDelivery,
-    WebhookEvent,
-    utcnow,
-)
+from app.models import GoldenSet, Miss, Run, Triage, WebhookDelivery, WebhookEvent, utcnow
 from app.services.errors import Invalid
+from app.services.triages import closure_report
 
 EVENTS = tuple(WebhookEvent)
 MAX_ATTEMPTS = 8
@@ -102,15 +93,8 @@ def after_label(session: Session, miss: Miss) -> None:
             )
         )
     session.flush()
-    residue = session.exec(
-        select(Miss.id)
-        .where(
-            Miss.triage_id == triage.id,
-            or_(col(Miss.state) == MissState.OPEN.value, col(Miss.category) == OTHER),
-        )
-        .limit(1)
-    ).first()
-    closes = residue is None
+    # Whether the triage closes is decided in one place: the closure report.
+    closes = closure_report(session=session, triage=triage, causes=list(golden.causes)).closes
     if closes and triage.closed_at is None:
         triage.closed_at = utcnow()
         session.add(triage)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -24,9 +23,18 @@ from app.exporters import (
     outbound,
 )
 from app.models import OTHER, Export, GoldenSet, Run, Triage, column_width, utcnow
+from app.models.exports import (
+    ExportAction,
+    ExportOutcome,
+    ExportRecord,
+    ExportRequest,
+    ExportResult,
+)
+from app.models.triage_public import TriageContext
 from app.services import backlog
 from app.services.errors import Invalid
 from app.services.names import check_name
+from app.services.triages import triage_context
 from app.settings import Settings
 
 MEANINGS = {
@@ -92,63 +100,13 @@ def payload_hash(draft: Draft) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class ExportAction(StrEnum):
-    """What an export did with the issue of one cause."""
-
-    CREATE = "create"
-    UPDATE = "update"
-    #: The issue holds this text already: nothing was sent.
-    UNCHANGED = "unchanged"
-    #: The tracker refused or did not answer; exporting again completes it.
-    FAILED = "failed"
-
-
-@dataclass
-class Result:
-    category: str
-    action: ExportAction
-    external_id: str | None = None
-    url: str | None = None
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "category": self.category,
-            "action": self.action,
-            "external_id": self.external_id,
-            "url": self.url,
-        }
-        if self.error:
-            data["error"] = self.error
-        return data
-
-
-@dataclass
-class Outcome:
-    results: list[Result] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self, *, dry_run: bool) -> dict[str, Any]:
-        data: dict[str, Any] = {"results": [r.as_dict() for r in self.results]}
-        if dry_run:
-            data["requests"] = self.requests
-        return data
-
-
 def drafts(
-    *,
-    session: Session,
-    triage: Triage,
-    run: Run,
-    golden: GoldenSet,
-    base_url: str,
-    family: str = "github",
+    *, session: Session, ctx: TriageContext, base_url: str, family: str = "github"
 ) -> list[Draft]:
     """One draft per cause with at least one labelled miss (named causes, then other)."""
+    triage, run, golden = ctx.triage, ctx.run, ctx.golden
     by_cause: dict[str, list[dict[str, Any]]] = {}
-    for row in backlog.rows(
-        session=session, triage=triage, run=run, golden=golden, base_url=base_url
-    ):
+    for row in backlog.rows(session=session, ctx=ctx, base_url=base_url):
         # covered misses are not a cause: the run delivered their evidence via a duplicate
         if row["cause"] and row["cause"] != backlog.COVERED:
             row["url"] = markup.url_path(base_url, "misses", row["miss_id"])
@@ -181,21 +139,20 @@ def export(
     *,
     session: Session,
     settings: Settings,
-    triage: Triage,
-    run: Run,
-    golden: GoldenSet,
+    triage_id: int,
     tracker: Tracker,
     target: str,
     dry_run: bool = False,
     sender: Sender | None = None,
     exporter: Exporter | None = None,
-) -> Outcome:
+) -> ExportOutcome:
     """Create or update one issue per cause. Each cause is committed on its own: a failure
     is reported for that cause, and running again completes the rest without duplicates.
 
     No database transaction is open while a tracker answers (it may take seconds, or time
     out): everything is read first and that transaction ended; each tracker answer is then
     written in a short transaction of its own."""
+    ctx = triage_context(session=session, triage_id=triage_id)
     check_name(target, what="an export target", max_length=500, code="export_not_possible")
     try:
         exporter = exporter or exporter_for(tracker, settings, dry_run=dry_run)
@@ -216,14 +173,11 @@ def export(
         attempts=settings.export_attempts,
         max_wait=settings.export_max_wait_seconds,
     )
-    outcome = Outcome()
-    triage_id = triage.id
-    assert triage_id is not None
+    results: list[ExportResult] = []
+    requests: list[ExportRequest] = []
     family = getattr(exporter, "markup", "github")
     base_url = settings.public_url.rstrip("/")
-    plans = drafts(
-        session=session, triage=triage, run=run, golden=golden, base_url=base_url, family=family
-    )
+    plans = drafts(session=session, ctx=ctx, base_url=base_url, family=family)
     earlier = {
         row.category: _Stored(row.external_id, row.url, row.payload_hash)
         for row in session.exec(
@@ -238,8 +192,13 @@ def export(
             digest = payload_hash(draft)
             stored = earlier.get(draft.category)
             if stored is not None and stored.payload_hash == digest:
-                outcome.results.append(
-                    Result(draft.category, ExportAction.UNCHANGED, stored.external_id, stored.url)
+                results.append(
+                    ExportResult(
+                        category=draft.category,
+                        action=ExportAction.UNCHANGED,
+                        external_id=stored.external_id,
+                        url=stored.url,
+                    )
                 )
                 continue
             request = (
@@ -249,13 +208,15 @@ def export(
             )
             action = ExportAction.UPDATE if stored else ExportAction.CREATE
             if dry_run:
-                outcome.requests.append(request.redacted() | {"category": draft.category})
-                outcome.results.append(
-                    Result(
-                        draft.category,
-                        action,
-                        stored.external_id if stored else None,
-                        stored.url if stored else None,
+                requests.append(
+                    ExportRequest.model_validate(request.redacted() | {"category": draft.category})
+                )
+                results.append(
+                    ExportResult(
+                        category=draft.category,
+                        action=action,
+                        external_id=stored.external_id if stored else None,
+                        url=stored.url if stored else None,
                     )
                 )
                 continue
@@ -266,12 +227,17 @@ def export(
                 else:
                     external_id, url = stored.external_id, stored.url
             except TrackerError as exc:
-                failed = Result(draft.category, ExportAction.FAILED, error=str(exc))
-                outcome.results.append(failed)
+                results.append(
+                    ExportResult(
+                        category=draft.category, action=ExportAction.FAILED, error=str(exc)
+                    )
+                )
                 continue
             except (KeyError, TypeError, ValueError) as exc:
                 error = f"the tracker's answer has no issue id ({type(exc).__name__})"
-                outcome.results.append(Result(draft.category, ExportAction.FAILED, error=error))
+                results.append(
+                    ExportResult(category=draft.category, action=ExportAction.FAILED, error=error)
+                )
                 continue
             _record(
                 session,
@@ -283,8 +249,12 @@ def export(
                 url=url,
                 digest=digest,
             )
-            outcome.results.append(Result(draft.category, action, external_id, url))
-    return outcome
+            results.append(
+                ExportResult(
+                    category=draft.category, action=action, external_id=external_id, url=url
+                )
+            )
+    return ExportOutcome(results=results, requests=requests if dry_run else None)
 
 
 def _record(
@@ -324,12 +294,13 @@ def _record(
         session.add(row)
 
 
-def stored(*, session: Session, triage: Triage) -> list[Export]:
+def stored(*, session: Session, triage: Triage) -> list[ExportRecord]:
     """The tracker issues this triage was exported to."""
-    return list(
-        session.exec(
+    return [
+        ExportRecord.of(row)
+        for row in session.exec(
             select(Export)
             .where(Export.triage_id == triage.id)
             .order_by(col(Export.tracker), col(Export.target), col(Export.category))
         )
-    )
+    ]

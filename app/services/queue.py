@@ -29,9 +29,12 @@ from app.models import (
     Triage,
     User,
 )
+from app.models.triage_public import LabelEventPublic, MissPublic
+from app.readmodel import PageOf
 from app.services import events as outbox
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
 from app.services.skips import skipped_ids
+from app.services.triages import page_rows
 
 #: Undo looks this far back in the caller's labels for one still in force.
 UNDO_LOOKBACK = 50
@@ -96,9 +99,14 @@ def _is_lead(user: User) -> bool:
     return Role(user.role).allows(Role.LEAD)
 
 
-def current(*, session: Session, triage: Triage, user: User, now: datetime) -> Miss | None:
+def current(*, session: Session, triage: Triage, user: User, now: datetime) -> MissPublic | None:
     """The miss the caller holds a live lease on, if any: read only (showing the review page
     claims nothing; ``claim`` does, on a POST)."""
+    held = _current(session, triage, user, now)
+    return None if held is None else MissPublic.of(held)
+
+
+def _current(session: Session, triage: Triage, user: User, now: datetime) -> Miss | None:
     return session.exec(
         select(Miss)
         .where(
@@ -114,12 +122,12 @@ def current(*, session: Session, triage: Triage, user: User, now: datetime) -> M
 
 def claim(
     *, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta
-) -> Miss | None:
+) -> MissPublic | None:
     """The caller's current miss, or the next unlabelled one whose lease is free or expired
     (queue order: one query's misses together, grade descending), leased to the caller.
     Misses the caller skipped go to other reviewers. None when nothing is left."""
     with writing(session):
-        mine = current(session=session, triage=triage, user=user, now=now)
+        mine = _current(session, triage, user, now)
         if mine is None:
             skipped = skipped_ids(triage_id=triage.id, user_id=user.id)  # type: ignore[arg-type]
             query = (
@@ -140,17 +148,19 @@ def claim(
             mine.lease_holder_id = user.id
             mine.lease_expires_at = now + lease
             session.add(mine)
-    return mine
+    return None if mine is None else MissPublic.of(mine)
 
 
-def renew(*, session: Session, miss_id: int, user: User, now: datetime, lease: timedelta) -> Miss:
+def renew(
+    *, session: Session, miss_id: int, user: User, now: datetime, lease: timedelta
+) -> MissPublic:
     with writing(session):
         miss = _locked(session, miss_id)
         if not _holds(miss, user):
             raise Forbidden("this miss is no longer leased to you", code="lease_not_held")
         miss.lease_expires_at = now + lease
         session.add(miss)
-    return miss
+    return MissPublic.of(miss)
 
 
 def label(
@@ -163,7 +173,7 @@ def label(
     version: int,
     causes: list[str],
     now: datetime,
-) -> Miss:
+) -> MissPublic:
     """Label (or, for a lead, relabel) a miss at its current version."""
     note = note.strip()
     if category != OTHER and category not in causes:
@@ -202,7 +212,7 @@ def label(
             outbox.after_label(session, miss)
     if refusal is not None:
         raise refusal[1]
-    return miss
+    return MissPublic.of(miss)
 
 
 def _refusal(miss: Miss, user: User, version: int) -> tuple[LabelAction, ServiceError] | None:
@@ -224,7 +234,7 @@ def _refusal(miss: Miss, user: User, version: int) -> tuple[LabelAction, Service
     return LabelAction.REFUSED, Forbidden("this miss is not leased to you", code="lease_not_held")
 
 
-def release(*, session: Session, miss_id: int, user: User, now: datetime) -> Miss:
+def release(*, session: Session, miss_id: int, user: User, now: datetime) -> MissPublic:
     """Give a miss back to the queue (its holder, or a lead)."""
     with writing(session):
         miss = _locked(session, miss_id)
@@ -235,10 +245,10 @@ def release(*, session: Session, miss_id: int, user: User, now: datetime) -> Mis
         miss.lease_expires_at = None
         session.add(miss)
         _event(session, miss, user, LabelAction.RELEASE, now=now, before=before)
-    return miss
+    return MissPublic.of(miss)
 
 
-def skip(*, session: Session, miss_id: int, user: User, reason: str, now: datetime) -> Miss:
+def skip(*, session: Session, miss_id: int, user: User, reason: str, now: datetime) -> MissPublic:
     """Pass a miss on to other reviewers, saying why."""
     reason = reason.strip()
     if not reason:
@@ -251,17 +261,19 @@ def skip(*, session: Session, miss_id: int, user: User, reason: str, now: dateti
         miss.lease_expires_at = None
         session.add(miss)
         _event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
-    return miss
+    return MissPublic.of(miss)
 
 
-def undo(*, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta) -> Miss:
+def undo(
+    *, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta
+) -> MissPublic:
     """Undo the caller's most recent label that is still in force; the miss goes back to
     its previous state and, if that was unlabelled, to the caller's lease."""
     with writing(session):
         undone = _undo_latest(session, triage=triage, user=user, now=now, lease=lease)
         if undone is None:
             raise NotFound("you have no label to undo in this triage", code="nothing_to_undo")
-    return undone
+    return MissPublic.of(undone)
 
 
 def _undo_latest(
@@ -300,14 +312,37 @@ def _undo_latest(
     return None
 
 
-def audit_trail(*, session: Session, miss_id: int) -> list[LabelEvent]:
+def audit_trail(*, session: Session, miss_id: int) -> list[LabelEventPublic]:
+    """Every event of a miss, oldest first. 404 ``miss_not_found``."""
     if session.get(Miss, miss_id) is None:
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-    return list(
-        session.exec(
+    return [
+        LabelEventPublic.of(e)
+        for e in session.exec(
             select(LabelEvent).where(LabelEvent.miss_id == miss_id).order_by(col(LabelEvent.id))
         )
-    )
+    ]
+
+
+def audit_page(
+    *, session: Session, miss_id: int, page: int, per_page: int
+) -> PageOf[LabelEventPublic]:
+    """One page of a miss's audit trail, oldest first, in the API's list shape."""
+    miss = session.get(Miss, miss_id)
+    if miss is None:
+        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
+    query = select(LabelEvent).where(LabelEvent.miss_id == miss_id).order_by(col(LabelEvent.id))
+    events, total = page_rows(session=session, query=query, page=page, per_page=per_page)
+    return PageOf[LabelEventPublic](items=[LabelEventPublic.of(e) for e in events], total=total)
+
+
+def who_did(*, session: Session, events: list[LabelEventPublic]) -> dict[int, str]:
+    """The email of each user named in ``events`` (deleted users are absent)."""
+    ids = sorted({e.user_id for e in events if e.user_id is not None})
+    if not ids:
+        return {}
+    rows = session.exec(select(User.id, User.email).where(col(User.id).in_(ids))).all()
+    return {user_id: email for user_id, email in rows if user_id is not None}
 
 
 @dataclass(frozen=True)
@@ -337,16 +372,3 @@ def progress(*, session: Session, triage: Triage, user: User) -> Progress:
     return Progress(
         mine=mine, labelled=labelled, remaining=remaining, total=triage.misses - covered
     )
-
-
-def public_event(event: LabelEvent) -> dict[str, Any]:
-    return {
-        "id": event.id,
-        "miss_id": event.miss_id,
-        "user_id": event.user_id,
-        "at": event.at.isoformat(),
-        "action": event.action,
-        "before": event.before,
-        "after": event.after,
-        "note": event.note,
-    }

@@ -20,9 +20,9 @@ from app.models import (
     Run,
     RunQuery,
     Triage,
-    User,
 )
-from app.services import queue
+from app.models.triage_public import MissPublic, TriageContext
+from app.services.errors import NotFound
 from app.services.runs import head_of
 
 #: Candidates shown beside the miss ("what won instead").
@@ -36,7 +36,7 @@ def query_terms(text: str | None) -> set[str]:
     return {t.stem for t in content_terms(text)}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Candidate:
     rank: int
     doc_id: str
@@ -45,9 +45,9 @@ class Candidate:
     relevant: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReviewCard:
-    miss: Miss
+    miss: MissPublic
     query_text: str | None
     terms: set[str]
     document: Document | None
@@ -143,15 +143,20 @@ def results_per_query(*, session: Session, run_id: int, qids: Iterable[str]) -> 
     )
 
 
-def where_of(*, session: Session, miss: Miss, triage: Triage) -> str:
-    """The one sentence about where the run put a miss (app/eval/placement.py)."""
+def where_of(*, session: Session, miss: MissPublic, triage: Triage) -> str:
+    """The one sentence about where the run put a miss (app/eval/placement.py), for a page
+    showing a single miss (lists join the run's result counts in their own query)."""
     retrieved = results_per_query(session=session, run_id=triage.run_id, qids=[miss.qid])
     return where_the_run_put_it(miss.rank, retrieved.get(miss.qid), triage.depth)
 
 
-def build_card(
-    *, session: Session, miss: Miss, triage: Triage, run: Run, golden: GoldenSet
-) -> ReviewCard:
+def build_card(*, session: Session, ctx: TriageContext, miss_id: int) -> ReviewCard:
+    """Everything the review page shows about one miss. 404 ``miss_not_found``."""
+    triage, run, golden = ctx.triage, ctx.run, ctx.golden
+    miss = session.get(Miss, miss_id)
+    if miss is None:
+        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
+    shown = MissPublic.of(miss)
     text = session.exec(
         select(GoldenQuery.text).where(
             GoldenQuery.golden_set_id == golden.id, GoldenQuery.qid == miss.qid
@@ -207,14 +212,14 @@ def build_card(
     body = document.text if document else ""
     vocabulary = HintEvidence.from_json(miss.evidence).vocabulary
     return ReviewCard(
-        miss=miss,
+        miss=shown,
         query_text=text,
         terms=terms,
         document=document,
         title=marked(document.title, terms) if document else [],
         text=marked(body[:TEXT_SHOWN], terms),
         truncated=len(body) > TEXT_SHOWN,
-        where=where_of(session=session, miss=miss, triage=triage),
+        where=where_of(session=session, miss=shown, triage=triage),
         candidates=candidates,
         siblings=siblings,
         missing_terms=list(vocabulary.lacks) if vocabulary else [],
@@ -243,7 +248,3 @@ def earlier_label(*, session: Session, miss: Miss, golden: GoldenSet) -> tuple[s
     if row is None or row[0] is None:
         return None
     return row[0], row[1]
-
-
-def progress(*, session: Session, triage: Triage, user: User) -> queue.Progress:
-    return queue.progress(session=session, triage=triage, user=user)

@@ -11,15 +11,17 @@ from typing import Any
 from sqlalchemy import case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from app.db import writing
 from app.models import LabelAction, LabelEvent, Miss, MissState, Triage, User
+from app.models.triage_public import TakenBack
 
 #: The events that make and unmake a skip.
 SKIP_ACTIONS = (LabelAction.SKIP, LabelAction.TAKE_BACK)
 
 
-def skipped_ids(*, triage_id: int, user_id: int | None = None) -> Any:
+def skipped_ids(*, triage_id: int, user_id: int | None = None) -> SelectOfScalar[int]:
     """The ids of misses with a skip still in force (not taken back), by ``user_id`` or by
     anyone: a subquery. A skip counts +1 and a take-back -1 per (miss, reviewer)."""
     balance = func.sum(case((col(LabelEvent.action) == LabelAction.SKIP.value, 1), else_=-1))
@@ -52,7 +54,7 @@ def skipped_waiting(*, session: Session, triage: Triage, user: User) -> int:
     )
 
 
-def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> int:
+def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> TakenBack:
     """Put the unlabelled misses the caller skipped back on the caller's queue (a
     ``take_back`` event each); answers how many."""
     with writing(session):
@@ -83,7 +85,7 @@ def take_back(*, session: Session, triage: Triage, user: User, now: datetime) ->
                     after=state,
                 )
             )
-    return len(misses)
+    return TakenBack(taken_back=len(misses))
 
 
 @dataclass(frozen=True)

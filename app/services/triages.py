@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple, overload
 
 import polars as pl
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import Select, SelectOfScalar
 
 from app.db import writing
 from app.eval import misses_frame
 from app.eval.conventions import CutoffError, check_cutoffs
 from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
+from app.models.triage_public import (
+    ClosureReport,
+    CoveredMoved,
+    MissPublic,
+    TriageContext,
+    TriageDetail,
+)
+from app.readmodel import PageOf
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import eval_golden_set
 from app.services.hints import context_for, hint_columns
 from app.services.runs import stored_ranking
+
+#: The most rows one page of a list holds (``PerPage`` in app/http/params.py reads it).
+MAX_PER_PAGE = 1000
 
 
 def create_triage(
@@ -90,9 +101,11 @@ def create_triage(
     return triage
 
 
-def include_covered(*, session: Session, triage: Triage, include: bool) -> int:
+def include_covered(*, session: Session, triage_id: int, include: bool) -> CoveredMoved:
     """Put the misses covered by a duplicate on the queue (``include``), or take those not yet
-    labelled back off it. Returns how many misses moved. Labelled misses keep their label."""
+    labelled back off it. Answers how many misses moved and the triage's new counts.
+    Labelled misses keep their label."""
+    triage = get_triage(session=session, triage_id=triage_id)
     if include:
         moved = (
             update(Miss)
@@ -112,7 +125,9 @@ def include_covered(*, session: Session, triage: Triage, include: bool) -> int:
         )
     with writing(session):
         count = session.execute(moved).rowcount  # type: ignore[attr-defined]
-    return int(count)
+    return CoveredMoved(
+        moved=int(count), triage=triage_detail(session=session, triage_id=triage_id)
+    )
 
 
 def covered_on_queue(*, session: Session, triage: Triage) -> int:
@@ -128,19 +143,6 @@ def covered_on_queue(*, session: Session, triage: Triage) -> int:
             )
         ).one()
     )
-
-
-def causes_of(*, session: Session, triage_id: int) -> list[str]:
-    """The named causes of the golden set a triage belongs to."""
-    row = session.exec(
-        select(GoldenSet.causes)
-        .join(Run, col(Run.golden_set_id) == col(GoldenSet.id))
-        .join(Triage, col(Triage.run_id) == col(Run.id))
-        .where(Triage.id == triage_id)
-    ).first()
-    if row is None:
-        raise NotFound(f"no triage {triage_id}", code="triage_not_found")
-    return list(row)
 
 
 def causes_of_miss(*, session: Session, miss_id: int) -> list[str]:
@@ -164,39 +166,53 @@ def get_triage(*, session: Session, triage_id: int) -> Triage:
     return triage
 
 
+def triage_context(*, session: Session, triage_id: int) -> TriageContext:
+    """The triage with its run and golden set, in one query: what every page and answer
+    about a triage starts from. 404 ``triage_not_found``."""
+    found = session.exec(
+        select(Triage, Run, GoldenSet)
+        .join(Run, col(Run.id) == col(Triage.run_id))
+        .join(GoldenSet, col(GoldenSet.id) == col(Run.golden_set_id))
+        .where(Triage.id == triage_id)
+    ).first()
+    if found is None:
+        raise NotFound(f"no triage {triage_id}", code="triage_not_found")
+    triage, run, golden = found
+    return TriageContext(triage=triage, run=run, golden=golden)
+
+
+def miss_context(*, session: Session, miss_id: int) -> tuple[MissPublic, TriageContext]:
+    """A miss and the context of its triage. 404 ``miss_not_found``."""
+    found = session.exec(
+        select(Miss, Triage, Run, GoldenSet)
+        .join(Triage, col(Triage.id) == col(Miss.triage_id))
+        .join(Run, col(Run.id) == col(Triage.run_id))
+        .join(GoldenSet, col(GoldenSet.id) == col(Run.golden_set_id))
+        .where(Miss.id == miss_id)
+    ).first()
+    if found is None:
+        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
+    miss, triage, run, golden = found
+    return MissPublic.of(miss), TriageContext(triage=triage, run=run, golden=golden)
+
+
+def find_miss(*, session: Session, miss_id: int) -> MissPublic | None:
+    """One miss as the pages and the API show it, if there is one."""
+    miss = session.get(Miss, miss_id)
+    return None if miss is None else MissPublic.of(miss)
+
+
 def list_triages(*, session: Session, run: Run) -> list[Triage]:
     return list(
         session.exec(select(Triage).where(Triage.run_id == run.id).order_by(col(Triage.id)))
     )
 
 
-@dataclass(frozen=True)
-class Summary:
-    """Counts per cause and whether the categories close (DESIGN.md)."""
-
-    misses: int
-    counts: dict[str, int]
-    other: int
-    unlabelled: int
-    #: Misses covered by a duplicate and left off the queue: counted apart, outside closure.
-    covered: int = 0
-
-    @property
-    def closes(self) -> bool:
-        return self.other == 0 and self.unlabelled == 0
-
-    @property
-    def closure(self) -> str:
-        return closure_sentence(
-            self.counts, other=self.other, unlabelled=self.unlabelled, covered=self.covered
-        )
-
-
 def closure_sentence(
     counts: dict[str, int], *, other: int, unlabelled: int, covered: int = 0
 ) -> str:
     """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left;
-    misses covered by a duplicate and not queued are counted apart."""
+    misses covered by a duplicate and not queued are counted apart. The only wording of it."""
     named = sum(counts.values())
     total = named + other + unlabelled
     terms = " + ".join(str(n) for n in counts.values()) or "0"
@@ -212,8 +228,13 @@ def closure_sentence(
     )
 
 
-def summarise(*, session: Session, triage: Triage, causes: list[str]) -> Summary:
-    """One aggregate query: misses by state and category."""
+def closure_report(*, session: Session, triage: Triage, causes: list[str]) -> ClosureReport:
+    """Counts per cause, other, unlabelled and covered, and whether the categories close:
+    the one place that decides closure (the API, the dashboard, the backlog download and the
+    ``triage.closed`` webhook all ask it). One aggregate query: misses by state and category.
+
+    The categories close when no miss is unlabelled (open, on the queue) and none is in
+    "other"; misses covered by a duplicate and left off the queue are counted apart."""
     rows = session.exec(
         select(Miss.state, Miss.category, func.count())
         .where(Miss.triage_id == triage.id)
@@ -230,75 +251,76 @@ def summarise(*, session: Session, triage: Triage, causes: list[str]) -> Summary
             other += n
         else:
             counts[category] = counts.get(category, 0) + n
-    return Summary(
-        misses=triage.misses, counts=counts, other=other, unlabelled=unlabelled, covered=covered
+    return ClosureReport(
+        misses=triage.misses,
+        counts=counts,
+        other=other,
+        unlabelled=unlabelled,
+        covered=covered,
+        closes=other == 0 and unlabelled == 0,
+        closure=closure_sentence(counts, other=other, unlabelled=unlabelled, covered=covered),
     )
+
+
+def triage_detail(*, session: Session, triage_id: int) -> TriageDetail:
+    """A triage with its closure report (``GET /triages/{id}``)."""
+    ctx = triage_context(session=session, triage_id=triage_id)
+    report = closure_report(session=session, triage=ctx.triage, causes=ctx.causes)
+    return TriageDetail.of_report(ctx.triage, report)
+
+
+Row = TypeVar("Row")
+Columns = TypeVarTuple("Columns")
+
+
+@overload
+def page_rows(
+    *, session: Session, query: SelectOfScalar[Row], page: int, per_page: int
+) -> tuple[list[Row], int]: ...
+
+
+@overload
+def page_rows(
+    *, session: Session, query: Select[*Columns], page: int, per_page: int
+) -> tuple[list[tuple[*Columns]], int]: ...
+
+
+def page_rows(
+    *,
+    session: Session,
+    query: SelectOfScalar[Row] | Select[*Columns],
+    page: int,
+    per_page: int,
+) -> tuple[list[Any], int]:
+    """One page of ``query`` (ordered by the caller) and how many rows it has in all: the one
+    paging of database rows, for the API's lists and the pages alike."""
+    if page < 1 or not 1 <= per_page <= MAX_PER_PAGE:
+        raise Invalid(f"page >= 1 and per_page within 1..{MAX_PER_PAGE}", code="invalid_page")
+    total = session.exec(select(func.count()).select_from(query.order_by(None).subquery())).one()
+    items: list[Any] = list(session.exec(query.offset((page - 1) * per_page).limit(per_page)))
+    return items, int(total)
 
 
 def list_misses(
     *,
     session: Session,
-    triage: Triage,
+    triage_id: int,
     state: str | None = None,
     category: str | None = None,
     qid: str | None = None,
     page: int = 1,
     per_page: int = 50,
-) -> tuple[list[Miss], int]:
-    if page < 1 or not 1 <= per_page <= 1000:
-        raise Invalid("page >= 1 and per_page within 1..1000", code="invalid_page")
-    where: list[Any] = [Miss.triage_id == triage.id]
+) -> PageOf[MissPublic]:
+    """One page of a triage's misses in queue order, filtered by state, cause or query."""
+    triage = get_triage(session=session, triage_id=triage_id)
+    query = select(Miss).where(Miss.triage_id == triage.id)
     if state:
-        where.append(Miss.state == state)
+        query = query.where(Miss.state == state)
     if category:
-        where.append(Miss.category == category)
+        query = query.where(Miss.category == category)
     if qid:
-        where.append(Miss.qid == qid)
-    total = session.exec(select(func.count()).select_from(Miss).where(*where)).one()
-    items = session.exec(
-        select(Miss)
-        .where(*where)
-        .order_by(col(Miss.position))
-        .offset((page - 1) * per_page)
-        .limit(per_page)
-    ).all()
-    return list(items), int(total)
-
-
-def public(triage: Triage, summary: Summary | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": triage.id,
-        "run_id": triage.run_id,
-        "depth": triage.depth,
-        "k": triage.k,
-        "misses": triage.misses,
-        "created_at": triage.created_at.isoformat(),
-    }
-    if summary is not None:
-        data |= {
-            "counts": summary.counts,
-            "other": summary.other,
-            "unlabelled": summary.unlabelled,
-            "covered": summary.covered,
-            "closes": summary.closes,
-            "closure": summary.closure,
-        }
-    return data
-
-
-def public_miss(miss: Miss) -> dict[str, Any]:
-    return {
-        "id": miss.id,
-        "qid": miss.qid,
-        "doc_id": miss.doc_id,
-        "grade": miss.grade,
-        "rank": miss.rank,
-        "state": miss.state,
-        "category": miss.category,
-        "note": miss.note,
-        "version": miss.version,
-        "hint": miss.hint,
-        "covered_by": miss.covered_by,
-        "lease_holder": miss.lease_holder_id,
-        "lease_expires_at": miss.lease_expires_at.isoformat() if miss.lease_expires_at else None,
-    }
+        query = query.where(Miss.qid == qid)
+    items, total = page_rows(
+        session=session, query=query.order_by(col(Miss.position)), page=page, per_page=per_page
+    )
+    return PageOf[MissPublic](items=[MissPublic.of(m) for m in items], total=total)

@@ -6,11 +6,12 @@ something went wrong: the reviewer is always told whether the label was saved.
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Annotated, Any
+from datetime import datetime, timedelta
+from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
+from sqlmodel import Session
 
 from app.http.deps import (
     ClockDep,
@@ -21,13 +22,13 @@ from app.http.deps import (
     SettingsDep,
 )
 from app.http.params import FormId, Id
-from app.models import OTHER, Miss, Role, Triage
-from app.services import golden_sets as golden_service
+from app.models import OTHER, Role
+from app.models.triage_public import MissPublic, TriageContext
 from app.services import queue, skips
 from app.services import review as review_service
-from app.services import runs as run_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
+from app.settings import Settings
 from app.web.render import error_page, is_fragment_request, redirect, render, templates
 
 router = APIRouter(include_in_schema=False)
@@ -38,26 +39,24 @@ RETARGET = {"HX-Retarget": "#review-status", "HX-Reswap": "innerHTML"}
 
 def _card(
     request: Request,
-    session: Any,
+    session: Session,
     principal: Principal,
-    triage: Triage,
-    miss: Miss | None,
+    ctx: TriageContext,
+    miss: MissPublic | None,
     *,
     message: str | None = None,
     tone: str = "info",
     status: int = 200,
     error_code: str | None = None,
-    block: str = "card",
     loading: bool = False,
 ) -> HTMLResponse:
-    run = run_service.get_run(session=session, run_id=triage.run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    triage = ctx.triage
     card = (
-        review_service.build_card(session=session, miss=miss, triage=triage, run=run, golden=golden)
+        review_service.build_card(session=session, ctx=ctx, miss_id=miss.id)
         if miss is not None
         else None
     )
-    causes = list(zip(KEYS, golden.causes, strict=False))
+    causes = list(zip(KEYS, ctx.causes, strict=False))
     waiting = (
         skips.skipped_waiting(session=session, triage=triage, user=principal.user)
         if miss is None and not loading
@@ -68,8 +67,8 @@ def _card(
         "review.html",
         {
             "triage": triage,
-            "run": run,
-            "golden": golden,
+            "run": ctx.run,
+            "golden": ctx.golden,
             "card": card,
             "causes": causes,
             "other": OTHER,
@@ -88,13 +87,13 @@ def _card(
 
 
 def _next(
-    session: Any, settings: Any, clock: Any, triage: Triage, principal: Principal
-) -> Miss | None:
+    session: Session, settings: Settings, now: datetime, ctx: TriageContext, principal: Principal
+) -> MissPublic | None:
     return queue.claim(
         session=session,
-        triage=triage,
+        triage=ctx.triage,
         user=principal.user,
-        now=clock.now(),
+        now=now,
         lease=timedelta(seconds=settings.lease_seconds),
     )
 
@@ -110,16 +109,16 @@ def review_page(
     """Shows the page and claims nothing: the miss the caller already holds, else a card that
     claims the next one with a POST as it loads (HTMX; a button without JavaScript). A link
     from another site, a prefetch or a crawler leases no miss to anybody."""
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    held = queue.current(session=session, triage=triage, user=principal.user, now=clock.now())
-    return _card(request, session, principal, triage, held, loading=held is None)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
+    held = queue.current(session=session, triage=ctx.triage, user=principal.user, now=clock.now())
+    return _card(request, session, principal, ctx, held, loading=held is None)
 
 
-def _card_or_back(request: Request, triage: Triage, response: HTMLResponse) -> Response:
+def _card_or_back(request: Request, ctx: TriageContext, response: HTMLResponse) -> Response:
     """HTMX gets the card; a plain form post (no JavaScript) goes back to the page."""
     if request.headers.get("hx-request"):
         return response
-    return redirect(request, request.url_for("review_page", triage_id=triage.id).path)
+    return redirect(request, request.url_for("review_page", triage_id=ctx.triage_id).path)
 
 
 @router.post("/triages/{triage_id}/review/claim", name="review_claim")
@@ -134,9 +133,9 @@ def review_claim(
     """Lease the caller's next miss (their current one first) and answer its card."""
     if principal is None:
         return _expired(request, None)
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    miss = _next(session, settings, clock, triage, principal)
-    return _card_or_back(request, triage, _card(request, session, principal, triage, miss))
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
+    miss = _next(session, settings, clock.now(), ctx, principal)
+    return _card_or_back(request, ctx, _card(request, session, principal, ctx, miss))
 
 
 @router.post("/triages/{triage_id}/review/take-back", name="review_take_back")
@@ -151,18 +150,20 @@ def review_take_back(
     """Put the misses the caller skipped back on their queue, and claim the next one."""
     if principal is None:
         return _expired(request, "taking back your skipped misses")
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    taken = skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
+    taken = skips.take_back(
+        session=session, triage=ctx.triage, user=principal.user, now=clock.now()
+    ).taken_back
     word = "miss" if taken == 1 else "misses"
     response = _card(
         request,
         session,
         principal,
-        triage,
-        _next(session, settings, clock, triage, principal),
+        ctx,
+        _next(session, settings, clock.now(), ctx, principal),
         message=f"Took back {taken} skipped {word}: they are on your queue again.",
     )
-    return _card_or_back(request, triage, response)
+    return _card_or_back(request, ctx, response)
 
 
 #: The notices in words, for a plain form post (no JavaScript), which gets a whole page.
@@ -212,8 +213,7 @@ def review_label(
     shown = category if len(category) <= 100 else f"{category[:100]}..."
     if principal is None:
         return _expired(request, f"your label ({shown})")
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    causes = triage_service.causes_of(session=session, triage_id=triage_id)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
         labelled = queue.label(
             session=session,
@@ -222,18 +222,18 @@ def review_label(
             category=category,
             note=note,
             version=version,
-            causes=causes,
+            causes=ctx.causes,
             now=clock.now(),
         )
     except ServiceError as exc:
         failed = f"Your label ({shown}) was NOT saved: {exc.message}."
         if exc.code == "note_required" or exc.code == "unknown_category":
-            current = session.get(Miss, miss_id)
+            current = triage_service.find_miss(session=session, miss_id=miss_id)
             return _card(
                 request,
                 session,
                 principal,
-                triage,
+                ctx,
                 current,
                 message=failed,
                 tone="error",
@@ -244,8 +244,8 @@ def review_label(
             request,
             session,
             principal,
-            triage,
-            _next(session, settings, clock, triage, principal),
+            ctx,
+            _next(session, settings, clock.now(), ctx, principal),
             message=failed + " Here is your next miss.",
             tone="error",
             status=exc.status,
@@ -256,8 +256,8 @@ def review_label(
         request,
         session,
         principal,
-        triage,
-        _next(session, settings, clock, triage, principal),
+        ctx,
+        _next(session, settings, clock.now(), ctx, principal),
         message=saved,
     )
 
@@ -275,7 +275,7 @@ def review_skip(
 ) -> Response:
     if principal is None:
         return _expired(request, "your skip")
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
         queue.skip(
             session=session, miss_id=miss_id, user=principal.user, reason=reason, now=clock.now()
@@ -285,8 +285,8 @@ def review_skip(
             request,
             session,
             principal,
-            triage,
-            session.get(Miss, miss_id),
+            ctx,
+            triage_service.find_miss(session=session, miss_id=miss_id),
             message=f"Not skipped: {exc.message}.",
             tone="error",
             status=exc.status,
@@ -296,8 +296,8 @@ def review_skip(
         request,
         session,
         principal,
-        triage,
-        _next(session, settings, clock, triage, principal),
+        ctx,
+        _next(session, settings, clock.now(), ctx, principal),
         message="Skipped: it goes to the other reviewers; you can take it back later.",
     )
 
@@ -313,11 +313,11 @@ def review_undo(
 ) -> Response:
     if principal is None:
         return _expired(request, "your undo")
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
         miss = queue.undo(
             session=session,
-            triage=triage,
+            triage=ctx.triage,
             user=principal.user,
             now=clock.now(),
             lease=timedelta(seconds=settings.lease_seconds),
@@ -327,8 +327,8 @@ def review_undo(
             request,
             session,
             principal,
-            triage,
-            _next(session, settings, clock, triage, principal),
+            ctx,
+            _next(session, settings, clock.now(), ctx, principal),
             message=f"Nothing undone: {exc.message}.",
             tone="error",
             status=exc.status,
@@ -338,7 +338,7 @@ def review_undo(
         request,
         session,
         principal,
-        triage,
+        ctx,
         miss,
         message=f"Undone: {miss.qid} / {miss.doc_id} is unlabelled again.",
     )

@@ -11,9 +11,10 @@ from app.eval.clusters import FEW
 from app.eval.conventions import DEFAULT_DEPTH, MAX_CUTOFF
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis, Thresholds
 from app.http.deps import ReviewerDep, SessionDep
-from app.http.params import Id, Page, PerPage, QueryId, paged
+from app.http.params import Id, Page, PerPage, QueryId
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
+from app.readmodel import paged
 from app.services import comparisons
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service

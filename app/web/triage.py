@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
-from sqlmodel import col, select
+from sqlmodel import Session
 
 from app.exporters import REGISTRY, Tracker, missing_credentials, tracker_named
-from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.http.deps import ClockDep, LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
-from app.models import OTHER, Miss, MissState, Triage, User
+from app.models import OTHER, MissState
+from app.models.exports import ExportAction, ExportOutcome, ExportResult
+from app.models.triage_public import TriageContext
 from app.services import dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
-from app.services import runs as run_service
 from app.services import triages as triage_service
-from app.services.errors import NotFound, ServiceError
-from app.services.exports import ExportAction
+from app.services.errors import ServiceError
 from app.services.review import where_of
+from app.settings import Settings
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
@@ -34,10 +36,15 @@ def miss_url_prefix(request: Request) -> str:
     return request.url_for("miss_page", miss_id=0).path.removesuffix("0")
 
 
-def _context(session: Any, triage: Triage) -> dict[str, Any]:
-    run = run_service.get_run(session=session, run_id=triage.run_id)
-    golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
-    return {"triage": triage, "run": run, "golden": golden}
+@dataclass(frozen=True)
+class ExportPanel:
+    """The export form on the dashboard: what was entered, why it was refused, or what a
+    dry run would send."""
+
+    tracker: str = Tracker.GITHUB.value
+    target: str = ""
+    error: str | None = None
+    outcome: ExportOutcome | None = None
 
 
 @router.get("/triages/{triage_id}", name="triage_page")
@@ -49,37 +56,37 @@ def triage_page(
     principal: ReviewerDep,
     triage_id: Id,
 ) -> HTMLResponse:
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    return _dashboard(request, session, settings, clock, principal, triage)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
+    return _dashboard(request, session, settings, clock.now(), principal, ctx)
 
 
 def _dashboard(
     request: Request,
-    session: Any,
-    settings: Any,
-    clock: Any,
-    principal: Any,
-    triage: Triage,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    principal: Principal,
+    ctx: TriageContext,
     *,
-    export: dict[str, Any] | None = None,
+    export: ExportPanel | None = None,
     status: int = 200,
     error_code: str | None = None,
 ) -> HTMLResponse:
-    context = _context(session, triage)
-    summary = triage_service.summarise(
-        session=session, triage=triage, causes=list(context["golden"].causes)
-    )
+    triage = ctx.triage
+    summary = triage_service.closure_report(session=session, triage=triage, causes=ctx.causes)
     residue, residue_total = dashboard.residue(session=session, triage=triage)
     texts = golden_service.query_texts(
-        session=session, golden=context["golden"], qids={r.miss.qid for r in residue}
+        session=session, golden=ctx.golden, qids={r.miss.qid for r in residue}
     )
     skipped = skips.skips(session=session, triage=triage, open_only=True)
     largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
     return render(
         request,
         "triage.html",
-        context
-        | {
+        {
+            "triage": triage,
+            "run": ctx.run,
+            "golden": ctx.golden,
             "summary": summary,
             "largest": largest,
             "residue": residue,
@@ -88,7 +95,7 @@ def _dashboard(
             "throughput": dashboard.throughput(session=session, triage=triage),
             "hints": dashboard.hint_accuracy(session=session, triage=triage),
             "covered_on_queue": triage_service.covered_on_queue(session=session, triage=triage),
-            "leases": dashboard.live_leases(session=session, triage=triage, now=clock.now()),
+            "leases": dashboard.live_leases(session=session, triage=triage, now=now),
             "labelled": triage.misses - summary.unlabelled - summary.covered,
             "queued": triage.misses - summary.covered,
             "is_lead": principal.role.allows_lead,
@@ -96,7 +103,7 @@ def _dashboard(
             "trackers": list(Tracker),
             "tracker_names": {t: REGISTRY[t].title for t in Tracker},
             "exports": export_service.stored(session=session, triage=triage),
-            "export": export or {"tracker": Tracker.GITHUB, "target": ""},
+            "export": export or ExportPanel(),
             "credentials": {t: REGISTRY[t].credentials for t in Tracker},
             "missing": {t: missing_credentials(t, settings) for t in Tracker},
             "skipped": skipped[:SKIPS_SHOWN],
@@ -121,8 +128,8 @@ def export_preview(
 ) -> Response:
     """The dashboard with a dry run of an export: the exact requests, credentials masked
     or absent; it sends nothing and writes nothing, so it is a GET that survives reloads."""
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    return _export(request, session, settings, clock, principal, triage, tracker, target, False)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
+    return _export(request, session, settings, clock.now(), principal, ctx, tracker, target, False)
 
 
 @router.post("/triages/{triage_id}/exports", name="export_form")
@@ -140,40 +147,38 @@ def export_form(
     """Push the backlog; a successful push answers with a redirect to the dashboard and a
     message (post/redirect/get: a reload pushes nothing), a refused one with the dashboard
     and the reason next to the form. ``action=preview`` redirects to the dry run's own URL."""
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     if action != "push":
         preview = request.url_for("export_preview", triage_id=triage_id).path
         query = urlencode({"tracker": tracker, "target": target})
         return redirect(request, f"{preview}?{query}#export")
-    return _export(request, session, settings, clock, principal, triage, tracker, target, True)
+    return _export(request, session, settings, clock.now(), principal, ctx, tracker, target, True)
 
 
 def _export(
     request: Request,
-    session: Any,
-    settings: Any,
-    clock: Any,
-    principal: Any,
-    triage: Triage,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    principal: Principal,
+    ctx: TriageContext,
     tracker: str,
     target: str,
     push: bool,
 ) -> Response:
     """Preview (dry run) or push, answered by the dashboard with the outcome or the reason
     nothing was sent next to the form."""
-    context = _context(session, triage)
-    form: dict[str, Any] = {"tracker": tracker, "target": target.strip()}
+    entered = ExportPanel(tracker=tracker, target=target.strip())
 
     def refused(message: str, status: int, code: str) -> HTMLResponse:
-        form["error"] = message
         return _dashboard(
             request,
             session,
             settings,
-            clock,
+            now,
             principal,
-            triage,
-            export=form,
+            ctx,
+            export=replace(entered, error=message),
             status=status,
             error_code=code,
         )
@@ -193,40 +198,27 @@ def _export(
         outcome = export_service.export(
             session=session,
             settings=settings,
-            triage=triage,
-            run=context["run"],
-            golden=context["golden"],
+            triage_id=ctx.triage_id,
             tracker=chosen,
-            target=form["target"],
+            target=entered.target,
             dry_run=not push,
         )
     except ServiceError as exc:
         return refused(exc.message, exc.status, exc.code)
     if push:
-        dashboard_url = request.url_for("triage_page", triage_id=triage.id).path
+        dashboard_url = request.url_for("triage_page", triage_id=ctx.triage.id).path
         return redirect(
             request,
             f"{dashboard_url}#exports",
-            flash=_pushed_sentence(chosen, form["target"], outcome.results),
+            flash=_pushed_sentence(chosen, entered.target, outcome.results),
             kind="error" if any(r.action is ExportAction.FAILED for r in outcome.results) else "ok",
         )
-    form |= {
-        "dry_run": not push,
-        "results": outcome.results,
-        "requests": [
-            r
-            | {
-                "pretty": json.dumps(r["body"], indent=2, ensure_ascii=False)
-                if not isinstance(r["body"], str)
-                else r["body"]
-            }
-            for r in outcome.requests
-        ],
-    }
-    return _dashboard(request, session, settings, clock, principal, triage, export=form)
+    return _dashboard(
+        request, session, settings, now, principal, ctx, export=replace(entered, outcome=outcome)
+    )
 
 
-def _pushed_sentence(tracker: Tracker, target: str, results: list[export_service.Result]) -> str:
+def _pushed_sentence(tracker: Tracker, target: str, results: list[ExportResult]) -> str:
     """What a push did, for the message on the dashboard it redirects to."""
     actions = {
         ExportAction.CREATE: "created",
@@ -271,8 +263,7 @@ def covered_form(
     include: Annotated[bool, Form()],
 ) -> Response:
     """Put the misses covered by a duplicate on the queue, or take them back off it."""
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    triage_service.include_covered(session=session, triage=triage, include=include)
+    triage_service.include_covered(session=session, triage_id=triage_id, include=include)
     said = "covered misses put on the queue" if include else "covered misses taken off the queue"
     return redirect(request, request.url_for("triage_page", triage_id=triage_id).path, flash=said)
 
@@ -291,11 +282,10 @@ def backlog_page(
     page: Page = 1,
     per_page: PerPage = PER_PAGE,
 ) -> HTMLResponse:
-    triage = triage_service.get_triage(session=session, triage_id=triage_id)
-    context = _context(session, triage)
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     rows, total = dashboard.backlog(
         session=session,
-        triage=triage,
+        triage=ctx.triage,
         cause=cause,
         qid=qid.strip(),
         reviewer=reviewer,
@@ -306,13 +296,15 @@ def backlog_page(
     )
     pages = max(1, -(-total // per_page))
     texts = golden_service.query_texts(
-        session=session, golden=context["golden"], qids={r.miss.qid for r in rows}
+        session=session, golden=ctx.golden, qids={r.miss.qid for r in rows}
     )
     return render(
         request,
         "backlog.html",
-        context
-        | {
+        {
+            "triage": ctx.triage,
+            "run": ctx.run,
+            "golden": ctx.golden,
             "rows": rows,
             "total": total,
             "page": min(max(page, 1), pages),
@@ -325,8 +317,8 @@ def backlog_page(
                 "sort": sort,
                 "per_page": per_page,
             },
-            "causes": [*context["golden"].causes, OTHER, "unlabelled", MissState.COVERED.value],
-            "reviewers": dashboard.reviewers(session=session, triage=triage),
+            "causes": [*ctx.causes, OTHER, "unlabelled", MissState.COVERED.value],
+            "reviewers": dashboard.reviewers(session=session, triage=ctx.triage),
             "texts": texts,
             "miss_url": miss_url_prefix(request),
             "sorts": list(dashboard.BACKLOG_SORTS),
@@ -337,31 +329,31 @@ def backlog_page(
 
 def _miss_page(
     request: Request,
-    session: Any,
-    principal: Any,
-    miss: Miss,
+    session: Session,
+    principal: Principal,
+    miss_id: int,
     *,
     message: str | None = None,
     status: int = 200,
     error_code: str | None = None,
 ) -> HTMLResponse:
-    triage = triage_service.get_triage(session=session, triage_id=miss.triage_id)
-    context = _context(session, triage)
-    events = queue.audit_trail(session=session, miss_id=miss.id)  # type: ignore[arg-type]
-    people = {u.id: u.email for u in session.exec(_users_query(events))} if events else {}
+    miss, ctx = triage_service.miss_context(session=session, miss_id=miss_id)
+    events = queue.audit_trail(session=session, miss_id=miss.id)
     return render(
         request,
         "miss.html",
-        context
-        | {
+        {
+            "triage": ctx.triage,
+            "run": ctx.run,
+            "golden": ctx.golden,
             "miss": miss,
             "events": events,
-            "people": people,
+            "people": queue.who_did(session=session, events=events),
             "message": message,
-            "causes": [*context["golden"].causes, OTHER],
-            "where": where_of(session=session, miss=miss, triage=triage),
+            "causes": [*ctx.causes, OTHER],
+            "where": where_of(session=session, miss=miss, triage=ctx.triage),
             "text": golden_service.query_texts(
-                session=session, golden=context["golden"], qids={miss.qid}
+                session=session, golden=ctx.golden, qids={miss.qid}
             ).get(miss.qid),
             "is_lead": principal.role.allows_lead,
         },
@@ -371,19 +363,11 @@ def _miss_page(
     )
 
 
-def _users_query(events: list[Any]) -> Any:
-    ids = sorted({e.user_id for e in events if e.user_id is not None})
-    return select(User).where(col(User.id).in_(ids))
-
-
 @router.get("/misses/{miss_id}", name="miss_page")
 def miss_page(
     request: Request, session: SessionDep, principal: ReviewerDep, miss_id: Id
 ) -> HTMLResponse:
-    miss = session.get(Miss, miss_id)
-    if miss is None:
-        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-    return _miss_page(request, session, principal, miss)
+    return _miss_page(request, session, principal, miss_id)
 
 
 @router.post("/misses/{miss_id}/relabel", name="relabel_form")
@@ -410,13 +394,11 @@ def relabel(
             now=clock.now(),
         )
     except ServiceError as exc:
-        miss = session.get(Miss, miss_id)
-        assert miss is not None
         return _miss_page(
             request,
             session,
             principal,
-            miss,
+            miss_id,
             message=f"Not saved: {exc.message}.",
             status=exc.status,
             error_code=exc.code,

@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 from app.clock import FrozenClock
 from app.exporters import Sender
 from app.models import GoldenSet, Miss, Role, Run, Triage, User
+from app.models.exports import ExportOutcome
 from app.services import exports, queue, users
 from app.settings import Settings
 from tests.conftest import Account
@@ -90,15 +91,13 @@ def run_export(
     tracker: str,
     target: str,
     **kwargs: object,
-) -> exports.Outcome:
-    golden, run, triage, _ = labelled
+) -> ExportOutcome:
+    triage = labelled[2]
     with Session(engine, expire_on_commit=False) as s:
         return exports.export(
             session=s,
             settings=settings,
-            triage=triage,
-            run=run,
-            golden=golden,
+            triage_id=triage.id,
             tracker=tracker,
             target=target,
             **kwargs,
@@ -283,7 +282,7 @@ def test_dry_run_shows_requests_without_secrets(
 ) -> None:
     base, tracker = fake
     outcome = run_export(engine, tracker_settings, labelled, "github", "acme/search", dry_run=True)
-    document = outcome.as_dict(dry_run=True)
+    document = outcome.model_dump(mode="json")
     assert tracker.requests == []
     assert [r["action"] for r in document["results"]] == ["create", "create"]
     request = document["requests"][0]

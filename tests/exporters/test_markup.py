@@ -18,6 +18,7 @@ from sqlmodel import Session
 
 from app.exporters.markup import JOINER, markdown_code, markdown_text, one_line, url_path
 from app.models import OTHER, GoldenSet, Role, Run, Triage
+from app.models.exports import ExportOutcome
 from app.services import exports, golden_sets, queue, runs, triages, users
 from app.settings import Settings
 from tests.exporters.test_exporters import fake, tracker_settings  # noqa: F401  (fixtures)
@@ -112,8 +113,8 @@ def hostile_triage(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Tria
 
 def export(
     engine: Engine, settings: Settings, labelled: tuple[GoldenSet, Run, Triage], tracker: str
-) -> exports.Outcome:
-    golden, run, triage = labelled
+) -> ExportOutcome:
+    triage = labelled[2]
     target = {"github": "acme/search", "gitlab": "acme/search", "linear": "team-1"}.get(
         tracker, "SEARCH"
     )
@@ -121,14 +122,12 @@ def export(
         outcome = exports.export(
             session=s,
             settings=settings,
-            triage=triage,
-            run=run,
-            golden=golden,
+            triage_id=triage.id,
             tracker=tracker,
             target=target,
         )
-    assert [r.action for r in outcome.results] == ["create", "create"], outcome.as_dict(
-        dry_run=False
+    assert [r.action for r in outcome.results] == ["create", "create"], outcome.model_dump(
+        mode="json"
     )
     return outcome
 
@@ -299,14 +298,12 @@ def test_webhook_export_with_unicode_causes_hashes_its_idempotency_key(
     fake: tuple[str, Tracker],  # noqa: F811
 ) -> None:
     base, tracker = fake
-    golden, run, triage = hostile_triage
+    triage = hostile_triage[2]
     with Session(engine, expire_on_commit=False) as s:
         outcome = exports.export(
             session=s,
             settings=tracker_settings,
-            triage=triage,
-            run=run,
-            golden=golden,
+            triage_id=triage.id,
             tracker="webhook",
             target=f"{base}/hook",
         )

@@ -60,7 +60,7 @@ def test_claim_order_lease_and_expiry(
         )
         assert third is not None
         assert third.id == first.id
-        assert third.lease_holder_id == people["lea"].id
+        assert third.lease_holder == people["lea"].id
         # Ann's label is refused now (someone else holds it), and the attempt is audited.
         with pytest.raises(Forbidden) as refused:
             queue.label(
@@ -102,7 +102,7 @@ def test_label_versions_and_conflict_keep_both(
             "vocabulary-mismatch",
             2,
         )
-        assert labelled.lease_holder_id is None
+        assert labelled.lease_holder is None
         # A lead relabels with the current version; a stale version is a 409 and is audited.
         queue.label(
             session=s,
@@ -128,10 +128,10 @@ def test_label_versions_and_conflict_keep_both(
         assert stale.value.code == "stale_version"
         trail = queue.audit_trail(session=s, miss_id=miss.id)
         assert [e.action for e in trail] == ["label", "relabel", "conflict"]
-        assert trail[1].before["category"] == "vocabulary-mismatch"
-        assert trail[1].after["category"] == "chunk-boundary"
-        assert trail[2].before["category"] == "chunk-boundary"  # what is stored
-        assert trail[2].after["category"] == "not-indexed"  # what was attempted
+        assert trail[1].before.category == "vocabulary-mismatch"
+        assert trail[1].after.category == "chunk-boundary"
+        assert trail[2].before.category == "chunk-boundary"  # what is stored
+        assert trail[2].after.category == "not-indexed"  # what was attempted
         # Reviewers cannot relabel.
         with pytest.raises(Forbidden) as forbidden:
             queue.label(
@@ -218,7 +218,7 @@ def test_skip_release_undo(engine: Engine, tmp_path: Path, people: dict[str, Use
         undone = queue.undo(session=s, triage=triage, user=ann, now=clock.now(), lease=LEASE)
         assert undone.id == labelled.id
         assert (undone.state, undone.category, undone.version) == ("open", None, 3)
-        assert undone.lease_holder_id == ann.id  # back on Ann's desk
+        assert undone.lease_holder == ann.id  # back on Ann's desk
         with pytest.raises(NotFound):
             queue.undo(session=s, triage=triage, user=ann, now=clock.now(), lease=LEASE)
         assert [e.action for e in queue.audit_trail(session=s, miss_id=first.id)] == [

@@ -6,9 +6,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.http.deps import AdminDep, ReviewerDep, SessionDep
-from app.http.params import Id, Page, PageOf, PerPage, paged
+from app.http.params import Id, Page, PerPage
 from app.models import Role
 from app.models.users import TokenCreated, TokenPublic, UserPublic
+from app.readmodel import PageOf, paged
 from app.services import users as service
 
 router = APIRouter(tags=["accounts"])

@@ -9,10 +9,11 @@ from pydantic import BaseModel
 
 from app.eval import Order
 from app.http.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.params import Id, Page, PageOf, PerPage, paged
+from app.http.params import Id, Page, PerPage
 from app.http.uploads import saved_uploads
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
+from app.readmodel import PageOf, paged
 from app.services import events
 from app.services import golden_sets as service
 from app.services import runs as run_service

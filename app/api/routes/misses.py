@@ -3,61 +3,58 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.params import Id, Page, PageOf, PerPage, paged
+from app.http.params import Id, Page, PerPage
+from app.models.triage_public import LabelEventPublic, MissPublic
+from app.readmodel import PageOf
 from app.services import queue
-from app.services.triages import causes_of_miss, public_miss
+from app.services.triages import causes_of_miss
 
 router = APIRouter(prefix="/misses", tags=["queue"])
 
 
-@router.post("/{miss_id}/renew")
+@router.post("/{miss_id}/renew", response_model=MissPublic)
 def renew(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
     miss_id: Id,
-) -> dict[str, Any]:
+) -> MissPublic:
     """Extend the caller's lease (the review page does this while it is open)."""
-    miss = queue.renew(
+    return queue.renew(
         session=session,
         miss_id=miss_id,
         user=principal.user,
         now=clock.now(),
         lease=timedelta(seconds=settings.lease_seconds),
     )
-    return public_miss(miss)
 
 
-@router.post("/{miss_id}/release")
+@router.post("/{miss_id}/release", response_model=MissPublic)
 def release(
     session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id
-) -> dict[str, Any]:
+) -> MissPublic:
     """Give the miss back to the queue (its holder, or a lead for anyone's lease)."""
-    return public_miss(
-        queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
-    )
+    return queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
 
 
 class SkipBody(BaseModel):
     reason: str = Field(min_length=1, max_length=2000)
 
 
-@router.post("/{miss_id}/skip")
+@router.post("/{miss_id}/skip", response_model=MissPublic)
 def skip(
     session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: SkipBody
-) -> dict[str, Any]:
+) -> MissPublic:
     """Pass the miss to other reviewers, with a reason (audited)."""
-    miss = queue.skip(
+    return queue.skip(
         session=session, miss_id=miss_id, user=principal.user, reason=body.reason, now=clock.now()
     )
-    return public_miss(miss)
 
 
 class LabelBody(BaseModel):
@@ -66,35 +63,32 @@ class LabelBody(BaseModel):
     version: int = Field(ge=1)
 
 
-@router.post("/{miss_id}/label")
+@router.post("/{miss_id}/label", response_model=MissPublic)
 def label(
     session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: LabelBody
-) -> dict[str, Any]:
+) -> MissPublic:
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
     log."""
-    causes = causes_of_miss(session=session, miss_id=miss_id)
-    labelled = queue.label(
+    return queue.label(
         session=session,
         miss_id=miss_id,
         user=principal.user,
         category=body.category,
         note=body.note,
         version=body.version,
-        causes=causes,
+        causes=causes_of_miss(session=session, miss_id=miss_id),
         now=clock.now(),
     )
-    return public_miss(labelled)
 
 
-@router.get("/{miss_id}/events")
+@router.get("/{miss_id}/events", response_model=PageOf[LabelEventPublic])
 def events(
     session: SessionDep,
     principal: ReviewerDep,
     miss_id: Id,
     page: Page = 1,
     per_page: PerPage = 50,
-) -> PageOf[dict[str, Any]]:
+) -> PageOf[LabelEventPublic]:
     """The audit trail of the miss, oldest first."""
-    items = queue.audit_trail(session=session, miss_id=miss_id)
-    return paged([queue.public_event(e) for e in items], page, per_page)
+    return queue.audit_page(session=session, miss_id=miss_id, page=page, per_page=per_page)

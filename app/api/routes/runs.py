@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
@@ -16,8 +16,10 @@ from app.eval.conventions import (
     parse_depths,
 )
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
-from app.http.params import Id, Page, PageOf, PerPage, paged
+from app.http.params import Id, Page, PerPage
 from app.models.runs import RunPublic
+from app.models.triage_public import TriagePublic
+from app.readmodel import PageOf, paged
 from app.services import runs as service
 from app.services import triages as triage_service
 from app.services.errors import Invalid
@@ -109,7 +111,7 @@ class TriageCreate(BaseModel):
 @router.post("/{run_id}/triages", status_code=201)
 def create_triage(
     session: SessionDep, principal: LeadDep, run_id: Id, body: TriageCreate
-) -> dict[str, Any]:
+) -> TriagePublic:
     """Enumerate every miss at ``depth`` and put it on a new work queue."""
     context = service.run_context(session=session, run_id=run_id)
     triage = triage_service.create_triage(
@@ -120,7 +122,7 @@ def create_triage(
         k=body.k,
         user=principal.user,
     )
-    return triage_service.public(triage)
+    return TriagePublic.of(triage)
 
 
 @router.get("/{run_id}/triages")
@@ -130,7 +132,7 @@ def list_triages(
     run_id: Id,
     page: Page = 1,
     per_page: PerPage = 50,
-) -> PageOf[dict[str, Any]]:
+) -> PageOf[TriagePublic]:
     run = service.get_run(session=session, run_id=run_id)
     items = triage_service.list_triages(session=session, run=run)
-    return paged([triage_service.public(t) for t in items], page, per_page)
+    return paged([TriagePublic.of(t) for t in items], page, per_page)

@@ -1,0 +1,227 @@
+"""Triages as the services answer them, the API declares them and the pages render them:
+the read models of a triage, its misses, its audit trail and its closure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import Field as PydanticField
+from pydantic import computed_field
+
+from app.models.golden import GoldenSet
+from app.models.runs import Run
+from app.models.triage import LabelEvent, Miss, MissState, Triage
+from app.readmodel import IsoDateTime, ReadModel
+
+
+def _absent_when_none(value: object) -> bool:
+    return value is None
+
+
+@dataclass(frozen=True)
+class TriageContext:
+    """A triage with the run it triages and that run's golden set: loaded by one query
+    (``app.services.triages.triage_context``), read by every page and answer about it."""
+
+    triage: Triage
+    run: Run
+    golden: GoldenSet
+
+    @property
+    def triage_id(self) -> int:
+        assert self.triage.id is not None
+        return self.triage.id
+
+    @property
+    def causes(self) -> list[str]:
+        """The golden set's named causes, in taxonomy order."""
+        return list(self.golden.causes)
+
+
+class MissPublic(ReadModel):
+    """A miss as the API answers it and the pages show it (API.md, "Triages and the queue")."""
+
+    id: int
+    qid: str
+    doc_id: str
+    grade: int
+    #: Rank in the run when returned deeper than the triage's depth; None: not retrieved.
+    rank: int | None
+    state: MissState
+    category: str | None
+    note: str
+    version: int
+    #: The cause the hints suggest (app/eval/hints.py).
+    hint: str | None
+    #: The duplicate-cluster mate in the candidates that makes the miss "covered".
+    covered_by: str | None
+    #: The user id holding the miss's lease.
+    lease_holder: int | None
+    lease_expires_at: IsoDateTime | None
+
+    @classmethod
+    def of(cls, miss: Miss) -> MissPublic:
+        assert miss.id is not None
+        return cls(
+            id=miss.id,
+            qid=miss.qid,
+            doc_id=miss.doc_id,
+            grade=miss.grade,
+            rank=miss.rank,
+            state=MissState(miss.state),
+            category=miss.category,
+            note=miss.note,
+            version=miss.version,
+            hint=miss.hint,
+            covered_by=miss.covered_by,
+            lease_holder=miss.lease_holder_id,
+            lease_expires_at=miss.lease_expires_at,
+        )
+
+
+class LabelSnapshot(ReadModel):
+    """A miss's label before or after an event (``queue.snapshot``)."""
+
+    state: str
+    category: str | None
+    note: str
+    version: int
+    #: Written by a release only: whose lease was given back.
+    lease_holder: int | None = PydanticField(default=None, exclude_if=_absent_when_none)
+
+
+class LabelEventPublic(ReadModel):
+    """One entry of a miss's audit trail."""
+
+    id: int
+    miss_id: int
+    user_id: int | None
+    at: IsoDateTime
+    action: str
+    before: LabelSnapshot
+    after: LabelSnapshot
+    note: str
+
+    @classmethod
+    def of(cls, event: LabelEvent) -> LabelEventPublic:
+        assert event.id is not None
+        return cls(
+            id=event.id,
+            miss_id=event.miss_id,
+            user_id=event.user_id,
+            at=event.at,
+            action=event.action,
+            before=LabelSnapshot.model_validate(event.before),
+            after=LabelSnapshot.model_validate(event.after),
+            note=event.note,
+        )
+
+
+class TriagePublic(ReadModel):
+    """A triage without its counts (creating one, listing a run's triages)."""
+
+    id: int
+    run_id: int
+    depth: int
+    k: int
+    misses: int
+    created_at: IsoDateTime
+
+    @classmethod
+    def of(cls, triage: Triage) -> TriagePublic:
+        assert triage.id is not None
+        return cls(
+            id=triage.id,
+            run_id=triage.run_id,
+            depth=triage.depth,
+            k=triage.k,
+            misses=triage.misses,
+            created_at=triage.created_at,
+        )
+
+
+class ClosureReport(ReadModel):
+    """Counts per cause and whether the categories close (DESIGN.md): made by
+    ``app.services.triages.closure_report`` alone."""
+
+    misses: int
+    counts: dict[str, int]
+    other: int
+    unlabelled: int
+    #: Misses covered by a duplicate and left off the queue: counted apart, outside closure.
+    covered: int
+    closes: bool
+    #: The closure sentence (``app.services.triages.closure_sentence``).
+    closure: str
+
+
+class TriageDetail(TriagePublic):
+    """A triage with its closure report (``GET /triages/{id}``)."""
+
+    counts: dict[str, int]
+    other: int
+    unlabelled: int
+    covered: int
+    closes: bool
+    closure: str
+
+    @classmethod
+    def of_report(cls, triage: Triage, report: ClosureReport) -> TriageDetail:
+        return cls(
+            **TriagePublic.of(triage).model_dump(),
+            **report.model_dump(include={"counts", "other", "unlabelled", "covered"}),
+            closes=report.closes,
+            closure=report.closure,
+        )
+
+
+class CoveredMoved(ReadModel):
+    """How many covered misses a lead put on (or took off) the queue, and the new counts."""
+
+    moved: int
+    triage: TriageDetail
+
+
+class TakenBack(ReadModel):
+    """How many skipped misses came back on the caller's queue."""
+
+    taken_back: int
+
+
+class HintAccuracy(ReadModel):
+    """How one hint fared against the reviewers' labels.
+
+    precision = labelled misses with the hint that reviewers put in its cause / labelled
+    misses with the hint; recall = labelled misses of the cause that had the hint / labelled
+    misses of the cause. None when there is nothing to divide by yet.
+    """
+
+    cause: str
+    hinted: int
+    agreed: int
+    labelled_as_cause: int
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def precision(self) -> float | None:
+        return self.agreed / self.hinted if self.hinted else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def recall(self) -> float | None:
+        return self.agreed / self.labelled_as_cause if self.labelled_as_cause else None
+
+
+class HintReport(ReadModel):
+    """The hints' precision and recall in a triage, and how often a suggestion was taken."""
+
+    triage_id: int
+    hints: list[HintAccuracy]
+    #: Labelled misses that had a suggestion, and how many got the suggested cause.
+    suggested: int
+    accepted: int
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def acceptance(self) -> float | None:
+        return self.accepted / self.suggested if self.suggested else None

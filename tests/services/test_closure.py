@@ -1,0 +1,81 @@
+"""One place decides whether a triage closes: the closure report. The ``triage.closed`` mark
+the webhook module keeps (``Triage.closed_at``) follows it label by label, through an
+"other", a relabel and an undo, on both databases."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.clock import FrozenClock
+from app.models import OTHER, Role, Triage
+from app.models.triage_public import MissPublic
+from app.services import queue, users
+from app.services.triages import closure_report, triage_context
+from tests.services.helpers import make_triage
+
+LEASE = timedelta(minutes=10)
+
+
+def _state(engine: Engine, triage_id: int) -> tuple[bool, bool, str]:
+    """What the closure report says, whether the triage is marked closed, and the sentence."""
+    with Session(engine) as s:
+        ctx = triage_context(session=s, triage_id=triage_id)
+        report = closure_report(session=s, triage=ctx.triage, causes=ctx.causes)
+        triage = s.get(Triage, triage_id)
+        assert triage is not None
+        return report.closes, triage.closed_at is not None, report.closure
+
+
+def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Path) -> None:
+    _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2)
+    assert triage.id is not None
+    clock = FrozenClock()
+    with Session(engine, expire_on_commit=False) as s:
+        lead = users.create_user(
+            session=s, email="lea@example.com", password="long enough", role=Role.LEAD
+        )
+        causes = triage_context(session=s, triage_id=triage.id).causes
+
+        def label(category: str, note: str = "") -> MissPublic:
+            miss = queue.claim(session=s, triage=triage, user=lead, now=clock.now(), lease=LEASE)
+            assert miss is not None
+            return queue.label(
+                session=s,
+                miss_id=miss.id,
+                user=lead,
+                category=category,
+                note=note,
+                version=miss.version,
+                causes=causes,
+                now=clock.now(),
+            )
+
+        label(causes[0])
+        assert _state(engine, triage.id)[:2] == (False, False)
+        other = label(OTHER, "the judgment is wrong")
+        closes, closed, sentence = _state(engine, triage.id)
+        assert (closes, closed) == (False, False)
+        assert sentence.endswith("does not close: 1 other")
+
+        # a lead relabels the "other" to a named cause: the categories close
+        queue.label(
+            session=s,
+            miss_id=other.id,
+            user=lead,
+            category=causes[1],
+            note="",
+            version=other.version,
+            causes=causes,
+            now=clock.now(),
+        )
+        closes, closed, sentence = _state(engine, triage.id)
+        assert (closes, closed) == (True, True)
+        assert sentence.endswith("accounted for: the categories close")
+
+        # undoing that relabel reopens the triage
+        queue.undo(session=s, triage=triage, user=lead, now=clock.now(), lease=LEASE)
+        assert _state(engine, triage.id)[:2] == (False, False)
