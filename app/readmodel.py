@@ -18,6 +18,12 @@ IsoDateTime = Annotated[
 ]
 
 
+def absent_when_none(value: object) -> bool:
+    """For ``Field(exclude_if=...)``: a field that the JSON leaves out rather than writing null
+    (an optional part of a report, as the API has always answered it)."""
+    return value is None
+
+
 class ReadModel(BaseModel):
     """A read model: what a service answers, the API declares and a page renders. Frozen:
     a face shows it, never changes it."""

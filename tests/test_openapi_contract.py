@@ -24,8 +24,12 @@ from app.settings import Settings
 
 JSON = "application/json"
 PREFIX = "/api/v1"
-#: Fields whose value is any JSON by design, as "Model.field", each with why (none yet).
-ANY_JSON: dict[str, str] = {}
+#: Fields whose value is any JSON by design, as "Model.field", each with why.
+ANY_JSON: dict[str, str] = {
+    # A dry run shows the exact request each tracker would get: its own API's body
+    # (GitHub, GitLab, Jira, Linear or the webhook's event), not a shape of ours.
+    "ExportRequest.body": "the tracker's own request body",
+}
 
 
 def _document() -> dict[str, Any]:

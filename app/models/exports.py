@@ -13,6 +13,7 @@ from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, U
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
+from app.readmodel import absent_when_none
 
 
 class Export(SQLModel, table=True):
@@ -77,10 +78,6 @@ class ExportAction(StrEnum):
     FAILED = "failed"
 
 
-def _absent_when_none(value: object) -> bool:
-    return value is None
-
-
 class ExportResult(BaseModel):
     """What an export did (or, in a dry run, would do) for one cause."""
 
@@ -91,7 +88,7 @@ class ExportResult(BaseModel):
     external_id: str | None = None
     url: str | None = None
     #: Why the cause failed (only for ``failed``; absent otherwise).
-    error: str | None = PydanticField(default=None, exclude_if=_absent_when_none)
+    error: str | None = PydanticField(default=None, exclude_if=absent_when_none)
 
 
 class ExportRequest(BaseModel):
@@ -120,7 +117,7 @@ class ExportOutcome(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     results: list[ExportResult]
-    requests: list[ExportRequest] | None = PydanticField(default=None, exclude_if=_absent_when_none)
+    requests: list[ExportRequest] | None = PydanticField(default=None, exclude_if=absent_when_none)
 
 
 class ExportRecord(BaseModel):

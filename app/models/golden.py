@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import JsonValue
+from pydantic import Field as PydanticField
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -23,7 +23,7 @@ from sqlmodel import Field, SQLModel
 
 from app.eval.hints import HINT_CAUSES
 from app.models.base import UTCDateTime, utcnow
-from app.readmodel import IsoDateTime, ReadModel
+from app.readmodel import IsoDateTime, ReadModel, absent_when_none
 
 #: The three causes of DESIGN.md, which the hints can suggest.
 DEFAULT_CAUSES = list(HINT_CAUSES)
@@ -114,6 +114,50 @@ class WebhookPublic(ReadModel):
     events: list[str]
 
 
+class JudgmentsReport(ReadModel):
+    """What reading the judgments found (app/eval/golden.py ``QrelsReport``), and the name
+    of the uploaded file as ``source``."""
+
+    source: str
+    format: str
+    lines: int
+    judgments: int
+    queries: int
+    relevant: int
+    evaluated_queries: int
+    queries_without_relevant: int
+    negative_grades: int
+    duplicate_pairs_dropped: int
+    queries_without_text: int
+    warnings: list[str]
+
+
+class CorpusReport(ReadModel):
+    """The corpus imported with the judgments."""
+
+    documents: int
+    relevant_documents_not_in_corpus: int
+
+
+class ManifestReport(ReadModel):
+    """The index manifest imported with the corpus: which documents the index holds."""
+
+    indexed: int
+    not_indexed: int
+    relevant_not_indexed: int
+    #: ids the index holds that the corpus does not describe (no text to show)
+    unknown_to_corpus: int
+
+
+class GoldenSetReport(ReadModel):
+    """A golden set's import report as stored: ``corpus`` and ``manifest`` only when those
+    files were imported (absent from the JSON otherwise)."""
+
+    judgments: JudgmentsReport
+    corpus: CorpusReport | None = PydanticField(default=None, exclude_if=absent_when_none)
+    manifest: ManifestReport | None = PydanticField(default=None, exclude_if=absent_when_none)
+
+
 class GoldenSetPublic(ReadModel):
     """A golden set as the API answers it and the pages show it (API.md)."""
 
@@ -127,9 +171,7 @@ class GoldenSetPublic(ReadModel):
     documents: int
     causes: list[str]
     webhook: WebhookPublic
-    #: The import report as stored: ``judgments`` (the reader's counts and warnings), and
-    #: with a corpus ``corpus``, with a manifest ``manifest``.
-    report: dict[str, JsonValue]
+    report: GoldenSetReport
     created_at: IsoDateTime
 
     @classmethod
@@ -144,4 +186,4 @@ class GoldenSetPublic(ReadModel):
     @property
     def has_manifest(self) -> bool:
         """An index manifest was imported beside the corpus (its counts are in the report)."""
-        return "manifest" in self.report
+        return self.report.manifest is not None

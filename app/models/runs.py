@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import JsonValue
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -99,6 +98,24 @@ class RunHead(SQLModel, table=True):
     ranking: dict[str, Any] = Field(sa_type=JSON)
 
 
+class RunImportReport(ReadModel):
+    """What importing a run found (app/eval/ranking.py ``RunReport``: nothing dropped
+    silently), with the uploaded file's name as ``source``."""
+
+    source: str
+    format: str
+    order: str
+    lines: int
+    queries: int
+    duplicates_dropped: int
+    unknown_queries: int
+    unknown_query_lines: int
+    golden_queries_absent: int
+    #: the first of them (the count is ``golden_queries_absent``)
+    golden_queries_absent_ids: list[str]
+    warnings: list[str]
+
+
 class RunPublic(ReadModel):
     """A run as the API answers it and the pages show it (API.md)."""
 
@@ -113,9 +130,7 @@ class RunPublic(ReadModel):
     queries: int
     lines: int
     keep_depth: int
-    #: The reader's report as stored (duplicates dropped, unknown and absent queries,
-    #: warnings) and the uploaded file's name as ``source``.
-    report: dict[str, JsonValue]
+    report: RunImportReport
     created_at: IsoDateTime
 
     @classmethod

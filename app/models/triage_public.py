@@ -11,11 +11,7 @@ from pydantic import computed_field
 from app.models.golden import GoldenSet
 from app.models.runs import Run
 from app.models.triage import LabelEvent, Miss, MissState, Triage
-from app.readmodel import IsoDateTime, ReadModel
-
-
-def _absent_when_none(value: object) -> bool:
-    return value is None
+from app.readmodel import IsoDateTime, ReadModel, absent_when_none
 
 
 @dataclass(frozen=True)
@@ -87,7 +83,7 @@ class LabelSnapshot(ReadModel):
     note: str
     version: int
     #: Written by a release only: whose lease was given back.
-    lease_holder: int | None = PydanticField(default=None, exclude_if=_absent_when_none)
+    lease_holder: int | None = PydanticField(default=None, exclude_if=absent_when_none)
 
 
 class LabelEventPublic(ReadModel):
