@@ -155,7 +155,7 @@ def _golden_set_page(
     board = comparisons.run_board(session=session, golden=golden, k=k, depth=depth, gain=view.gain)
     chart = depth_curve_chart({r.run.name: r.curve for r in board.rows})
     flash = read_flash(request)
-    form = {"name": "", **(flash["form"] if flash else {})}
+    form = {"name": "", **(flash.form if flash else {})}
     return render(
         request,
         "golden_set.html",

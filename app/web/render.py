@@ -4,7 +4,8 @@ page; flash messages after a post/redirect/get."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from fastapi import Request
@@ -13,6 +14,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from jinja2 import StrictUndefined, pass_context
 from jinja2_fragments.fastapi import Jinja2Blocks
 
+from app.http.deps import Principal
 from app.migrate import resource_dir
 
 log = logging.getLogger(__name__)
@@ -71,7 +73,17 @@ def _flash_serializer(request: Request) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(request.app.state.settings.secret_key, salt="misstriage-flash")
 
 
-def read_flash(request: Request) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Flash:
+    """The message a post left for the page its redirect leads to."""
+
+    kind: Literal["ok", "error"]
+    text: str
+    #: What a refused form had entered, to fill it in again (never a password or a secret).
+    form: dict[str, str] = field(default_factory=dict)
+
+
+def read_flash(request: Request) -> Flash | None:
     """The flash message the previous post left (signed, so nobody else can plant one)."""
     cookie = request.cookies.get(FLASH_COOKIE)
     if not cookie:
@@ -82,15 +94,14 @@ def read_flash(request: Request) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("text"), str):
         return None
-    kind = "error" if value.get("kind") == "error" else "ok"
     form = value.get("form")
     if not isinstance(form, dict):
         form = {}
-    return {
-        "kind": kind,
-        "text": value["text"][:FLASH_MAX_CHARS],
-        "form": {str(k): str(v)[:200] for k, v in form.items()},
-    }
+    return Flash(
+        kind="error" if value.get("kind") == "error" else "ok",
+        text=value["text"][:FLASH_MAX_CHARS],
+        form={str(k): str(v)[:200] for k, v in form.items()},
+    )
 
 
 def set_flash(
@@ -123,7 +134,7 @@ def render(
     template: str,
     context: dict[str, Any],
     *,
-    principal: Any = None,
+    principal: Principal | None = None,
     status: int = 200,
     error_code: str | None = None,
     block: str | None = None,
@@ -180,7 +191,7 @@ def local_referer(request: Request) -> str | None:
     return None if back == here or back.startswith("//") else back
 
 
-def _detail_lines(details: Any) -> list[str]:
+def _detail_lines(details: object) -> list[str]:
     """Validation details as short lines ("query k: not a number"), never a long value."""
     if not isinstance(details, list):
         return []
@@ -198,7 +209,7 @@ def error_page(
     code: str,
     message: str,
     *,
-    details: Any = None,
+    details: object = None,
     headers: dict[str, str] | None = None,
     request_id: str | None = None,
 ) -> Response:
