@@ -151,9 +151,10 @@ class ManifestReport(ReadModel):
 
 class GoldenSetReport(ReadModel):
     """A golden set's import report as stored: ``corpus`` and ``manifest`` only when those
-    files were imported (absent from the JSON otherwise)."""
+    files were imported (absent from the JSON otherwise); every import writes ``judgments``
+    (a row made otherwise has an empty report)."""
 
-    judgments: JudgmentsReport
+    judgments: JudgmentsReport | None = PydanticField(default=None, exclude_if=absent_when_none)
     corpus: CorpusReport | None = PydanticField(default=None, exclude_if=absent_when_none)
     manifest: ManifestReport | None = PydanticField(default=None, exclude_if=absent_when_none)
 
