@@ -1,11 +1,12 @@
-"""Shared fixtures: small input files written per test, and the SciFact folder when present."""
+"""Shared fixtures: small input files written per test, the SciFact folder when present, the
+databases, the app and its accounts. Plain helpers live in tests/support/."""
 
 from __future__ import annotations
 
 import gzip
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,12 @@ from app.migrate import upgrade
 from app.models import Role
 from app.services import users as user_service
 from app.settings import Settings
-from tests.db import PostgresServer, truncate_all
-from tests.live import LiveServer
+from tests.support.db import PostgresServer, truncate_all
+from tests.support.live import LiveServer
+from tests.support.service import PASSWORD, TEST_SECRET, Account, WriteFile, make_settings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCIFACT = SHARED / "datasets" / "scifact"
-
-WriteFile = Callable[..., Path]
 
 
 @pytest.fixture
@@ -54,19 +54,6 @@ def scifact() -> Path:
 
 
 # --- the service: settings, a migrated database per test, the app, users ---
-
-
-TEST_SECRET = "test-secret-key-that-is-long-enough-for-signing"
-PASSWORD = "correct horse battery"
-
-
-def make_settings(database_url: str, **overrides: object) -> Settings:
-    return Settings(
-        DATABASE_URL=database_url,  # type: ignore[call-arg]
-        environment="test",
-        secret_key=TEST_SECRET,
-        **overrides,  # type: ignore[arg-type]
-    )
 
 
 @pytest.fixture(scope="session")
@@ -128,15 +115,6 @@ def client(settings: Settings, engine: Engine) -> Iterator[TestClient]:
         yield test_client
 
 
-class Account:
-    def __init__(self, email: str, role: Role, token: str) -> None:
-        self.email, self.role, self.token = email, role, token
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
-
 @pytest.fixture
 def accounts(engine: Engine) -> dict[Role, Account]:
     """An admin, a lead and a reviewer, each with an API token."""
@@ -152,17 +130,6 @@ def accounts(engine: Engine) -> dict[Role, Account]:
             issued = user_service.create_token(session=session, user=user, name="tests")
             made[role] = Account(email, role, issued.secret)
     return made
-
-
-def login(client: TestClient, email: str, password: str = PASSWORD) -> None:
-    """Log in through the form, as a browser on our own origin would."""
-    response = client.post(
-        "/login",
-        data={"email": email, "password": password, "next": "/"},
-        headers={"Origin": "http://testserver"},
-        follow_redirects=False,
-    )
-    assert response.status_code == 303, response.text
 
 
 @pytest.fixture

@@ -24,9 +24,9 @@ from sqlalchemy.engine import Engine
 from app.main import create_app
 from app.models import Role
 from app.settings import Settings
-from tests.api.hostile_cases import CORPUS, QRELS, QUERIES, RUN
-from tests.conftest import PASSWORD, TEST_SECRET, Account
-from tests.live import LiveServer
+from tests.support.hostile_cases import CORPUS, QRELS, QUERIES, RUN
+from tests.support.live import LiveServer
+from tests.support.service import PASSWORD, TEST_SECRET, Account
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -16,7 +16,7 @@ import pytest
 import pytrec_eval
 
 from app.eval import Gain
-from tests.eval.helpers import evaluate, golden, ranked
+from tests.support.evaluation import evaluate, golden, ranked
 from tests.support.oracle_cases import CUTOFFS, RANX_CASES, make_case, ranx_case
 
 TOLERANCE = 1e-9

@@ -4,105 +4,21 @@ retries, partial failures completed without duplicates, dry runs, no secret show
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from app.clock import FrozenClock
 from app.exporters import Sender
 from app.models import GoldenSet, Miss, Role, Run, Triage, User
-from app.services import exports, queue, users
+from app.services import queue
 from app.settings import Settings
-from tests.conftest import Account
-from tests.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Fault, Tracker, serve
-from tests.services.helpers import make_triage
-
-CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
-
-
-@pytest.fixture
-def fake() -> Iterator[tuple[str, Tracker]]:
-    yield from serve()
-
-
-@pytest.fixture
-def tracker_settings(settings: Settings, fake: tuple[str, Tracker]) -> Settings:
-    base = fake[0]
-    return settings.model_copy(
-        update={
-            "github_api_url": base,
-            "github_token": SecretStr(TOKEN),
-            "gitlab_api_url": base,
-            "gitlab_token": SecretStr(TOKEN),
-            "jira_api_url": base,
-            "jira_email": JIRA_EMAIL,
-            "jira_token": SecretStr(TOKEN),
-            "linear_api_url": f"{base}/graphql",
-            "linear_token": SecretStr(TOKEN),
-            "webhook_secret": SecretStr(SECRET),
-            "public_url": "http://misstriage.test",
-            "export_timeout_seconds": 0.5,
-            "export_max_wait_seconds": 1.0,
-        }
-    )
-
-
-@pytest.fixture
-def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, User]:
-    golden, run, triage = make_triage(engine, tmp_path, queries=3, per_query=2, corpus=True)
-    with Session(engine, expire_on_commit=False) as s:
-        lead = users.create_user(
-            session=s, email="lead2@example.com", password="long enough", role=Role.LEAD
-        )
-        now = FrozenClock().now()
-        for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
-            miss = queue.claim(
-                session=s,
-                triage=triage,
-                user=lead,
-                now=now,
-                lease=timedelta(minutes=5),
-            )
-            assert miss is not None
-            queue.label(
-                session=s,
-                miss_id=miss.id,
-                user=lead,
-                category=category,
-                note="",
-                version=miss.version,
-                causes=CAUSES,
-                now=now,
-            )  # type: ignore[arg-type]
-    return golden, run, triage, lead
-
-
-def run_export(
-    engine: Engine,
-    settings: Settings,
-    labelled: tuple[GoldenSet, Run, Triage, User],
-    tracker: str,
-    target: str,
-    **kwargs: object,
-) -> exports.Outcome:
-    golden, run, triage, _ = labelled
-    with Session(engine, expire_on_commit=False) as s:
-        return exports.export(
-            session=s,
-            settings=settings,
-            triage=triage,
-            run=run,
-            golden=golden,
-            tracker=tracker,
-            target=target,
-            **kwargs,
-        )  # type: ignore[arg-type]
+from tests.support.exports import CAUSES, run_export
+from tests.support.fake_tracker import TOKEN, Fault, Tracker
+from tests.support.service import Account
 
 
 def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]) -> None:
@@ -366,7 +282,7 @@ def test_cli_export_dry_run_and_push(
     import subprocess
     import sys
 
-    from tests.conftest import TEST_SECRET
+    from tests.support.service import TEST_SECRET
 
     base, tracker = fake
     env = {
@@ -410,7 +326,7 @@ def test_export_panel_preview_and_push(
 ) -> None:
     from bs4 import BeautifulSoup
 
-    from tests.conftest import login
+    from tests.support.service import login
 
     _, tracker = fake
     client.app.state.settings = tracker_settings  # type: ignore[attr-defined]

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import TEST_SECRET
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.service import TEST_SECRET
 
 TIMEOUT_SECONDS = 1.0
 

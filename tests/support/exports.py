@@ -1,0 +1,34 @@
+"""Exports run through the service, for the exporter tests."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.models import GoldenSet, Run, Triage, User
+from app.services import exports
+from app.settings import Settings
+
+CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+
+
+def run_export(
+    engine: Engine,
+    settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    tracker: str,
+    target: str,
+    **kwargs: object,
+) -> exports.Outcome:
+    golden, run, triage, _ = labelled
+    with Session(engine, expire_on_commit=False) as s:
+        return exports.export(
+            session=s,
+            settings=settings,
+            triage=triage,
+            run=run,
+            golden=golden,
+            tracker=tracker,
+            target=target,
+            **kwargs,
+        )  # type: ignore[arg-type]
