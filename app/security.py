@@ -5,13 +5,21 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from argon2 import PasswordHasher
+from argon2 import Parameters, PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from itsdangerous import BadSignature, URLSafeSerializer
 
 _hasher = PasswordHasher()
 TOKEN_PREFIX = "mt_"
 MIN_PASSWORD_LENGTH = 8
+
+
+def use_hash_parameters(parameters: Parameters) -> None:
+    """Hash new passwords with ``parameters`` from now on (hashes made with others still
+    verify). For the test suite, which creates accounts by the thousand: argon2's CHEAPEST
+    profile there, the library's defaults everywhere else."""
+    global _hasher
+    _hasher = PasswordHasher.from_parameters(parameters)
 
 
 def hash_password(password: str) -> str:

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import profiles
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
+from app import security
 from app.db import make_engine
 from app.main import create_app
 from app.migrate import upgrade
@@ -22,6 +24,14 @@ from app.settings import Settings
 from tests.support.db import PostgresServer, truncate_all
 from tests.support.live import LiveServer
 from tests.support.service import PASSWORD, TEST_SECRET, Account, WriteFile, make_settings
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Accounts are made with argon2's cheapest parameters: the suite creates three per test,
+    and the default parameters cost about 0.2 s of CPU a hash. Still argon2id, verified as in
+    production; a server process the tests start keeps the defaults (and rehashes at login)."""
+    security.use_hash_parameters(profiles.CHEAPEST)
+
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCIFACT = SHARED / "datasets" / "scifact"

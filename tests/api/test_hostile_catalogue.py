@@ -1,4 +1,4 @@
-"""The hostile-upload catalogue (tests/api/hostile_cases.py) through every import path: the
+"""The hostile-upload catalogue (tests/support/hostile_cases.py) through every import path: the
 API, the HTML forms and the ``import-golden-set`` / ``import-run`` commands on SQLite and
 PostgreSQL, and ``misstriage evaluate``.
 

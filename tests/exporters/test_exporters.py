@@ -16,7 +16,8 @@ from app.exporters import Sender
 from app.models import GoldenSet, Miss, Role, Run, Triage, User
 from app.services import queue
 from app.settings import Settings
-from tests.support.exports import CAUSES, run_export
+from tests.support.cli import run_misstriage, service_environment
+from tests.support.exports import CAUSES, no_wait, run_export
 from tests.support.fake_tracker import TOKEN, Fault, Tracker
 from tests.support.service import Account
 
@@ -131,7 +132,7 @@ def test_retries_on_429_5xx_secondary_limit_and_timeouts(
         Fault("/repos", status=502),
         Fault("/repos", status=503),
     ]
-    sender = Sender(timeout=0.5, attempts=6, max_wait=1.0)
+    sender = Sender(timeout=0.5, attempts=6, max_wait=1.0, sleep=no_wait)
     outcome = run_export(engine, tracker_settings, labelled, "github", "acme/search", sender=sender)
     assert [r.action for r in outcome.results] == ["create", "create"]
     assert sender.waits[0] == 1.0  # Retry-After honoured
@@ -153,7 +154,7 @@ def test_timeouts_retry_updates_and_stop_creates(
         labelled,
         "github",
         "acme/search",
-        sender=Sender(timeout=0.5, attempts=3, max_wait=0.5),
+        sender=Sender(timeout=0.5, attempts=3, max_wait=0.5, sleep=no_wait),
     )
     assert [r.action for r in first.results] == ["failed", "create"]
     assert "may have been created" in (first.results[0].error or "")
@@ -163,7 +164,7 @@ def test_timeouts_retry_updates_and_stop_creates(
     _golden, _run, _triage, lead = labelled
     relabel(engine, lead, "chunk-boundary", "vocabulary-mismatch")
     tracker.faults = [Fault("/repos/acme/search/issues/", pause=1.0)]
-    sender = Sender(timeout=0.5, attempts=3, max_wait=0.5)
+    sender = Sender(timeout=0.5, attempts=3, max_wait=0.5, sleep=no_wait)
     second = run_export(engine, tracker_settings, labelled, "github", "acme/search", sender=sender)
     actions = {r.category: r.action for r in second.results}
     assert actions["vocabulary-mismatch"] == "update"
@@ -278,26 +279,14 @@ def test_cli_export_dry_run_and_push(
     labelled: tuple[GoldenSet, Run, Triage, User],
     fake: tuple[str, Tracker],
 ) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from tests.support.service import TEST_SECRET
-
     base, tracker = fake
     env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "MISSTRIAGE_ENVIRONMENT": "test",
-        "MISSTRIAGE_SECRET_KEY": TEST_SECRET,
+        **service_environment(database_url),
         "MISSTRIAGE_GITHUB_API_URL": base,
         "MISSTRIAGE_GITHUB_TOKEN": TOKEN,
         "MISSTRIAGE_ALLOW_LOCAL_NETWORK": "true",  # the fake tracker is on 127.0.0.1
     }
     args = [
-        sys.executable,
-        "-m",
-        "app",
         "export",
         "--triage",
         str(labelled[2].id),
@@ -306,12 +295,12 @@ def test_cli_export_dry_run_and_push(
         "--target",
         "acme/search",
     ]
-    dry = subprocess.run([*args, "--dry-run"], capture_output=True, text=True, env=env, timeout=120)
+    dry = run_misstriage(*args, "--dry-run", env=env)
     assert dry.returncode == 0, dry.stderr
     assert TOKEN not in dry.stdout + dry.stderr
     assert len(json.loads(dry.stdout)["requests"]) == 2
     assert tracker.requests == []
-    pushed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    pushed = run_misstriage(*args, env=env)
     assert pushed.returncode == 0, pushed.stderr
     assert [r["action"] for r in json.loads(pushed.stdout)["results"]] == ["create", "create"]
 

@@ -32,3 +32,8 @@ def run_export(
             target=target,
             **kwargs,
         )  # type: ignore[arg-type]
+
+
+def no_wait(seconds: float) -> None:
+    """A ``Sender``'s sleep between attempts in tests: the wait is recorded (``Sender.waits``,
+    which the tests assert) and not spent."""
