@@ -10,6 +10,8 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from itsdangerous import BadSignature, URLSafeSerializer
 
 _hasher = PasswordHasher()
+#: Checked against when no account matches, so that the answer takes as long as a real check.
+_dummy_hash = _hasher.hash("misstriage-timing-equaliser")
 TOKEN_PREFIX = "mt_"
 MIN_PASSWORD_LENGTH = 8
 
@@ -18,8 +20,9 @@ def use_hash_parameters(parameters: Parameters) -> None:
     """Hash new passwords with ``parameters`` from now on (hashes made with others still
     verify). For the test suite, which creates accounts by the thousand: argon2's CHEAPEST
     profile there, the library's defaults everywhere else."""
-    global _hasher
+    global _hasher, _dummy_hash
     _hasher = PasswordHasher.from_parameters(parameters)
+    _dummy_hash = _hasher.hash("misstriage-timing-equaliser")
 
 
 def hash_password(password: str) -> str:
@@ -31,6 +34,12 @@ def verify_password(password_hash: str, password: str) -> bool:
         return _hasher.verify(password_hash, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
+
+
+def verify_nobody(password: str) -> None:
+    """Spend the time of a real check where no account matches (the response time then does
+    not reveal which accounts exist)."""
+    verify_password(_dummy_hash, password)
 
 
 def needs_rehash(password_hash: str) -> bool:
