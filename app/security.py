@@ -10,8 +10,9 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from itsdangerous import BadSignature, URLSafeSerializer
 
 _hasher = PasswordHasher()
-#: Checked against when no account matches, so that the answer takes as long as a real check.
-_dummy_hash = _hasher.hash("misstriage-timing-equaliser")
+#: Checked against when no account matches, so that the answer takes as long as a real check
+#: (made at the first such login: a process that never needs it never pays for it).
+_dummy_hash: str | None = None
 TOKEN_PREFIX = "mt_"
 MIN_PASSWORD_LENGTH = 8
 
@@ -22,7 +23,7 @@ def use_hash_parameters(parameters: Parameters) -> None:
     profile there, the library's defaults everywhere else."""
     global _hasher, _dummy_hash
     _hasher = PasswordHasher.from_parameters(parameters)
-    _dummy_hash = _hasher.hash("misstriage-timing-equaliser")
+    _dummy_hash = None
 
 
 def hash_password(password: str) -> str:
@@ -39,6 +40,9 @@ def verify_password(password_hash: str, password: str) -> bool:
 def verify_nobody(password: str) -> None:
     """Spend the time of a real check where no account matches (the response time then does
     not reveal which accounts exist)."""
+    global _dummy_hash
+    if _dummy_hash is None:
+        _dummy_hash = _hasher.hash("misstriage-timing-equaliser")
     verify_password(_dummy_hash, password)
 
 

@@ -21,7 +21,7 @@ from app.migrate import upgrade
 from app.models import Role
 from app.services import users as user_service
 from app.settings import Settings
-from tests.support.db import PostgresServer, truncate_all
+from tests.support.db import PostgresServer, empty_all
 from tests.support.live import LiveServer
 from tests.support.service import PASSWORD, TEST_SECRET, Account, WriteFile, make_settings
 
@@ -75,7 +75,7 @@ def postgres() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="session")
 def postgres_database(postgres: PostgresServer) -> Iterator[str]:
-    """One migrated database for the session; tests truncate it."""
+    """One migrated database for the session; each test empties it (empty_all)."""
     name = postgres.create_database()
     upgrade(make_settings(postgres.url(name)))
     yield postgres.url(name)
@@ -102,7 +102,7 @@ def database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -
         return f"sqlite:///{path}"
     url = str(request.getfixturevalue("postgres_database"))
     engine = make_engine(make_settings(url))
-    truncate_all(engine)
+    empty_all(engine)
     engine.dispose()
     return url
 
