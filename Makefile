@@ -36,8 +36,12 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The suite on every core (pytest-xdist): each worker has its own databases and server ports.
+# `make test PYTEST_WORKERS=0` runs it in one process.
+PYTEST_WORKERS ?= auto
+
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
 # Benchmarks: scripts that print their figures (targets included); none is a test.
 bench: bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault

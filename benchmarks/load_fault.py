@@ -52,14 +52,14 @@ from support import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.db: the throwaway cluster the suite uses too
+sys.path.insert(0, str(ROOT))  # tests.support.db: the throwaway cluster the suite uses too
 
 from app.db import make_engine  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
 from app.models import Role  # noqa: E402
 from app.services import golden_sets, runs, triages, users  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from tests.db import ThrowawayCluster  # noqa: E402
+from tests.support.db import ThrowawayCluster  # noqa: E402
 
 DATABASE = "misstriage_load"
 PASSWORD = "load-fault-password"

@@ -1,30 +1,40 @@
-"""Shared fixtures: small input files written per test, and the SciFact folder when present."""
+"""Shared fixtures: small input files written per test, the SciFact folder when present, the
+databases, the app and its accounts. Plain helpers live in tests/support/."""
 
 from __future__ import annotations
 
 import gzip
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import profiles
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
+from app import security
 from app.db import make_engine
 from app.main import create_app
 from app.migrate import upgrade
 from app.models import Role
 from app.services import users as user_service
 from app.settings import Settings
-from tests.db import PostgresServer, truncate_all
-from tests.live import LiveServer
+from tests.support.db import PostgresServer, empty_all
+from tests.support.live import LiveServer
+from tests.support.service import PASSWORD, TEST_SECRET, Account, WriteFile, make_settings
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Accounts are made with argon2's cheapest parameters: the suite creates three per test,
+    and the default parameters cost about 0.2 s of CPU a hash. Still argon2id, verified as in
+    production; a server process the tests start keeps the defaults (and rehashes at login)."""
+    security.use_hash_parameters(profiles.CHEAPEST)
+
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SCIFACT = SHARED / "datasets" / "scifact"
-
-WriteFile = Callable[..., Path]
 
 
 @pytest.fixture
@@ -56,19 +66,6 @@ def scifact() -> Path:
 # --- the service: settings, a migrated database per test, the app, users ---
 
 
-TEST_SECRET = "test-secret-key-that-is-long-enough-for-signing"
-PASSWORD = "correct horse battery"
-
-
-def make_settings(database_url: str, **overrides: object) -> Settings:
-    return Settings(
-        DATABASE_URL=database_url,  # type: ignore[call-arg]
-        environment="test",
-        secret_key=TEST_SECRET,
-        **overrides,  # type: ignore[arg-type]
-    )
-
-
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     server = PostgresServer()
@@ -78,7 +75,7 @@ def postgres() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="session")
 def postgres_database(postgres: PostgresServer) -> Iterator[str]:
-    """One migrated database for the session; tests truncate it."""
+    """One migrated database for the session; each test empties it (empty_all)."""
     name = postgres.create_database()
     upgrade(make_settings(postgres.url(name)))
     yield postgres.url(name)
@@ -105,7 +102,7 @@ def database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -
         return f"sqlite:///{path}"
     url = str(request.getfixturevalue("postgres_database"))
     engine = make_engine(make_settings(url))
-    truncate_all(engine)
+    empty_all(engine)
     engine.dispose()
     return url
 
@@ -128,15 +125,6 @@ def client(settings: Settings, engine: Engine) -> Iterator[TestClient]:
         yield test_client
 
 
-class Account:
-    def __init__(self, email: str, role: Role, token: str) -> None:
-        self.email, self.role, self.token = email, role, token
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
-
 @pytest.fixture
 def accounts(engine: Engine) -> dict[Role, Account]:
     """An admin, a lead and a reviewer, each with an API token."""
@@ -152,17 +140,6 @@ def accounts(engine: Engine) -> dict[Role, Account]:
             issued = user_service.create_token(session=session, user=user, name="tests")
             made[role] = Account(email, role, issued.secret)
     return made
-
-
-def login(client: TestClient, email: str, password: str = PASSWORD) -> None:
-    """Log in through the form, as a browser on our own origin would."""
-    response = client.post(
-        "/login",
-        data={"email": email, "password": password, "next": "/"},
-        headers={"Origin": "http://testserver"},
-        follow_redirects=False,
-    )
-    assert response.status_code == 303, response.text
 
 
 @pytest.fixture

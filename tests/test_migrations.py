@@ -16,8 +16,8 @@ import app.models  # noqa: F401
 from app.db import make_engine
 from app.migrate import downgrade, upgrade
 from app.settings import Settings
-from tests.conftest import make_settings
-from tests.db import PostgresServer
+from tests.support.db import PostgresServer
+from tests.support.service import make_settings
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from app.main import create_app
 from app.models import Role
 from app.observability import ACCESS_LOGGER, TEXT_FORMAT, JsonFormatter, RequestIdFilter
 from app.settings import Settings
-from tests.conftest import Account
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.service import Account
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 

@@ -69,7 +69,7 @@ def authenticate(*, session: Session, email: str, password: str) -> User | None:
     user = session.exec(select(User).where(User.email == normalise_email(email))).first()
     if user is None:
         # Spend the same time as a real check, so response time does not reveal accounts.
-        security.verify_password(_DUMMY_HASH, password)
+        security.verify_nobody(password)
         return None
     if not user.is_active or not security.verify_password(user.password_hash, password):
         return None
@@ -79,9 +79,6 @@ def authenticate(*, session: Session, email: str, password: str) -> User | None:
             user.password_hash = new_hash
             session.add(user)
     return user
-
-
-_DUMMY_HASH = security.hash_password("misstriage-timing-equaliser")
 
 
 @dataclass(frozen=True)

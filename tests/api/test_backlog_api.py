@@ -14,9 +14,8 @@ from sqlalchemy.engine import Engine
 from app.models import Role
 from app.services import backlog
 from app.settings import Settings
-from tests.conftest import Account
-from tests.services.helpers import make_triage
-from tests.web.test_triage_pages import label_some
+from tests.support.service import Account, label_some
+from tests.support.triage import make_triage
 
 
 def test_backlog_formats(

@@ -17,15 +17,13 @@ from typing import Literal
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
-from sqlalchemy import func
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, select
 
 from app.cli import main as cli_main
 from app.main import create_app
 from app.models import Role
 from app.settings import Settings
-from tests.conftest import Account
+from tests.support.service import Account, row_counts
 
 QRELS = "q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq3 0 z 0\n"
 QUERIES = "q1\trate limits\nq2\tsso login\n"
@@ -238,16 +236,6 @@ CASES = [
         form={"order": "rank"},
     ),
 ]
-
-
-def row_counts(engine: Engine) -> dict[str, int]:
-    """Rows per table, accounts aside (a token's last use may be written on any request)."""
-    with Session(engine) as session:
-        return {
-            name: session.exec(select(func.count()).select_from(table)).one()
-            for name, table in SQLModel.metadata.tables.items()
-            if name not in ("user_account", "api_token", "user_session")
-        }
 
 
 def upload(client: TestClient, lead: Account, case: Case) -> tuple[int, dict[str, object]]:

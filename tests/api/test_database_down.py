@@ -15,9 +15,9 @@ from app.main import create_app
 from app.migrate import upgrade
 from app.models import Role
 from app.services import users
-from tests.conftest import make_settings
-from tests.db import ThrowawayCluster
-from tests.live import free_port
+from tests.support.db import ThrowawayCluster
+from tests.support.live import free_port
+from tests.support.service import make_settings
 
 
 def assert_unavailable(client: TestClient, token: str) -> None:

@@ -32,8 +32,8 @@ from sqlalchemy.engine import Engine
 from app.main import create_app
 from app.models import Role
 from app.settings import Settings
-from tests.api.test_imports_api import CORPUS, QRELS, QUERIES, RUN
-from tests.conftest import Account
+from tests.support.samples import CORPUS, QRELS, QUERIES, RUN
+from tests.support.service import Account
 
 CHECKS = [
     not_a_server_error,

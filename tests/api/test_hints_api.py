@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from app.models import Role
-from tests.conftest import Account
-from tests.hint_fixture import EXPECTED_HINTS, import_hint_fixture
+from tests.support.hints import EXPECTED_HINTS, import_hint_fixture
+from tests.support.service import Account
 
 
 def _misses(

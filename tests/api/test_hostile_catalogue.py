@@ -1,4 +1,4 @@
-"""The hostile-upload catalogue (tests/api/hostile_cases.py) through every import path: the
+"""The hostile-upload catalogue (tests/support/hostile_cases.py) through every import path: the
 API, the HTML forms and the ``import-golden-set`` / ``import-run`` commands on SQLite and
 PostgreSQL, and ``misstriage evaluate``.
 
@@ -27,9 +27,8 @@ from sqlalchemy.engine import Engine
 from app.cli import main as cli_main
 from app.models import Role
 from app.settings import get_settings
-from tests.api.hostile_cases import CASES, CORPUS, GOOD, QRELS, QUERIES, RUN, Case, lookup
-from tests.api.test_bad_input import row_counts
-from tests.conftest import TEST_SECRET, Account, login
+from tests.support.hostile_cases import CASES, CORPUS, GOOD, QRELS, QUERIES, RUN, Case, lookup
+from tests.support.service import TEST_SECRET, Account, login, row_counts
 
 DB = pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
 ORIGIN = {"Origin": "http://testserver"}

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from app.models import Document, GoldenSet, Judgment, Role
-from tests.conftest import Account
+from tests.support.service import Account
 
 QRELS = b"q1 0 a 1\nq1 0 b 1\n"
 CORPUS = "".join(

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.conftest import Account, login
-from tests.web.payloads import Seeded, seed
+from tests.support.payloads import Seeded, seed
+from tests.support.service import Account, login
 
 
 @pytest.fixture

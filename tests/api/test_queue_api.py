@@ -9,8 +9,8 @@ from sqlalchemy.engine import Engine
 
 from app.clock import FrozenClock
 from app.models import Role
-from tests.conftest import Account
-from tests.services.helpers import make_triage
+from tests.support.service import Account
+from tests.support.triage import make_triage
 
 
 def test_queue_codes(

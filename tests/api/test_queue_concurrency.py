@@ -20,9 +20,9 @@ from sqlmodel import Session, col, select
 
 from app.models import LabelEvent, Miss, Role
 from app.services import users
-from tests.conftest import TEST_SECRET
-from tests.live import LiveServer
-from tests.services.helpers import make_triage
+from tests.support.live import LiveServer
+from tests.support.service import TEST_SECRET
+from tests.support.triage import make_triage
 
 REVIEWERS = 16
 CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.api.routes import accounts as account_routes
 from app.api.routes import golden_sets, runs
 from app.models import Role
-from tests.conftest import Account
+from tests.support.service import Account
 
 PREFIX = "/api/v1"
 

@@ -5,28 +5,18 @@ The test walks the app's routes, so a new route without a role check fails here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import Mount
 
 from app.models import Role
-from tests.conftest import Account
+from tests.support.routes import REVIEW_ACTIONS, REVIEW_FORM, Route, concrete, routes
+from tests.support.service import Account
 
 PUBLIC = {"login_page", "login", "healthz"}
-REVIEW_ACTIONS = {
-    "review_label",
-    "review_skip",
-    "review_undo",
-    "review_renew",
-    "review_claim",
-    "review_take_back",
-}
-REVIEW_FORM = {"miss_id": "1", "version": "1", "category": "not-indexed", "reason": "r"}
 
 
 def min_role(route: Route) -> Role | None:
@@ -40,31 +30,6 @@ def min_role(route: Route) -> Role | None:
             return role
         stack.extend(dependant.dependencies)
     return None
-
-
-def concrete(path: str) -> str:
-    return re.sub(r"\{[^}]+\}", "1", path)
-
-
-class Route:
-    def __init__(self, path: str, route: APIRoute) -> None:
-        self.path, self.name, self.methods = path, route.name, set(route.methods)
-        self.route = route
-
-
-def routes(client: TestClient) -> list[Route]:
-    """Every API and page route with its full path. FastAPI >= 0.16x keeps included routers
-    as lazy ``_IncludedRouter`` entries; older versions flatten them into ``APIRoute``s."""
-    found: list[Route] = []
-    for entry in client.app.routes:  # type: ignore[attr-defined]
-        if isinstance(entry, APIRoute):
-            found.append(Route(entry.path, entry))
-        elif hasattr(entry, "effective_route_contexts"):
-            for context in entry.effective_route_contexts():
-                if isinstance(context.original_route, APIRoute):
-                    found.append(Route(context.path, context.original_route))
-    assert len(found) > 20
-    return found
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

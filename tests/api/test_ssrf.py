@@ -21,9 +21,9 @@ from app.main import create_app
 from app.models import GoldenSet, Role, WebhookDelivery
 from app.services import events
 from app.settings import Settings
-from tests.conftest import Account
-from tests.fake_tracker import SECRET, TOKEN, Fault, Tracker, serve
-from tests.services.helpers import make_triage
+from tests.support.fake_tracker import SECRET, TOKEN, Fault, Tracker, serve
+from tests.support.service import Account
+from tests.support.triage import make_triage
 
 #: Refused by default: every one of them reaches this machine or its private networks.
 LOCAL = [
@@ -130,8 +130,7 @@ def test_api_refuses_local_webhooks_with_a_code(
 def test_form_refuses_the_metadata_address(
     client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
 ) -> None:
-    from tests.conftest import login
-    from tests.web.test_pages import ORIGIN
+    from tests.support.service import ORIGIN, login
 
     golden, _, _ = make_triage(engine, tmp_path, queries=1, per_query=1)
     login(client, accounts[Role.LEAD].email)
@@ -294,7 +293,7 @@ def test_a_stored_url_with_credentials_is_refused_at_send_time(
 def test_tracker_urls_in_the_settings_are_checked_at_startup(variable: str, value: str) -> None:
     from pydantic import ValidationError
 
-    from tests.conftest import make_settings
+    from tests.support.service import make_settings
 
     with pytest.raises(ValidationError) as refused:
         make_settings("sqlite:///x.db", **{variable: value})

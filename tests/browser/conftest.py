@@ -22,7 +22,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
 @pytest.fixture(scope="session")
@@ -41,14 +40,3 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
             pytest.fail(f"{CHROMIUM} is missing (.ci/run installs the chromium package)")
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
-
-
-def screenshot(page: Any, name: str, *, full_page: bool = True, folder: Path | None = None) -> Path:
-    """Save a screenshot under var/screenshots/ (or ``folder``), kept for people to look at;
-    the viewport alone with ``full_page=False``, as a person sees the page (sticky bars in
-    place)."""
-    folder = folder or SCREENSHOTS
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
-    return path

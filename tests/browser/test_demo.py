@@ -15,8 +15,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import screenshot
-from tests.live import free_port
+from tests.support.live import free_port
+from tests.support.screens import screenshot
 
 
 @pytest.fixture

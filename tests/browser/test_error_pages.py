@@ -9,16 +9,10 @@ import pytest
 from playwright.sync_api import Page, Request, expect
 
 from app.models import Role
-from tests.api.test_imports_api import QRELS, QUERIES, RUN
-from tests.conftest import PASSWORD, Account
-from tests.live import LiveServer
-
-SHOTS = Path("/tmp/shots-a")
-
-
-def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+from tests.support.live import LiveServer
+from tests.support.samples import QRELS, QUERIES, RUN
+from tests.support.screens import shot
+from tests.support.service import PASSWORD, Account
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

@@ -8,10 +8,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.models import Role
-from tests.api.test_imports_api import QRELS, QUERIES, RUN
-from tests.browser.conftest import screenshot
-from tests.conftest import PASSWORD, Account
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.samples import QRELS, QUERIES, RUN
+from tests.support.screens import screenshot
+from tests.support.service import PASSWORD, Account
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

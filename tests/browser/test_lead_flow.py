@@ -11,10 +11,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.models import Role
-from tests.browser.conftest import screenshot
-from tests.conftest import PASSWORD, Account
-from tests.live import LiveServer
-from tests.web.test_lead_pages import FIRST, HYBRID, QRELS, QUERIES
+from tests.support.lead_runs import FIRST, HYBRID, QRELS, QUERIES
+from tests.support.live import LiveServer
+from tests.support.screens import screenshot
+from tests.support.service import PASSWORD, Account
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

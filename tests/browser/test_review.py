@@ -10,10 +10,10 @@ from playwright.sync_api import Browser, Page, expect
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.browser.conftest import screenshot
-from tests.conftest import PASSWORD, Account
-from tests.live import LiveServer
-from tests.services.helpers import make_triage
+from tests.support.live import LiveServer
+from tests.support.screens import screenshot
+from tests.support.service import PASSWORD, Account
+from tests.support.triage import make_triage
 
 #: Screenshots for people to look at (the review card, the dashboard's skipped list).
 SHOTS = Path(os.environ.get("MISSTRIAGE_SHOTS", "/tmp/shots-b"))

@@ -10,9 +10,9 @@ import pytest
 from playwright.sync_api import Page, Response, expect
 
 from app.models import Role
-from tests.browser.test_error_pages import shot
-from tests.conftest import PASSWORD, Account
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.screens import shot
+from tests.support.service import PASSWORD, Account
 
 QUERIES, PER_QUERY = 200, 3000  # a 19 MB run: long enough to watch
 SENTENCE = re.compile(

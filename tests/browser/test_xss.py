@@ -11,9 +11,9 @@ from sqlalchemy.engine import Engine
 from app.main import create_app
 from app.models import Role
 from app.settings import Settings
-from tests.conftest import PASSWORD, Account
-from tests.live import LiveServer
-from tests.web.payloads import CAUSE, IMG, SCRIPT, SVG, seed
+from tests.support.live import LiveServer
+from tests.support.payloads import CAUSE, IMG, SCRIPT, SVG, seed
+from tests.support.service import PASSWORD, Account
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

@@ -18,9 +18,9 @@ from sqlmodel import Session, select
 from app.clock import Clock
 from app.models import Miss, Role, Triage
 from app.services import queue, users
-from tests.cli.test_service_cli import cli
-from tests.db import PostgresServer
-from tests.services.helpers import make_triage
+from tests.support.cli import service_cli as cli
+from tests.support.db import PostgresServer
+from tests.support.triage import make_triage
 
 CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
 LEASE = timedelta(minutes=10)

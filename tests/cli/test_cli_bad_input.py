@@ -6,40 +6,18 @@ catalogue runs the import commands on both.)"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.api.hostile_cases import CORPUS, QRELS, QUERIES, RUN
-from tests.conftest import TEST_SECRET
+from tests.support.cli import Done, misstriage
+from tests.support.hostile_cases import CORPUS, QRELS, QUERIES, RUN
 
 #: A regular file that even root cannot read (reading it fails with EIO).
 UNREADABLE = Path("/proc/self/mem")
 
 
-def misstriage(
-    *args: str | Path, database_url: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "MISSTRIAGE_ENVIRONMENT": "test",
-        "MISSTRIAGE_SECRET_KEY": TEST_SECRET,
-    }
-    if database_url:
-        environment["DATABASE_URL"] = database_url
-    return subprocess.run(
-        [sys.executable, "-m", "app", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=120,
-    )
-
-
-def assert_one_line(done: subprocess.CompletedProcess[str], *words: str) -> str:
+def assert_one_line(done: Done, *words: str) -> str:
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "Traceback" not in done.stderr + done.stdout
     (line,) = done.stderr.strip().splitlines()

@@ -5,13 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import WriteFile
+from tests.support.cli import evaluate_cli as cli
+from tests.support.service import WriteFile
 
 QRELS = "q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq3 0 z 0\n"
 QUERIES = '{"_id": "q1", "text": "rate limits"}\n{"_id": "q2", "text": "sso login"}\n'
@@ -19,12 +18,6 @@ QUERIES = '{"_id": "q1", "text": "rate limits"}\n{"_id": "q2", "text": "sso logi
 GOOD = "q1 Q0 a 1 9 t\nq1 Q0 x 2 8 t\nq1 Q0 b 3 7 t\nq2 Q0 y 1 5 t\nq2 Q0 c 2 4 t\n"
 WEAK = "q1 Q0 b 1 20 t\n" + "".join(f"q1 Q0 n{i} {i + 1} {19 - i} t\n" for i in range(10))
 WEAK += "q1 Q0 a 12 1 t\nq2 Q0 y 1 5 t\nq9 Q0 c 1 1 t\n"
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_evaluate_cli import cli
+from tests.support.cli import evaluate_cli as cli
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "helpcentre"
 K = 10

@@ -4,19 +4,18 @@ range, and a database that cannot be used at all. One line, never a traceback.""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
 from app.exporters.base import _retry_after
-from tests.cli.test_cli_bad_input import misstriage
+from tests.support.cli import Done, misstriage
 
 HUGE = str(10**30)
 
 
-def assert_one_line(done: subprocess.CompletedProcess[str], status: int, *words: str) -> None:
+def assert_one_line(done: Done, status: int, *words: str) -> None:
     assert done.returncode == status, (done.returncode, done.stderr)
     output = done.stderr + done.stdout
     assert "Traceback" not in output

@@ -1,33 +1,16 @@
-"""The service commands as a user runs them: real processes against a real database."""
+"""The service commands as a user runs them, against a real database: in the test's process
+(tests/support/cli.py), and once as a real process through the console script."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.api.test_imports_api import QRELS, QUERIES, RUN
-from tests.conftest import TEST_SECRET, WriteFile
-
-
-def cli(database_url: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "MISSTRIAGE_ENVIRONMENT": "test",
-        "MISSTRIAGE_SECRET_KEY": TEST_SECRET,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "app", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+from tests.support.cli import real_misstriage
+from tests.support.cli import service_cli as cli
+from tests.support.samples import QRELS, QUERIES, RUN
+from tests.support.service import WriteFile
 
 
 def test_users_tokens_imports_and_triage(database_url: str, write_file: WriteFile) -> None:
@@ -112,15 +95,10 @@ def test_users_tokens_imports_and_triage(database_url: str, write_file: WriteFil
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_production_refuses_the_default_secret(database_url: str) -> None:
-    env = {**os.environ, "DATABASE_URL": database_url, "MISSTRIAGE_ENVIRONMENT": "production"}
-    env.pop("MISSTRIAGE_SECRET_KEY", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "app", "db", "upgrade"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    # A real process through the installed console script: the settings are read from the
+    # environment the process starts with, and the refusal is its exit status and stderr.
+    env = {"DATABASE_URL": database_url, "MISSTRIAGE_ENVIRONMENT": "production"}
+    result = real_misstriage("db", "upgrade", env=env, unset=["MISSTRIAGE_SECRET_KEY"], timeout=60)
     assert result.returncode == 2
     assert "MISSTRIAGE_SECRET_KEY must be set" in result.stderr
     assert "Traceback" not in result.stderr

@@ -8,7 +8,7 @@ import pytest
 
 from app.eval import InputError, Order, enumerate_misses, top_candidates
 from app.eval.conventions import parse_depths
-from tests.eval.helpers import evaluate, golden, ranked, ranks
+from tests.support.evaluation import evaluate, golden, ranked, ranks
 
 QRELS = "q1 0 a 1\nq1 0 b 1\nq1 0 c 1\n"
 

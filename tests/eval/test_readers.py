@@ -9,7 +9,7 @@ import pytest
 from app.eval import InputError
 from app.eval.jsonl import read_corpus, read_jsonl_run, read_queries
 from app.eval.trec import RUN_EXPECTED, read_qrels, read_trec_run
-from tests.conftest import WriteFile
+from tests.support.service import WriteFile
 
 RUN = "q1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 2.25 t\nq2 Q0 d1 1 1 t\n"
 EXPECTED = [("q1", "d1", 3.5), ("q1", "d2", 2.25), ("q2", "d1", 1.0)]

@@ -17,7 +17,7 @@ from app.eval.measures import (
     parse_measure,
     recall_at,
 )
-from tests.eval.helpers import evaluate, golden, ranked
+from tests.support.evaluation import evaluate, golden, ranked
 
 
 @pytest.mark.parametrize("grade", [1, 2, 3])

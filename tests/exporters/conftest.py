@@ -1,14 +1,85 @@
-"""The exporter tests talk to the fake tracker on 127.0.0.1: they allow requests to the local
-network (MISSTRIAGE_ALLOW_LOCAL_NETWORK), which is refused by default."""
+"""The exporter tests' fixtures: the fake tracker on 127.0.0.1, settings pointing every tracker
+at it, and a triage with labelled misses. They allow requests to the local network
+(MISSTRIAGE_ALLOW_LOCAL_NETWORK), which is refused by default."""
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
 
+import pytest
+from pydantic import SecretStr
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.clock import FrozenClock
+from app.models import GoldenSet, Role, Run, Triage, User
+from app.services import queue, users
 from app.settings import Settings
-from tests.conftest import make_settings
+from tests.support.exports import CAUSES
+from tests.support.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Tracker, serve
+from tests.support.service import make_settings
+from tests.support.triage import make_triage
 
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
     return make_settings(database_url, allow_local_network=True)
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[str, Tracker]]:
+    yield from serve()
+
+
+@pytest.fixture
+def tracker_settings(settings: Settings, fake: tuple[str, Tracker]) -> Settings:
+    base = fake[0]
+    return settings.model_copy(
+        update={
+            "github_api_url": base,
+            "github_token": SecretStr(TOKEN),
+            "gitlab_api_url": base,
+            "gitlab_token": SecretStr(TOKEN),
+            "jira_api_url": base,
+            "jira_email": JIRA_EMAIL,
+            "jira_token": SecretStr(TOKEN),
+            "linear_api_url": f"{base}/graphql",
+            "linear_token": SecretStr(TOKEN),
+            "webhook_secret": SecretStr(SECRET),
+            "public_url": "http://misstriage.test",
+            "export_timeout_seconds": 0.5,
+            "export_max_wait_seconds": 1.0,
+        }
+    )
+
+
+@pytest.fixture
+def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, User]:
+    golden, run, triage = make_triage(engine, tmp_path, queries=3, per_query=2, corpus=True)
+    with Session(engine, expire_on_commit=False) as s:
+        lead = users.create_user(
+            session=s, email="lead2@example.com", password="long enough", role=Role.LEAD
+        )
+        now = FrozenClock().now()
+        for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
+            miss = queue.claim(
+                session=s,
+                triage=triage,
+                user=lead,
+                now=now,
+                lease=timedelta(minutes=5),
+            )
+            assert miss is not None
+            queue.label(
+                session=s,
+                miss_id=miss.id,
+                user=lead,
+                category=category,
+                note="",
+                version=miss.version,
+                causes=CAUSES,
+                now=now,
+            )  # type: ignore[arg-type]
+    return golden, run, triage, lead

@@ -18,10 +18,9 @@ from app.main import create_app
 from app.models import Role
 from app.services.events import Deliverer
 from app.settings import Settings
-from tests.conftest import Account, make_settings
-from tests.exporters.test_exporters import fake  # noqa: F401  (fixture)
-from tests.fake_tracker import SECRET, Fault, Tracker
-from tests.services.helpers import make_triage
+from tests.support.fake_tracker import SECRET, Fault, Tracker
+from tests.support.service import Account, make_settings
+from tests.support.triage import make_triage
 
 
 def webhook_threads() -> list[threading.Thread]:
@@ -33,7 +32,7 @@ def test_shutdown_joins_the_loop_during_a_retry_wait_and_failures_are_logged(
     engine: Engine,
     accounts: dict[Role, Account],
     tmp_path: Path,
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     base, tracker = fake
@@ -79,7 +78,7 @@ def test_shutdown_joins_the_loop_during_a_retry_wait_and_failures_are_logged(
 def test_failures_are_logged_without_secret_or_body(
     engine: Engine,
     tmp_path: Path,
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from sqlmodel import Session

@@ -16,8 +16,8 @@ from sqlmodel import Session, select
 
 from app.models import Export, GoldenSet, Run, Triage, User
 from app.settings import Settings
-from tests.exporters.test_exporters import fake, labelled, run_export, tracker_settings  # noqa: F401
-from tests.fake_tracker import Fault, Tracker
+from tests.support.exports import run_export
+from tests.support.fake_tracker import Fault, Tracker
 
 PAUSE = 2.0
 
@@ -101,9 +101,9 @@ def sqlite_check(path: str) -> dict[str, Any]:
 def test_no_transaction_open_during_a_tracker_call(
     engine: Engine,
     database_url: str,
-    tracker_settings: Settings,  # noqa: F811
-    labelled: tuple[GoldenSet, Run, Triage, User],  # noqa: F811
-    fake: tuple[str, Tracker],  # noqa: F811
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
 ) -> None:
     _, tracker = fake
     if engine.dialect.name == "postgresql":

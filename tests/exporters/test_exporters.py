@@ -4,104 +4,22 @@ retries, partial failures completed without duplicates, dry runs, no secret show
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from app.clock import FrozenClock
 from app.exporters import Sender
 from app.models import GoldenSet, Miss, Role, Run, Triage, User
-from app.models.exports import ExportOutcome
-from app.services import exports, queue, users
+from app.services import queue
 from app.settings import Settings
-from tests.conftest import Account
-from tests.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Fault, Tracker, serve
-from tests.services.helpers import make_triage
-
-CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
-
-
-@pytest.fixture
-def fake() -> Iterator[tuple[str, Tracker]]:
-    yield from serve()
-
-
-@pytest.fixture
-def tracker_settings(settings: Settings, fake: tuple[str, Tracker]) -> Settings:
-    base = fake[0]
-    return settings.model_copy(
-        update={
-            "github_api_url": base,
-            "github_token": SecretStr(TOKEN),
-            "gitlab_api_url": base,
-            "gitlab_token": SecretStr(TOKEN),
-            "jira_api_url": base,
-            "jira_email": JIRA_EMAIL,
-            "jira_token": SecretStr(TOKEN),
-            "linear_api_url": f"{base}/graphql",
-            "linear_token": SecretStr(TOKEN),
-            "webhook_secret": SecretStr(SECRET),
-            "public_url": "http://misstriage.test",
-            "export_timeout_seconds": 0.5,
-            "export_max_wait_seconds": 1.0,
-        }
-    )
-
-
-@pytest.fixture
-def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, User]:
-    golden, run, triage = make_triage(engine, tmp_path, queries=3, per_query=2, corpus=True)
-    with Session(engine, expire_on_commit=False) as s:
-        lead = users.create_user(
-            session=s, email="lead2@example.com", password="long enough", role=Role.LEAD
-        )
-        now = FrozenClock().now()
-        for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
-            miss = queue.claim(
-                session=s,
-                triage=triage,
-                user=lead,
-                now=now,
-                lease=timedelta(minutes=5),
-            )
-            assert miss is not None
-            queue.label(
-                session=s,
-                miss_id=miss.id,
-                user=lead,
-                category=category,
-                note="",
-                version=miss.version,
-                causes=CAUSES,
-                now=now,
-            )  # type: ignore[arg-type]
-    return golden, run, triage, lead
-
-
-def run_export(
-    engine: Engine,
-    settings: Settings,
-    labelled: tuple[GoldenSet, Run, Triage, User],
-    tracker: str,
-    target: str,
-    **kwargs: object,
-) -> ExportOutcome:
-    triage = labelled[2]
-    with Session(engine, expire_on_commit=False) as s:
-        return exports.export(
-            session=s,
-            settings=settings,
-            triage_id=triage.id,
-            tracker=tracker,
-            target=target,
-            **kwargs,
-        )  # type: ignore[arg-type]
+from tests.support.cli import run_misstriage, service_environment
+from tests.support.exports import CAUSES, no_wait, run_export
+from tests.support.fake_tracker import TOKEN, Fault, Tracker
+from tests.support.service import Account
 
 
 def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]) -> None:
@@ -214,7 +132,7 @@ def test_retries_on_429_5xx_secondary_limit_and_timeouts(
         Fault("/repos", status=502),
         Fault("/repos", status=503),
     ]
-    sender = Sender(timeout=0.5, attempts=6, max_wait=1.0)
+    sender = Sender(timeout=0.5, attempts=6, max_wait=1.0, sleep=no_wait)
     outcome = run_export(engine, tracker_settings, labelled, "github", "acme/search", sender=sender)
     assert [r.action for r in outcome.results] == ["create", "create"]
     assert sender.waits[0] == 1.0  # Retry-After honoured
@@ -236,7 +154,7 @@ def test_timeouts_retry_updates_and_stop_creates(
         labelled,
         "github",
         "acme/search",
-        sender=Sender(timeout=0.5, attempts=3, max_wait=0.5),
+        sender=Sender(timeout=0.5, attempts=3, max_wait=0.5, sleep=no_wait),
     )
     assert [r.action for r in first.results] == ["failed", "create"]
     assert "may have been created" in (first.results[0].error or "")
@@ -246,7 +164,7 @@ def test_timeouts_retry_updates_and_stop_creates(
     _golden, _run, _triage, lead = labelled
     relabel(engine, lead, "chunk-boundary", "vocabulary-mismatch")
     tracker.faults = [Fault("/repos/acme/search/issues/", pause=1.0)]
-    sender = Sender(timeout=0.5, attempts=3, max_wait=0.5)
+    sender = Sender(timeout=0.5, attempts=3, max_wait=0.5, sleep=no_wait)
     second = run_export(engine, tracker_settings, labelled, "github", "acme/search", sender=sender)
     actions = {r.category: r.action for r in second.results}
     assert actions["vocabulary-mismatch"] == "update"
@@ -361,26 +279,14 @@ def test_cli_export_dry_run_and_push(
     labelled: tuple[GoldenSet, Run, Triage, User],
     fake: tuple[str, Tracker],
 ) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import TEST_SECRET
-
     base, tracker = fake
     env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "MISSTRIAGE_ENVIRONMENT": "test",
-        "MISSTRIAGE_SECRET_KEY": TEST_SECRET,
+        **service_environment(database_url),
         "MISSTRIAGE_GITHUB_API_URL": base,
         "MISSTRIAGE_GITHUB_TOKEN": TOKEN,
         "MISSTRIAGE_ALLOW_LOCAL_NETWORK": "true",  # the fake tracker is on 127.0.0.1
     }
     args = [
-        sys.executable,
-        "-m",
-        "app",
         "export",
         "--triage",
         str(labelled[2].id),
@@ -389,12 +295,12 @@ def test_cli_export_dry_run_and_push(
         "--target",
         "acme/search",
     ]
-    dry = subprocess.run([*args, "--dry-run"], capture_output=True, text=True, env=env, timeout=120)
+    dry = run_misstriage(*args, "--dry-run", env=env)
     assert dry.returncode == 0, dry.stderr
     assert TOKEN not in dry.stdout + dry.stderr
     assert len(json.loads(dry.stdout)["requests"]) == 2
     assert tracker.requests == []
-    pushed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    pushed = run_misstriage(*args, env=env)
     assert pushed.returncode == 0, pushed.stderr
     assert [r["action"] for r in json.loads(pushed.stdout)["results"]] == ["create", "create"]
 
@@ -409,7 +315,7 @@ def test_export_panel_preview_and_push(
 ) -> None:
     from bs4 import BeautifulSoup
 
-    from tests.conftest import login
+    from tests.support.service import login
 
     _, tracker = fake
     client.app.state.settings = tracker_settings  # type: ignore[attr-defined]

@@ -21,8 +21,7 @@ from app.models import OTHER, GoldenSet, Role, Run, Triage
 from app.models.exports import ExportOutcome
 from app.services import exports, golden_sets, queue, runs, triages, users
 from app.settings import Settings
-from tests.exporters.test_exporters import fake, tracker_settings  # noqa: F401  (fixtures)
-from tests.fake_tracker import Tracker
+from tests.support.fake_tracker import Tracker
 
 HOSTILE = [
     "ping @alice and @acme/team",
@@ -154,9 +153,9 @@ def text_outside_code(soup: BeautifulSoup) -> list[str]:
 @pytest.mark.parametrize("tracker_name", ["github", "gitlab", "linear"])
 def test_markdown_bodies_are_inert(
     engine: Engine,
-    tracker_settings: Settings,  # noqa: F811
+    tracker_settings: Settings,
     hostile_triage: tuple[GoldenSet, Run, Triage],
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
     tracker_name: str,
 ) -> None:
     _, tracker = fake
@@ -199,9 +198,9 @@ def test_markdown_bodies_are_inert(
 
 def test_ids_arrive_exact_in_code_spans(
     engine: Engine,
-    tracker_settings: Settings,  # noqa: F811
+    tracker_settings: Settings,
     hostile_triage: tuple[GoldenSet, Run, Triage],
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
 ) -> None:
     _, tracker = fake
     export(engine, tracker_settings, hostile_triage, "github")
@@ -228,9 +227,9 @@ def walk(node: Any) -> list[dict[str, Any]]:
 
 def test_jira_adf_text_is_literal(
     engine: Engine,
-    tracker_settings: Settings,  # noqa: F811
+    tracker_settings: Settings,
     hostile_triage: tuple[GoldenSet, Run, Triage],
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
 ) -> None:
     _, tracker = fake
     export(engine, tracker_settings, hostile_triage, "jira")
@@ -293,9 +292,9 @@ def test_markdown_code_reads_back(value: str) -> None:
 
 def test_webhook_export_with_unicode_causes_hashes_its_idempotency_key(
     engine: Engine,
-    tracker_settings: Settings,  # noqa: F811
+    tracker_settings: Settings,
     hostile_triage: tuple[GoldenSet, Run, Triage],
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
 ) -> None:
     base, tracker = fake
     triage = hostile_triage[2]

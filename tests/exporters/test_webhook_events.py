@@ -13,10 +13,9 @@ from sqlmodel import Session, select
 from app.exporters import Sender
 from app.models import Role, WebhookDelivery
 from app.services import events
-from tests.conftest import Account
-from tests.exporters.test_exporters import fake, tracker_settings  # noqa: F401  (fixtures)
-from tests.fake_tracker import SECRET, Tracker
-from tests.services.helpers import make_triage
+from tests.support.fake_tracker import SECRET, Tracker
+from tests.support.service import Account
+from tests.support.triage import make_triage
 
 
 def deliver(engine: Engine) -> int:
@@ -34,7 +33,7 @@ def test_events_are_queued_signed_and_delivered_once(
     accounts: dict[Role, Account],
     engine: Engine,
     tmp_path: Path,
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
 ) -> None:
     base, tracker = fake
     golden, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2)
@@ -93,9 +92,9 @@ def test_failed_delivery_is_retried_later(
     accounts: dict[Role, Account],
     engine: Engine,
     tmp_path: Path,
-    fake: tuple[str, Tracker],  # noqa: F811
+    fake: tuple[str, Tracker],
 ) -> None:
-    from tests.fake_tracker import Fault
+    from tests.support.fake_tracker import Fault
 
     base, tracker = fake
     golden, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2)

@@ -17,8 +17,8 @@ from app.models import Role, User, UserSession, utcnow
 from app.services import passwords
 from app.services import users as user_service
 from app.services.errors import Invalid
-from tests.cli.test_service_cli import cli
-from tests.conftest import PASSWORD, Account
+from tests.support.cli import service_cli as cli
+from tests.support.service import PASSWORD, Account
 
 COMMON = ["password1", "PassWord1", " qwertyuiop ", "iloveyou", "12345678"]
 

@@ -15,7 +15,7 @@ from app.models import OTHER, Role, Triage
 from app.models.triage_public import MissPublic
 from app.services import queue, users
 from app.services.triages import closure_report, triage_context
-from tests.services.helpers import make_triage
+from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)
 

@@ -24,7 +24,7 @@ from app.services.metrics import (
     RunMetrics,
     query_rows,
 )
-from tests.eval.helpers import evaluate, golden, ranked
+from tests.support.evaluation import evaluate, golden, ranked
 
 QRELS = "q1 0 a 1\nq1 0 b 2\nq2 0 c 1\nq3 0 d 1\n"
 # q1: a at 1, b at 4; q2: c at 2; q3: not answered

@@ -15,10 +15,9 @@ from sqlalchemy.engine import Engine
 from app.models import Role
 from app.services.errors import Invalid
 from app.services.names import check_name
-from tests.api.test_imports_api import QRELS, QUERIES, RUN, import_golden, row_counts
-from tests.cli.test_service_cli import cli
-from tests.conftest import Account, WriteFile, login
-from tests.web.test_pages import ORIGIN
+from tests.support.cli import service_cli as cli
+from tests.support.samples import QRELS, QUERIES, RUN, import_golden
+from tests.support.service import ORIGIN, Account, WriteFile, login, row_counts
 
 HOSTILE = {
     "bell": "a\x07b",

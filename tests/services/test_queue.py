@@ -13,7 +13,7 @@ from app.clock import FrozenClock
 from app.models import Miss, MissState, Role, User
 from app.services import queue, users
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound
-from tests.services.helpers import make_triage
+from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)
 CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]

@@ -4,6 +4,7 @@ socket that sends the headers and 10 bytes of a promised 1,000, then nothing."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import time
 from collections.abc import Iterator
@@ -12,18 +13,22 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import TEST_SECRET
-from tests.live import LiveServer
+from tests.support.live import LiveServer
+from tests.support.service import TEST_SECRET
 
 TIMEOUT_SECONDS = 1.0
 
 
-@pytest.fixture
-def server(
-    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[LiveServer]:
-    monkeypatch.setenv("MISSTRIAGE_BODY_TIMEOUT_SECONDS", str(TIMEOUT_SECONDS))
-    live = LiveServer(database_url, tmp_path, secret=TEST_SECRET)
+@pytest.fixture(scope="module")
+def server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One server for the module (on a copy of the migrated SQLite template): the tests send
+    raw requests and read no rows, and a server start costs seconds."""
+    folder = tmp_path_factory.mktemp("body-timeout")
+    database = folder / "misstriage.db"
+    shutil.copy(sqlite_template, database)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MISSTRIAGE_BODY_TIMEOUT_SECONDS", str(TIMEOUT_SECONDS))
+        live = LiveServer(f"sqlite:///{database}", folder, secret=TEST_SECRET)
     yield live
     live.stop()
 
@@ -52,7 +57,6 @@ def post_slowly(server: LiveServer, chunks: list[bytes], pause: float, length: i
         return answer
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_a_stalled_body_answers_408_and_the_server_goes_on(server: LiveServer) -> None:
     started = time.monotonic()
     answer = post_slowly(server, [b"email=x%40e"], pause=0, length=1000)
@@ -68,7 +72,6 @@ def test_a_stalled_body_answers_408_and_the_server_goes_on(server: LiveServer) -
     assert '"level": "ERROR"' not in log
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_a_slow_body_that_keeps_coming_is_not_cut(server: LiveServer) -> None:
     """The timeout is for silence, not for the whole upload: bytes every 0.4 s pass."""
     body = b"email=nobody%40example.com&password=wrong+password"

@@ -16,10 +16,9 @@ from sqlalchemy.engine import Engine
 from app.db import make_engine
 from app.main import create_app
 from app.models import Role
-from tests.conftest import Account, login, make_settings
-from tests.live import free_port
-from tests.web.test_lead_pages import QRELS
-from tests.web.test_pages import ORIGIN
+from tests.support.lead_runs import QRELS
+from tests.support.live import free_port
+from tests.support.service import ORIGIN, Account, login, make_settings
 
 SQLITE = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 HTMX = {"HX-Request": "true"}

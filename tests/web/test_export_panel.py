@@ -15,9 +15,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.conftest import Account, login
-from tests.services.helpers import make_triage
-from tests.web.test_pages import ORIGIN, get
+from tests.support.service import ORIGIN, Account, get, login
+from tests.support.triage import make_triage
 
 
 @pytest.fixture(params=["page", "fragment"])

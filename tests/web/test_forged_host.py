@@ -8,9 +8,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.conftest import PASSWORD, Account, login
-from tests.web.payloads import Seeded, seed
-from tests.web.test_xss import pages
+from tests.support.payloads import Seeded, pages, seed
+from tests.support.service import PASSWORD, Account, login
 
 FORGED = "evil.example"
 HOST = {"Host": FORGED}

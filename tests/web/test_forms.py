@@ -13,9 +13,8 @@ from fastapi.testclient import TestClient
 from httpx import Response
 
 from app.models import Role
-from tests.conftest import Account, login
-from tests.web.test_lead_pages import FIRST, QRELS, QUERIES
-from tests.web.test_pages import ORIGIN
+from tests.support.lead_runs import FIRST, QRELS, QUERIES
+from tests.support.service import ORIGIN, Account, login
 
 SQLITE = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 

@@ -10,10 +10,8 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from app.models import Role
-from tests.conftest import Account, login
-from tests.hint_fixture import EXPECTED_HINTS, import_hint_fixture
-from tests.web.test_pages import ORIGIN, get
-from tests.web.test_review_page import claim
+from tests.support.hints import EXPECTED_HINTS, import_hint_fixture
+from tests.support.service import ORIGIN, Account, claim, get, login
 
 HTMX = {"HX-Request": "true", **ORIGIN}
 

@@ -12,10 +12,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.api.test_route_auth import concrete, routes
-from tests.conftest import Account
-from tests.services.helpers import make_triage
-from tests.web.test_pages import ORIGIN
+from tests.support.routes import concrete, routes
+from tests.support.service import ORIGIN, Account
+from tests.support.triage import make_triage
 
 NUL = "a\x00b"
 FORM = {

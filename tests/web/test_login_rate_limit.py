@@ -18,7 +18,7 @@ from app.http.deps import SESSION_COOKIE
 from app.main import create_app
 from app.models import LoginAttempt, Role
 from app.settings import Settings
-from tests.conftest import PASSWORD, Account, make_settings
+from tests.support.service import PASSWORD, Account, make_settings
 
 ORIGIN = {"Origin": "http://testserver"}
 

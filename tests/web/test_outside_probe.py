@@ -15,10 +15,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.api.test_route_auth import concrete, routes
-from tests.conftest import Account, login
-from tests.services.helpers import make_triage
-from tests.web.test_pages import ORIGIN
+from tests.support.routes import concrete, routes
+from tests.support.service import ORIGIN, Account, login
+from tests.support.triage import make_triage
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
 

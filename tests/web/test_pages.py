@@ -10,26 +10,13 @@ from fastapi.testclient import TestClient
 
 from app.http.deps import SESSION_COOKIE
 from app.models import Role
-from tests.api.test_imports_api import QRELS, QUERIES, RUN
-from tests.conftest import PASSWORD, Account, login
-
-ORIGIN = {"Origin": "http://testserver"}
+from tests.support.samples import QRELS, QUERIES, RUN
+from tests.support.service import ORIGIN, PASSWORD, Account, get, login
 
 
 @pytest.fixture(params=["page", "fragment"])
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def get(client: TestClient, url: str, mode: str) -> BeautifulSoup:
-    headers = {"HX-Request": "true"} if mode == "fragment" else {}
-    response = client.get(url, headers=headers)
-    assert response.status_code == 200, response.text
-    assert response.headers["vary"] == "HX-Request"
-    soup = BeautifulSoup(response.text, "html.parser")
-    # A fragment is the content block only; a page has the whole layout.
-    assert (soup.find("html") is not None) == (mode == "page")
-    return soup
 
 
 @pytest.fixture

@@ -16,9 +16,8 @@ from sqlmodel import Session, select
 
 from app.clock import FrozenClock
 from app.models import Miss, Role, Triage
-from tests.conftest import Account, login
-from tests.services.helpers import make_triage
-from tests.web.test_pages import ORIGIN, get
+from tests.support.service import ORIGIN, Account, get, login
+from tests.support.triage import make_triage
 
 HTMX = {"HX-Request": "true", **ORIGIN}
 DASH = "\N{EN DASH}"

@@ -10,18 +10,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.conftest import Account, login
-from tests.services.helpers import make_triage
-from tests.web.test_pages import ORIGIN, get
+from tests.support.service import ORIGIN, Account, claim, get, login
+from tests.support.triage import make_triage
 
 HTMX = {"HX-Request": "true", **ORIGIN}
-
-
-def claim(client: TestClient, triage_id: int) -> BeautifulSoup:
-    """What the review page does as it loads: POST the claim (HTMX), answered by the card."""
-    response = client.post(f"/triages/{triage_id}/review/claim", headers=HTMX)
-    assert response.status_code == 200, response.text
-    return BeautifulSoup(response.text, "html.parser")
 
 
 @pytest.fixture(params=["page", "fragment"])

@@ -18,10 +18,9 @@ from app.main import create_app
 from app.models import Miss, Role
 from app.services import users as user_service
 from app.settings import Settings
-from tests.api.test_route_auth import REVIEW_ACTIONS, REVIEW_FORM, concrete, routes
-from tests.conftest import PASSWORD, Account, login
-from tests.services.helpers import make_triage
-from tests.web.test_pages import ORIGIN
+from tests.support.routes import REVIEW_ACTIONS, REVIEW_FORM, concrete, routes
+from tests.support.service import ORIGIN, PASSWORD, Account, login
+from tests.support.triage import make_triage
 
 SQLITE = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 

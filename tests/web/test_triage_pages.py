@@ -10,31 +10,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.conftest import Account, login
-from tests.services.helpers import make_triage
-from tests.web.test_pages import ORIGIN, get
+from tests.support.service import ORIGIN, Account, get, label_some, login
+from tests.support.triage import make_triage
 
 
 @pytest.fixture(params=["page", "fragment"])
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def label_some(client: TestClient, accounts: dict[Role, Account], triage_id: int) -> list[int]:
-    """The reviewer labels two misses (one 'other'); the lead claims a third and keeps it."""
-    reviewer, lead = accounts[Role.REVIEWER].headers, accounts[Role.LEAD].headers
-    ids = []
-    for category, note in (("vocabulary-mismatch", ""), ("other", "judged wrongly")):
-        miss = client.post(f"/api/v1/triages/{triage_id}/claim", headers=reviewer).json()
-        response = client.post(
-            f"/api/v1/misses/{miss['id']}/label",
-            headers=reviewer,
-            json={"category": category, "note": note, "version": 1},
-        )
-        assert response.status_code == 200
-        ids.append(miss["id"])
-    ids.append(client.post(f"/api/v1/triages/{triage_id}/claim", headers=lead).json()["id"])
-    return ids
 
 
 def test_dashboard(

@@ -9,9 +9,8 @@ from fastapi.testclient import TestClient
 
 from app.models import Role
 from app.web import progress
-from tests.conftest import Account, login
-from tests.web.test_lead_pages import FIRST, QRELS
-from tests.web.test_pages import ORIGIN
+from tests.support.lead_runs import FIRST, QRELS
+from tests.support.service import ORIGIN, Account, login
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

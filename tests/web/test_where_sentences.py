@@ -23,9 +23,8 @@ from sqlmodel import Session, select
 from app.models import Miss, Role, Triage
 from app.services import golden_sets, runs, triages
 from app.settings import Settings
-from tests.conftest import Account, login
-from tests.fake_tracker import JIRA_EMAIL, TOKEN, Tracker, serve
-from tests.web.test_pages import ORIGIN, get
+from tests.support.fake_tracker import JIRA_EMAIL, TOKEN, Tracker, serve
+from tests.support.service import ORIGIN, Account, get, login
 
 HTMX = {"HX-Request": "true", **ORIGIN}
 DEPTH = 50

@@ -3,28 +3,21 @@ emails and token names are shown as text on every page that shows them, never as
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from tests.conftest import Account, login
-from tests.web.payloads import (
+from tests.support.payloads import (
     CAUSE,
-    DOC,
-    EMAIL,
     IMG,
-    JS,
-    QID,
     SCRIPT,
-    SVG,
     Seeded,
     assert_inert,
+    pages,
     seed,
 )
-from tests.web.test_pages import ORIGIN
+from tests.support.service import ORIGIN, Account, login
 
 HTMX = {"HX-Request": "true", **ORIGIN}
 
@@ -37,28 +30,6 @@ def seeded(client: TestClient, engine: Engine, accounts: dict[Role, Account]) ->
     claimed = client.post(f"/triages/{data.triages[1]}/review/claim", headers=HTMX)
     assert claimed.status_code == 200, claimed.text
     return data
-
-
-def pages(s: Seeded) -> list[tuple[str, list[str]]]:
-    """Every page that shows typed or uploaded text, with payloads it must show as text."""
-    first, second = s.triages
-    other, caused, skipped, _leased = s.misses
-    return [
-        ("/golden-sets", [f"gs {SCRIPT}"]),
-        (f"/golden-sets/{s.golden}", [f"gs {SCRIPT}", IMG, SCRIPT]),
-        (f"/runs/{s.runs[0]}", [IMG, f"{SCRIPT} {IMG} rate limits", JS, SVG, QID]),
-        (f"/runs/{s.runs[1]}?q={quote(QID)}", [SCRIPT, QID, SVG]),
-        (f"/golden-sets/{s.golden}/compare?a={s.runs[0]}&b={s.runs[1]}&depth=1", [IMG, CAUSE]),
-        (f"/triages/{first}", [CAUSE, EMAIL, DOC, QID, SCRIPT, JS, SVG]),
-        (f"/triages/{first}/backlog", [DOC, QID, SCRIPT, IMG, JS, SVG, CAUSE, EMAIL]),
-        (f"/triages/{first}/backlog?cause={quote(CAUSE)}&qid=q1", [CAUSE, JS, EMAIL]),
-        (f"/triages/{first}/backlog?qid={quote(QID)}", [QID, SVG]),
-        (f"/misses/{other}", [DOC, SCRIPT, EMAIL]),
-        (f"/misses/{caused}", [CAUSE, JS, EMAIL]),
-        (f"/misses/{skipped}", [SVG, QID, EMAIL]),
-        (f"/triages/{second}/review", [f"{SCRIPT} {IMG} rate limits", SVG, DOC, CAUSE, SCRIPT]),
-        ("/tokens", [IMG]),
-    ]
 
 
 def test_every_page_shows_payloads_as_text(client: TestClient, seeded: Seeded) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
@@ -22,7 +22,7 @@ from sqlmodel import Session
 from app import security
 from app.models import Role, User
 from app.services import users as user_service
-from tests.conftest import PASSWORD, Account
+from tests.support.service import PASSWORD, Account
 
 SCRIPT = '<script>alert("xss-1")</script>'
 IMG = '"><img src=x onerror=alert("xss-2")>'
@@ -194,3 +194,25 @@ def assert_inert(html: str, where: str) -> BeautifulSoup:
                 assert "alert(" not in text, here
                 assert not text.strip().lower().startswith("javascript:"), here
     return soup
+
+
+def pages(s: Seeded) -> list[tuple[str, list[str]]]:
+    """Every page that shows typed or uploaded text, with payloads it must show as text."""
+    first, second = s.triages
+    other, caused, skipped, _leased = s.misses
+    return [
+        ("/golden-sets", [f"gs {SCRIPT}"]),
+        (f"/golden-sets/{s.golden}", [f"gs {SCRIPT}", IMG, SCRIPT]),
+        (f"/runs/{s.runs[0]}", [IMG, f"{SCRIPT} {IMG} rate limits", JS, SVG, QID]),
+        (f"/runs/{s.runs[1]}?q={quote(QID)}", [SCRIPT, QID, SVG]),
+        (f"/golden-sets/{s.golden}/compare?a={s.runs[0]}&b={s.runs[1]}&depth=1", [IMG, CAUSE]),
+        (f"/triages/{first}", [CAUSE, EMAIL, DOC, QID, SCRIPT, JS, SVG]),
+        (f"/triages/{first}/backlog", [DOC, QID, SCRIPT, IMG, JS, SVG, CAUSE, EMAIL]),
+        (f"/triages/{first}/backlog?cause={quote(CAUSE)}&qid=q1", [CAUSE, JS, EMAIL]),
+        (f"/triages/{first}/backlog?qid={quote(QID)}", [QID, SVG]),
+        (f"/misses/{other}", [DOC, SCRIPT, EMAIL]),
+        (f"/misses/{caused}", [CAUSE, JS, EMAIL]),
+        (f"/misses/{skipped}", [SVG, QID, EMAIL]),
+        (f"/triages/{second}/review", [f"{SCRIPT} {IMG} rate limits", SVG, DOC, CAUSE, SCRIPT]),
+        ("/tokens", [IMG]),
+    ]

@@ -4,7 +4,7 @@ empty files and older classes, is in hostile_older.py; ``CASES`` is both."""
 
 from __future__ import annotations
 
-from tests.api.hostile_base import (
+from tests.support.hostile_base import (
     BIG,
     CORPUS,
     DEEP,
@@ -24,7 +24,7 @@ from tests.api.hostile_base import (
     gz,
     lookup,
 )
-from tests.api.hostile_older import OLDER
+from tests.support.hostile_older import OLDER
 
 __all__ = [
     "CASES",

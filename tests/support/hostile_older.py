@@ -4,7 +4,7 @@ negative ranks, duplicates, mixed formats, lone surrogates, CRLF."""
 
 from __future__ import annotations
 
-from tests.api.hostile_base import (
+from tests.support.hostile_base import (
     BOM,
     CORPUS,
     GRADES,

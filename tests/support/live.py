@@ -4,6 +4,7 @@ concurrency tests."""
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -12,11 +13,33 @@ from pathlib import Path
 
 import httpx
 
+#: Under pytest-xdist, worker gwN draws its ports from a block of its own below the kernel's
+#: ephemeral range: two workers never pick the same port between the check and the bind.
+WORKER_PORTS, WORKER_BLOCK = 20_000, 500
+
 
 def free_port() -> int:
+    """A loopback port nothing listens on (the kernel's pick, or the xdist worker's block)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+    low = WORKER_PORTS + WORKER_BLOCK * (int(worker[2:]) % 25)
+    for port in random.sample(range(low, low + WORKER_BLOCK), WORKER_BLOCK):
+        if _bind_or_none(port):
+            return port
+    raise RuntimeError(f"no free port in {low}-{low + WORKER_BLOCK - 1}")
+
+
+def _bind_or_none(port: int) -> int | None:
+    """``port`` if it can be bound on loopback now, else None."""
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return None
+        return port
 
 
 class LiveServer:

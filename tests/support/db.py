@@ -1,5 +1,5 @@
 """Test databases: a migrated SQLite template copied per test, and a throwaway PostgreSQL
-database (created and dropped by the suite) truncated per test.
+database (created and dropped by the suite) emptied per test.
 
 PostgreSQL comes from MISSTRIAGE_TEST_POSTGRES_URL (default: the local server at
 127.0.0.1:5432 as user postgres). Where none answers, a throwaway cluster is started from the
@@ -151,12 +151,21 @@ class PostgresServer:
             self.cluster.destroy()
 
 
-def truncate_all(engine: Engine) -> None:
-    """Empty every table between tests (PostgreSQL): faster than migrating again."""
+def empty_all(engine: Engine) -> None:
+    """Empty every table between tests (PostgreSQL) and restart the id sequences, as
+    ``TRUNCATE ... RESTART IDENTITY`` would. DELETE, children first, takes about 15 ms on the
+    few rows a test leaves where TRUNCATE takes about 0.4 s (it makes new files for every
+    table); migrating again would take longer still."""
     from sqlmodel import SQLModel
 
     import app.models  # noqa: F401
 
-    names = ", ".join(f'"{t.name}"' for t in SQLModel.metadata.sorted_tables)
     with engine.begin() as connection:
-        connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        for table in reversed(SQLModel.metadata.sorted_tables):
+            connection.execute(table.delete())
+        connection.execute(
+            text(
+                "SELECT setval(format('%I.%I', schemaname, sequencename)::regclass, 1, false) "
+                "FROM pg_sequences WHERE schemaname = current_schema()"
+            )
+        )
