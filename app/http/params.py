@@ -10,7 +10,7 @@ from fastapi import Form, Path, Query, Request
 from app.eval.jsonl import MAX_JSON_DEPTH, nesting_depth
 from app.eval.values import INT32_MAX
 from app.services.errors import BadInput, Invalid
-from app.services.triages import MAX_PER_PAGE
+from app.services.paging import MAX_PER_PAGE
 
 #: A row id in a URL: within the database's integer range, so a larger number answers 422
 #: (documented in /openapi.json) instead of failing in the database driver.

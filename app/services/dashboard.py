@@ -18,7 +18,7 @@ from app.eval.placement import where_the_run_put_it
 from app.models import OTHER, UNLABELLED, Miss, MissState, RunQuery, Triage, User
 from app.models.triage_public import HintAccuracy, HintReport, MissPublic
 from app.services import skips as skips_service
-from app.services.triages import page_rows
+from app.services.paging import DEFAULT_PER_PAGE, page_rows
 
 #: The backlog's state filter for misses with a skip in force (not a state of the miss).
 SKIPPED = "skipped"
@@ -190,7 +190,7 @@ def backlog(
     state: str = "",
     sort: str = "position",
     page: int = 1,
-    per_page: int = 50,
+    per_page: int = DEFAULT_PER_PAGE,
 ) -> tuple[list[BacklogRow], int]:
     """One page of the backlog; ``state`` "skipped" = misses with a skip still in force."""
     query = _misses_with_reviewer(triage)

@@ -33,8 +33,8 @@ from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
 from app.services import events as outbox
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
+from app.services.paging import page_rows
 from app.services.skips import skipped_ids
-from app.services.triages import page_rows
 
 #: Undo looks this far back in the caller's labels for one still in force.
 UNDO_LOOKBACK = 50

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, TypeVarTuple, overload
-
 import polars as pl
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
-from sqlmodel.sql.expression import Select, SelectOfScalar
 
 from app.db import writing
 from app.eval import misses_frame
@@ -25,10 +22,8 @@ from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import eval_golden_set
 from app.services.hints import context_for, hint_columns
+from app.services.paging import DEFAULT_PER_PAGE, page_rows
 from app.services.runs import stored_ranking
-
-#: The most rows one page of a list holds (``PerPage`` in app/http/params.py reads it).
-MAX_PER_PAGE = 1000
 
 
 def create_triage(
@@ -269,38 +264,6 @@ def triage_detail(*, session: Session, triage_id: int) -> TriageDetail:
     return TriageDetail.of_report(ctx.triage, report)
 
 
-Row = TypeVar("Row")
-Columns = TypeVarTuple("Columns")
-
-
-@overload
-def page_rows(
-    *, session: Session, query: SelectOfScalar[Row], page: int, per_page: int
-) -> tuple[list[Row], int]: ...
-
-
-@overload
-def page_rows(
-    *, session: Session, query: Select[*Columns], page: int, per_page: int
-) -> tuple[list[tuple[*Columns]], int]: ...
-
-
-def page_rows(
-    *,
-    session: Session,
-    query: SelectOfScalar[Row] | Select[*Columns],
-    page: int,
-    per_page: int,
-) -> tuple[list[Any], int]:
-    """One page of ``query`` (ordered by the caller) and how many rows it has in all: the one
-    paging of database rows, for the API's lists and the pages alike."""
-    if page < 1 or not 1 <= per_page <= MAX_PER_PAGE:
-        raise Invalid(f"page >= 1 and per_page within 1..{MAX_PER_PAGE}", code="invalid_page")
-    total = session.exec(select(func.count()).select_from(query.order_by(None).subquery())).one()
-    items: list[Any] = list(session.exec(query.offset((page - 1) * per_page).limit(per_page)))
-    return items, int(total)
-
-
 def list_misses(
     *,
     session: Session,
@@ -309,7 +272,7 @@ def list_misses(
     category: str | None = None,
     qid: str | None = None,
     page: int = 1,
-    per_page: int = 50,
+    per_page: int = DEFAULT_PER_PAGE,
 ) -> PageOf[MissPublic]:
     """One page of a triage's misses in queue order, filtered by state, cause or query."""
     triage = get_triage(session=session, triage_id=triage_id)

@@ -11,6 +11,7 @@ from app.models import Role
 from app.models.users import TokenCreated, TokenPublic, UserPublic
 from app.readmodel import PageOf, paged
 from app.services import users as service
+from app.services.paging import DEFAULT_PER_PAGE
 
 router = APIRouter(tags=["accounts"])
 
@@ -33,7 +34,10 @@ def create_token(session: SessionDep, principal: ReviewerDep, body: TokenCreate)
 
 @router.get("/tokens")
 def list_tokens(
-    session: SessionDep, principal: ReviewerDep, page: Page = 1, per_page: PerPage = 50
+    session: SessionDep,
+    principal: ReviewerDep,
+    page: Page = 1,
+    per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[TokenPublic]:
     tokens = service.list_tokens(session=session, user=principal.user)
     return paged([TokenPublic.of(t) for t in tokens], page, per_page)
@@ -62,7 +66,7 @@ def create_user(session: SessionDep, principal: AdminDep, body: UserCreate) -> U
 
 @router.get("/users")
 def list_users(
-    session: SessionDep, principal: AdminDep, page: Page = 1, per_page: PerPage = 50
+    session: SessionDep, principal: AdminDep, page: Page = 1, per_page: PerPage = DEFAULT_PER_PAGE
 ) -> PageOf[UserPublic]:
     users = service.list_users(session=session)
     return paged([UserPublic.of(u) for u in users], page, per_page)

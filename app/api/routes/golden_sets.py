@@ -18,6 +18,7 @@ from app.services import events
 from app.services import golden_sets as service
 from app.services import runs as run_service
 from app.services.errors import Invalid
+from app.services.paging import DEFAULT_PER_PAGE
 
 router = APIRouter(prefix="/golden-sets", tags=["golden-sets"])
 
@@ -62,7 +63,7 @@ def list_golden_sets(
     session: SessionDep,
     principal: ReviewerDep,
     page: Page = 1,
-    per_page: PerPage = 50,
+    per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[GoldenSetPublic]:
     items = service.list_golden_sets(session=session)
     return paged([GoldenSetPublic.of(g) for g in items], page, per_page)
@@ -120,7 +121,7 @@ def list_runs(
     principal: ReviewerDep,
     golden_set_id: Id,
     page: Page = 1,
-    per_page: PerPage = 50,
+    per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[RunPublic]:
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     runs = run_service.list_runs(session=session, golden=golden)

@@ -12,6 +12,7 @@ from app.http.params import Id, Page, PerPage
 from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
 from app.services import queue
+from app.services.paging import DEFAULT_PER_PAGE
 from app.services.triages import causes_of_miss
 
 router = APIRouter(prefix="/misses", tags=["queue"])
@@ -88,7 +89,7 @@ def events(
     principal: ReviewerDep,
     miss_id: Id,
     page: Page = 1,
-    per_page: PerPage = 50,
+    per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[LabelEventPublic]:
     """The audit trail of the miss, oldest first."""
     return queue.audit_page(session=session, miss_id=miss_id, page=page, per_page=per_page)

@@ -24,6 +24,7 @@ from app.services import runs as service
 from app.services import triages as triage_service
 from app.services.errors import Invalid
 from app.services.metrics import QueryRow, RunMetrics, query_rows
+from app.services.paging import DEFAULT_PER_PAGE
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -85,7 +86,7 @@ def run_queries(
     depth: Cutoff = DEFAULT_DEPTH,
     gain: Gain = Gain.EXP,
     page: Page = 1,
-    per_page: PerPage = 50,
+    per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[QueryRow]:
     """Per-query rows: R@k, R@depth, nDCG@k, the candidate-ideal diagnostic, misses and the
     diagnosis."""
@@ -131,7 +132,7 @@ def list_triages(
     principal: ReviewerDep,
     run_id: Id,
     page: Page = 1,
-    per_page: PerPage = 50,
+    per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[TriagePublic]:
     run = service.get_run(session=session, run_id=run_id)
     items = triage_service.list_triages(session=session, run=run)

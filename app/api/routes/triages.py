@@ -26,6 +26,7 @@ from app.services import backlog as backlog_service
 from app.services import dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import triages as service
+from app.services.paging import DEFAULT_PER_PAGE
 
 router = APIRouter(prefix="/triages", tags=["triages"])
 
@@ -65,7 +66,7 @@ def list_misses(
     category: str | None = None,
     qid: str | None = None,
     page: Page = 1,
-    per_page: PerPage = 50,
+    per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[MissPublic]:
     """The triage's misses in queue order, filtered by state, cause or query."""
     return service.list_misses(
