@@ -4,14 +4,16 @@ page; flash messages after a post/redirect/get."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from jinja2 import StrictUndefined, pass_context
+from jinja2.runtime import Context
 from jinja2_fragments.fastapi import Jinja2Blocks
 
 from app.http.deps import Principal
@@ -53,10 +55,11 @@ templates.env.filters["measure"] = _format_measure
 
 
 @pass_context
-def _path_for(context: dict[str, Any], name: str, /, **path_params: Any) -> str:
+def _path_for(context: Context, name: str, /, **path_params: object) -> str:
     """Links within the product are paths: never built from the request's Host header
     (absolute URLs that leave the product come from MISSTRIAGE_PUBLIC_URL)."""
-    return context["request"].url_for(name, **path_params).path  # type: ignore[no-any-return]
+    request: Request = context["request"]
+    return request.url_for(name, **path_params).path
 
 
 templates.env.globals["url_for"] = _path_for
@@ -132,7 +135,7 @@ def set_flash(
 def render(
     request: Request,
     template: str,
-    context: dict[str, Any],
+    context: Mapping[str, object],
     *,
     principal: Principal | None = None,
     status: int = 200,

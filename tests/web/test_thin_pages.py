@@ -1,18 +1,23 @@
-"""The triage, review and progress pages are a thin face: their handlers and helpers are typed
-(no ``Any`` slips past mypy's strict mode) and they read through services, never the tables."""
+"""The pages are a thin face: every handler and helper in app/web is typed (no ``Any`` slips
+past mypy's strict mode) and reads through services, never the tables."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 import typing
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from app.web import progress, review, triage
+import app.web
 
-MODULES = (triage, review, progress)
+MODULES = tuple(
+    importlib.import_module(info.name)
+    for info in pkgutil.iter_modules(app.web.__path__, prefix="app.web.")
+)
 
 
 def _functions(module: ModuleType) -> list[Any]:
