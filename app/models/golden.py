@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
+from app.eval.golden import QrelsReport
 from app.eval.hints import HINT_CAUSES
 from app.models.base import UTCDateTime, utcnow
 from app.readmodel import IsoDateTime, ReadModel, absent_when_none
@@ -114,24 +115,6 @@ class WebhookPublic(ReadModel):
     events: list[str]
 
 
-class JudgmentsReport(ReadModel):
-    """What reading the judgments found (app/eval/golden.py ``QrelsReport``), and the name
-    of the uploaded file as ``source``."""
-
-    source: str
-    format: str
-    lines: int
-    judgments: int
-    queries: int
-    relevant: int
-    evaluated_queries: int
-    queries_without_relevant: int
-    negative_grades: int
-    duplicate_pairs_dropped: int
-    queries_without_text: int
-    warnings: list[str]
-
-
 class CorpusReport(ReadModel):
     """The corpus imported with the judgments."""
 
@@ -154,7 +137,8 @@ class GoldenSetReport(ReadModel):
     files were imported (absent from the JSON otherwise); every import writes ``judgments``
     (a row made otherwise has an empty report)."""
 
-    judgments: JudgmentsReport | None = PydanticField(default=None, exclude_if=absent_when_none)
+    #: What reading the judgments found (the uploaded file's name as ``source``).
+    judgments: QrelsReport | None = PydanticField(default=None, exclude_if=absent_when_none)
     corpus: CorpusReport | None = PydanticField(default=None, exclude_if=absent_when_none)
     manifest: ManifestReport | None = PydanticField(default=None, exclude_if=absent_when_none)
 

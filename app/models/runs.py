@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
+from app.eval.ranking import RunReport
 from app.models.base import UTCDateTime, utcnow
 from app.readmodel import IsoDateTime, ReadModel
 
@@ -98,24 +99,6 @@ class RunHead(SQLModel, table=True):
     ranking: dict[str, Any] = Field(sa_type=JSON)
 
 
-class RunImportReport(ReadModel):
-    """What importing a run found (app/eval/ranking.py ``RunReport``: nothing dropped
-    silently), with the uploaded file's name as ``source``."""
-
-    source: str
-    format: str
-    order: str
-    lines: int
-    queries: int
-    duplicates_dropped: int
-    unknown_queries: int
-    unknown_query_lines: int
-    golden_queries_absent: int
-    #: the first of them (the count is ``golden_queries_absent``)
-    golden_queries_absent_ids: list[str]
-    warnings: list[str]
-
-
 class RunPublic(ReadModel):
     """A run as the API answers it and the pages show it (API.md)."""
 
@@ -130,7 +113,8 @@ class RunPublic(ReadModel):
     queries: int
     lines: int
     keep_depth: int
-    report: RunImportReport
+    #: What importing the run found (nothing dropped silently), the file's name as ``source``.
+    report: RunReport
     created_at: IsoDateTime
 
     @classmethod

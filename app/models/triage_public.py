@@ -100,17 +100,7 @@ class LabelEventPublic(ReadModel):
 
     @classmethod
     def of(cls, event: LabelEvent) -> LabelEventPublic:
-        assert event.id is not None
-        return cls(
-            id=event.id,
-            miss_id=event.miss_id,
-            user_id=event.user_id,
-            at=event.at,
-            action=event.action,
-            before=LabelSnapshot.model_validate(event.before),
-            after=LabelSnapshot.model_validate(event.after),
-            note=event.note,
-        )
+        return cls.model_validate(event)
 
 
 class TriagePublic(ReadModel):
@@ -125,15 +115,7 @@ class TriagePublic(ReadModel):
 
     @classmethod
     def of(cls, triage: Triage) -> TriagePublic:
-        assert triage.id is not None
-        return cls(
-            id=triage.id,
-            run_id=triage.run_id,
-            depth=triage.depth,
-            k=triage.k,
-            misses=triage.misses,
-            created_at=triage.created_at,
-        )
+        return cls.model_validate(triage)
 
 
 class ClosureReport(ReadModel):
