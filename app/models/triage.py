@@ -38,6 +38,15 @@ class MissState(StrEnum):
     COVERED = "covered"
 
 
+def shown_cause(state: str, category: str | None) -> str:
+    """Where a miss stands, in one word, the same on every page and in every download: its
+    cause (a named one or ``other``), ``covered`` (a duplicate of it was retrieved; off the
+    queue) or ``unlabelled``."""
+    if category:
+        return category
+    return MissState.COVERED.value if state == MissState.COVERED.value else UNLABELLED
+
+
 class LabelAction(StrEnum):
     """What a ``LabelEvent`` records (its ``action`` column)."""
 

@@ -10,7 +10,7 @@ from pydantic import computed_field
 
 from app.models.golden import GoldenSet
 from app.models.runs import Run
-from app.models.triage import LabelEvent, Miss, MissState, Triage
+from app.models.triage import LabelEvent, Miss, MissState, Triage, shown_cause
 from app.readmodel import IsoDateTime, ReadModel, absent_when_none
 
 
@@ -55,6 +55,11 @@ class MissPublic(ReadModel):
     lease_holder: int | None
     lease_expires_at: IsoDateTime | None
 
+    @property
+    def cause(self) -> str:
+        """Where the miss stands, in one word (``shown_cause``)."""
+        return shown_cause(self.state, self.category)
+
     @classmethod
     def of(cls, miss: Miss) -> MissPublic:
         assert miss.id is not None
@@ -84,6 +89,11 @@ class LabelSnapshot(ReadModel):
     version: int
     #: Written by a release only: whose lease was given back.
     lease_holder: int | None = PydanticField(default=None, exclude_if=absent_when_none)
+
+    @property
+    def cause(self) -> str:
+        """Where the miss stood, in one word (``shown_cause``)."""
+        return shown_cause(self.state, self.category)
 
 
 class LabelEventPublic(ReadModel):

@@ -18,6 +18,7 @@ from sqlmodel import Session, col
 
 from app.eval.placement import where_the_run_put_it
 from app.models import OTHER, UNLABELLED, Document, GoldenQuery, Miss, MissState, RunQuery, User
+from app.models.triage import shown_cause
 from app.models.triage_public import ClosureReport, TriageContext
 from app.services import skips
 
@@ -114,8 +115,10 @@ def rows(
                 "title": title,
                 "grade": miss.grade,
                 "rank": miss.rank,
-                "cause": miss.category
-                or (COVERED if miss.state == MissState.COVERED.value else None),
+                # null: not labelled yet (the pages say "unlabelled")
+                "cause": None
+                if (cause := shown_cause(miss.state, miss.category)) == UNLABELLED
+                else cause,
                 "hint": miss.hint,
                 "covered_by": miss.covered_by,
                 "note": miss.note,

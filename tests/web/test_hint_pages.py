@@ -3,6 +3,7 @@ measures on the run page: full pages and fragments, parsed, not grepped."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,15 @@ def test_dashboard_hint_accuracy_and_covered(
     listed = [tr.select("td") for tr in backlog.select("tbody tr")]
     assert len(listed) == 1
     assert "audit#0" in listed[0][1].get_text()
+    # the backlog page, the miss page and the download say the same word for where it stands
+    assert listed[0][4].get_text(strip=True) == "covered"
+    miss_page = get(client, listed[0][1].select_one("a")["href"], mode)
+    assert miss_page.select_one("#state").get_text() == "covered"
+    download = client.get(
+        f"/api/v1/triages/{ids['triage']}/backlog?format=jsonl&category=covered",
+        headers=lead.headers,
+    )
+    assert [json.loads(line)["cause"] for line in download.text.splitlines()] == ["covered"]
     assert set(EXPECTED_HINTS) | {("q4", "audit#0")} == {
         (m["qid"], m["doc_id"])
         for m in client.get(f"/api/v1/triages/{ids['triage']}/misses", headers=lead.headers).json()[
