@@ -17,6 +17,7 @@ from app import __version__
 #: command name -> "module:attribute"
 COMMANDS = {
     "evaluate": "app.cli.evaluate:evaluate",
+    "clusters": "app.cli.clusters:clusters",
     "demo": "app.cli.demo:demo",
     "serve": "app.cli.service:serve",
     "db": "app.cli.service:db",

@@ -289,3 +289,31 @@ def top_candidates(ranked: RankedRun, depth: int) -> pl.DataFrame:
         .select("qid", "rank", "doc_id", "score")
         .collect(engine=_STREAMING)
     )
+
+
+def rank_every_query(
+    frame: pl.DataFrame, *, order: Order, fmt: str, source: str, depth: int
+) -> pl.DataFrame:
+    """The first ``depth`` results of every query of a run, judged or not: qid, rank, doc_id.
+
+    For runs without a golden set (a production query log): the same conventions as
+    ``rank_run`` (a repeated document keeps its first occurrence; the order decides the rank,
+    ties in trec_eval order by docno descending), but no query is left out for lack of
+    judgments. ``frame`` holds parsed run lines (qid, doc_id, score, rank, line).
+    """
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    order = effective_order(order, fmt)
+    _check_order_columns(frame, order, source)
+    columns, descending = sort_key(order)
+    return (
+        frame.lazy()
+        .with_row_index("pos")
+        .filter(pl.struct("qid", "doc_id").is_first_distinct())
+        .sort(columns, descending=descending)
+        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
+        .filter(pl.col("rank") <= depth)
+        .select("qid", "rank", "doc_id")
+        .sort("qid", "rank")
+        .collect()
+    )

@@ -7,11 +7,13 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten, shorten_name
 from app.eval.golden import IdLimits, Judgments
 from app.eval.jsonl import read_jsonl_run
-from app.eval.ranking import RankedRun, rank_run
+from app.eval.ranking import RankedRun, rank_every_query, rank_run
 from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn
 from app.eval.trec import read_trec_run
 from app.eval.values import check_length
@@ -81,6 +83,30 @@ def load_run(
         fmt=detail,
         keep_results=keep_results,
     )
+
+
+def load_log_run(
+    path: Path,
+    *,
+    depth: int,
+    order: Order = Order.TREC_EVAL,
+    fmt: str | None = None,
+    progress: ProgressFn | None = None,
+) -> pl.DataFrame:
+    """Read a run without a golden set (a query log's results) and rank every query of it:
+    qid, rank, doc_id of the first ``depth`` results, under the same conventions as
+    ``load_run``."""
+    fmt = fmt or detect_run_format(path)
+    if fmt not in RUN_FORMATS:
+        raise InputError(path, None, f"unknown run format {fmt!r} (expected trec or jsonl)")
+    if fmt == "trec":
+        frame = read_trec_run(path, with_rank=order is Order.RANK, progress=progress)
+        detail = "trec"
+    else:
+        frame, detail = read_jsonl_run(path, progress=progress)
+    if frame.height == 0:
+        raise InputError(path, None, "the run is empty")
+    return rank_every_query(frame, order=order, fmt=detail, source=str(path), depth=depth)
 
 
 @dataclass(frozen=True, slots=True)
