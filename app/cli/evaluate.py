@@ -232,6 +232,12 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
     "--min-grade", type=int, default=1, show_default=True, help="Relevant means grade >= this."
 )
 @click.option(
+    "--all-judged-queries",
+    is_flag=True,
+    help="Also average judged queries without a relevant document, as trec_eval -c "
+    "(R = 0; nDCG from their positive grades). Off: such queries are not averaged.",
+)
+@click.option(
     "--order",
     type=click.Choice([o.value for o in Order]),
     default="trec_eval",
@@ -284,6 +290,7 @@ def evaluate(
     depths: str,
     gain: str,
     min_grade: int,
+    all_judged_queries: bool,
     order: str,
     output_format: str,
     per_query: bool,
@@ -311,7 +318,12 @@ def evaluate(
     curve = tuple(
         sorted({*curve, *(m.cutoff for m, _ in thresholds_below if m.kind is MeasureKind.RECALL)})
     )
-    conventions = Conventions(order=Order(order), gain=Gain(gain), min_grade=min_grade)
+    conventions = Conventions(
+        order=Order(order),
+        gain=Gain(gain),
+        min_grade=min_grade,
+        all_judged_queries=all_judged_queries,
+    )
     thresholds = Thresholds(recall=recall_threshold, ndcg=ndcg_threshold)
     try:
         paths = resolve_golden(qrels_path, queries=queries_path, split=split)

@@ -42,6 +42,15 @@ DEFAULT_MIN_GRADE = 1
 IDEAL = "strict"
 #: Which queries are averaged.
 AVERAGED_QUERIES = "golden queries with at least one relevant document; absent from the run = 0"
+#: Which queries are averaged with ``Conventions.all_judged_queries`` (trec_eval ``-c``).
+ALL_JUDGED_QUERIES = (
+    "every judged query, those without a relevant document too (R = 0, nDCG from their positive "
+    "grades, 0 when all are non-positive), as trec_eval -c; absent from the run = 0"
+)
+#: The grades nDCG's gains come from: trec_eval's ``-l`` (min_grade) changes binary measures only.
+NDCG_GRADES = (
+    "every judged grade > 0, whatever min_grade (trec_eval -l changes binary measures only)"
+)
 AVERAGING = "macro (mean of per-query values); micro (pooled hits / pooled relevant) beside it"
 DUPLICATES = "first occurrence in the file wins; later ones are dropped and counted"
 
@@ -53,6 +62,14 @@ class Conventions:
     order: Order = Order.TREC_EVAL
     gain: Gain = Gain.EXP
     min_grade: int = DEFAULT_MIN_GRADE
+    #: Also average the judged queries without a relevant document (trec_eval ``-c``):
+    #: excluded by default.
+    all_judged_queries: bool = False
+
+    @property
+    def averaged_queries(self) -> str:
+        """Which queries the means are taken over, in words (echoed with the numbers)."""
+        return ALL_JUDGED_QUERIES if self.all_judged_queries else AVERAGED_QUERIES
 
     def is_relevant(self, grade: int) -> bool:
         """A judged document is relevant when its grade is at least ``min_grade``."""

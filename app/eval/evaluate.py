@@ -6,7 +6,9 @@ from collections import Counter
 from dataclasses import dataclass
 from statistics import fmean
 
-from app.eval.conventions import DEFAULT_DEPTHS, Conventions
+import polars as pl
+
+from app.eval.conventions import DEFAULT_DEPTHS, Conventions, Gain
 from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
 from app.eval.golden import Judgments
 from app.eval.measures import Judged, candidate_ndcg_at, ndcg_at, recall_at
@@ -69,6 +71,32 @@ def relevant_ranks(golden: Judgments, ranked: RankedRun) -> dict[str, list[tuple
     return by_query
 
 
+def gained_ranks(
+    golden: Judgments, ranked: RankedRun, qids: list[str]
+) -> dict[str, list[tuple[int, int | None]]]:
+    """For every query of ``qids``, its documents with a positive grade as (grade, rank or
+    None): the gains of nDCG. Like trec_eval, whose ``-l`` changes binary measures only, a
+    grade below ``min_grade`` still gains in nDCG (and in its ideal)."""
+    joined = golden.judgments.filter(pl.col("grade") > 0).join(
+        ranked.judged.select("qid", "doc_id", "rank"), on=["qid", "doc_id"], how="left"
+    )
+    by_query: dict[str, list[tuple[int, int | None]]] = {q: [] for q in qids}
+    for qid, grade, rank in joined.select("qid", "grade", "rank").iter_rows():
+        if qid in by_query:
+            by_query[qid].append((grade, rank))
+    return by_query
+
+
+def _ndcg(gained: Judged, k: int, gain: Gain) -> float:
+    """nDCG@k of a query's gains; 0 for a query without any (trec_eval, under ``-c``)."""
+    return ndcg_at(gained, k, gain) if gained else 0.0
+
+
+def _recall(relevant: Judged, cutoff: int) -> float:
+    """R@cutoff; 0 for a query without relevant documents (trec_eval, under ``-c``)."""
+    return recall_at(relevant, cutoff) if relevant else 0.0
+
+
 def _recall_hits(relevant: Judged, cutoff: int) -> int:
     return sum(1 for _, rank in relevant if rank is not None and rank <= cutoff)
 
@@ -94,26 +122,30 @@ def evaluate_run(
     gain = conventions.gain
     curve_depths = tuple(sorted({*depths, k, depth}))
     by_query = relevant_ranks(golden, ranked)
+    if conventions.all_judged_queries:
+        judged_qids = golden.judgments.get_column("qid").unique(maintain_order=True).to_list()
+        by_query |= {q: [] for q in judged_qids if q not in by_query}
+    gained = gained_ranks(golden, ranked, list(by_query))
 
     rows: list[QueryEvaluation] = []
     hits: Counter[int] = Counter()
     total_relevant = 0
     curve: dict[int, list[float]] = {d: [] for d in curve_depths}
     for qid, relevant in by_query.items():
-        r_depth = recall_at(relevant, depth)
-        n_k = ndcg_at(relevant, k, gain)
+        r_depth = _recall(relevant, depth)
+        n_k = _ndcg(gained[qid], k, gain)
         total_relevant += len(relevant)
         for d in curve_depths:
             found = _recall_hits(relevant, d)
             hits[d] += found
-            curve[d].append(found / len(relevant))
+            curve[d].append(found / len(relevant) if relevant else 0.0)
         rows.append(
             QueryEvaluation(
                 qid=qid,
                 text=golden.query_text(qid),
                 relevant=len(relevant),
                 retrieved=ranked.retrieved.get(qid, 0),
-                recall_k=recall_at(relevant, k),
+                recall_k=_recall(relevant, k),
                 recall_depth=r_depth,
                 ndcg_k=n_k,
                 ndcg_cand_k=candidate_ndcg_at(relevant, k, gain),

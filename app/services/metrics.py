@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from app.eval import Conventions, Diagnosis, Gain, Order, QueryEvaluation, RunEvaluation
 from app.eval.clusters import FEW, ClusterEvaluation
-from app.eval.conventions import AVERAGED_QUERIES, AVERAGING, DUPLICATES, IDEAL
+from app.eval.conventions import AVERAGING, DUPLICATES, IDEAL, NDCG_GRADES
 from app.eval.diagnosis import Thresholds
 from app.eval.measures import Measure, MeasureKind
 from app.readmodel import ReadModel
@@ -34,6 +34,10 @@ class ConventionsPublic(ReadModel):
     relevant: str
     averaging: str
     averaged_queries: str
+    #: judged queries without a relevant document averaged too (trec_eval -c)
+    all_judged_queries: bool
+    #: the grades nDCG's gains come from (trec_eval -l changes binary measures only)
+    ndcg_grades: str
     duplicates: str
 
     @classmethod
@@ -45,7 +49,9 @@ class ConventionsPublic(ReadModel):
             min_grade=conventions.min_grade,
             relevant=f"grade >= {conventions.min_grade}",
             averaging=AVERAGING,
-            averaged_queries=AVERAGED_QUERIES,
+            averaged_queries=conventions.averaged_queries,
+            all_judged_queries=conventions.all_judged_queries,
+            ndcg_grades=NDCG_GRADES,
             duplicates=DUPLICATES,
         )
 

@@ -75,6 +75,9 @@ def test_the_metrics_document(evaluation: RunEvaluation) -> None:
         "relevant": "grade >= 1",
         "averaging": document["conventions"]["averaging"],
         "averaged_queries": document["conventions"]["averaged_queries"],
+        # trec_eval -c is a switch, off by default; nDCG's gains follow trec_eval -l
+        "all_judged_queries": False,
+        "ndcg_grades": document["conventions"]["ndcg_grades"],
         "duplicates": document["conventions"]["duplicates"],
     }
 
