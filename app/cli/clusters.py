@@ -110,7 +110,7 @@ def render_profile(profile: ClusterProfile) -> str:
     if cost:
         lines.append(
             f"tokens: the mean prompt tokens of the top k, estimated as {TOKEN_ESTIMATE}; "
-            "doubling k doubles the prompt"
+            "doubling k doubles the prompt (less where queries return fewer than k results)"
         )
     lines.append(
         f"results without a cluster_id: {profile.unclustered_results} (each its own cluster; "
