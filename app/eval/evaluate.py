@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set
 from dataclasses import dataclass
 from statistics import fmean
 
 from app.eval.conventions import DEFAULT_DEPTHS, Conventions
-from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
+from app.eval.diagnosis import Diagnosis, MissEvidence, Thresholds, diagnose
 from app.eval.golden import Judgments
 from app.eval.measures import Judged, candidate_ndcg_at, ndcg_at, recall_at
 from app.eval.ranking import RankedRun, RunReport
@@ -27,6 +28,8 @@ class QueryEvaluation:
     ndcg_cand_k: float | None
     misses: int
     diagnosis: Diagnosis
+    #: Which rule of the quadrant fired, on which numbers (``diagnose``).
+    reason: str
 
     @property
     def absent(self) -> bool:
@@ -43,6 +46,8 @@ class RunEvaluation:
     depth: int
     conventions: Conventions
     thresholds: Thresholds
+    #: The diagnosis had an index manifest or corpus to say where the misses lie.
+    index_evidence: bool
     queries: list[QueryEvaluation]
     measures: dict[str, float]
     micro: dict[str, float]
@@ -51,6 +56,9 @@ class RunEvaluation:
     misses: int
     relevant: int
     report: RunReport
+    #: Queries without a relevant document inside the top depth: nDCG_cand@k is undefined
+    #: for them and they are left out of its mean.
+    no_candidate: int = 0
 
     @property
     def diagnosis_counts(self) -> dict[str, int]:
@@ -69,6 +77,24 @@ def relevant_ranks(golden: Judgments, ranked: RankedRun) -> dict[str, list[tuple
     return by_query
 
 
+def _missed_doc_ids(golden: Judgments, ranked: RankedRun, depth: int) -> dict[str, list[str]]:
+    """Per query, the relevant documents outside the run's top ``depth``."""
+    joined = golden.relevant.join(
+        ranked.judged.select("qid", "doc_id", "rank"), on=["qid", "doc_id"], how="left"
+    )
+    out: dict[str, list[str]] = {}
+    for qid, doc_id, rank in joined.select("qid", "doc_id", "rank").iter_rows():
+        if rank is None or rank > depth:
+            out.setdefault(qid, []).append(doc_id)
+    return out
+
+
+def _evidence(missed: list[str], indexed: Set[str] | None) -> MissEvidence | None:
+    if indexed is None:
+        return None
+    return MissEvidence(misses=len(missed), not_indexed=sum(1 for d in missed if d not in indexed))
+
+
 def _recall_hits(relevant: Judged, cutoff: int) -> int:
     return sum(1 for _, rank in relevant if rank is not None and rank <= cutoff)
 
@@ -82,8 +108,16 @@ def evaluate_run(
     depths: tuple[int, ...] = DEFAULT_DEPTHS,
     conventions: Conventions | None = None,
     thresholds: Thresholds | None = None,
+    indexed: Set[str] | None = None,
 ) -> RunEvaluation:
-    """All measures of one run: per query, macro means, micro (pooled) recall, depth curve."""
+    """All measures of one run: per query, macro means, micro (pooled) recall, depth curve,
+    and the diagnosis of each query with the rule that gave it.
+
+    ``indexed``: the documents the index holds (an index manifest, or the corpus where there
+    is none), at least those among the relevant ones; a relevant document outside it is not
+    indexed. Given, the diagnosis of a low-recall query rests on where its misses lie; None:
+    nothing says what the index holds, and "ingestion" is a guess (said so in the reason).
+    """
     for name, value in (("k", k), ("depth", depth)):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
@@ -94,6 +128,7 @@ def evaluate_run(
     gain = conventions.gain
     curve_depths = tuple(sorted({*depths, k, depth}))
     by_query = relevant_ranks(golden, ranked)
+    missed = _missed_doc_ids(golden, ranked, depth) if indexed is not None else {}
 
     rows: list[QueryEvaluation] = []
     hits: Counter[int] = Counter()
@@ -102,6 +137,15 @@ def evaluate_run(
     for qid, relevant in by_query.items():
         r_depth = recall_at(relevant, depth)
         n_k = ndcg_at(relevant, k, gain)
+        n_cand = candidate_ndcg_at(relevant, k, gain, depth=depth)
+        verdict = diagnose(
+            r_depth,
+            n_cand,
+            thresholds,
+            k=k,
+            depth=depth,
+            evidence=_evidence(missed.get(qid, []), indexed),
+        )
         total_relevant += len(relevant)
         for d in curve_depths:
             found = _recall_hits(relevant, d)
@@ -116,9 +160,10 @@ def evaluate_run(
                 recall_k=recall_at(relevant, k),
                 recall_depth=r_depth,
                 ndcg_k=n_k,
-                ndcg_cand_k=candidate_ndcg_at(relevant, k, gain),
+                ndcg_cand_k=n_cand,
                 misses=len(relevant) - _recall_hits(relevant, depth),
-                diagnosis=diagnose(r_depth, n_k, thresholds),
+                diagnosis=verdict.diagnosis,
+                reason=verdict.reason,
             )
         )
     defined_cand = [q.ndcg_cand_k for q in rows if q.ndcg_cand_k is not None]
@@ -136,6 +181,7 @@ def evaluate_run(
         depth=depth,
         conventions=conventions,
         thresholds=thresholds,
+        index_evidence=indexed is not None,
         queries=rows,
         measures=measures,
         micro=micro,
@@ -144,4 +190,5 @@ def evaluate_run(
         misses=total_relevant - hits[depth],
         relevant=total_relevant,
         report=ranked.report,
+        no_candidate=len(rows) - len(defined_cand),
     )
