@@ -20,7 +20,7 @@ from app.eval.diagnosis import Thresholds
 from app.eval.measures import Measure, MeasureKind
 from app.readmodel import ReadModel
 
-#: A per-query value: nDCG_cand is undefined (null) when the run returned no relevant document.
+#: A per-query value: nDCG_cand is undefined (null) when no relevant document is in the top depth.
 QueryValue = float | None
 
 
