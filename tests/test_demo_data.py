@@ -214,3 +214,26 @@ def test_the_runs_tell_the_story(
     assert by_cause["not-indexed"] <= missed["rrf"]
     assert evaluations["bm25-expanded"].misses < bm25.misses
     assert evaluations["rrf"].misses < bm25.misses
+
+
+def test_the_diagnosis_agrees_with_the_intended_causes(
+    script: ModuleType, golden: Judgments, ranked: dict[str, RankedRun], manifest: list[str]
+) -> None:
+    """Issue 15: with the manifest as evidence, bm25's low-recall queries read "ingestion"
+    exactly when their (non-duplicate) misses are the not-indexed ones the demo was written
+    with, and "candidate generation" when a vocabulary or chunk miss is among them."""
+    intended: dict[tuple[str, str], str] = script.intended_misses(script.load_source()[1])
+    causes: dict[str, set[str]] = {}
+    for (qid, _), cause in intended.items():
+        if cause != "duplicate":  # the run delivered that evidence under another id
+            causes.setdefault(qid, set()).add(cause)
+    evaluation = evaluate_run(golden, ranked["bm25"], k=K, depth=DEPTH, indexed=set(manifest))
+    compared = 0
+    for query in evaluation.queries:
+        if query.qid not in causes or query.diagnosis.value in ("ranking", "fine"):
+            continue
+        compared += 1
+        want = "ingestion" if causes[query.qid] == {"not-indexed"} else "candidate_generation"
+        assert query.diagnosis.value == want, (query.qid, causes[query.qid], query.reason)
+    assert compared >= 20
+    assert evaluation.diagnosis_counts["ingestion"] == 6

@@ -52,10 +52,18 @@ EXIT_BELOW_THRESHOLD = 1
 EXIT_BAD_INPUT = 2
 
 
-def _clusters(path: Path) -> pl.DataFrame:
-    """doc_id -> cluster_id of the documents of a corpus.jsonl that carry a cluster."""
-    pairs = [(d.doc_id, d.cluster_id) for d in read_corpus(path) if d.cluster_id]
-    return pl.DataFrame(pairs, schema={"doc_id": pl.String, "cluster_id": pl.String}, orient="row")
+def _corpus(path: Path) -> tuple[pl.DataFrame, set[str]]:
+    """doc_id -> cluster_id of the documents of a corpus.jsonl that carry a cluster, and
+    every doc_id it holds: what the index holds, the diagnosis's evidence (as for a golden set
+    imported with a corpus and no separate manifest)."""
+    pairs: list[tuple[str, str]] = []
+    doc_ids: set[str] = set()
+    for d in read_corpus(path):
+        doc_ids.add(d.doc_id)
+        if d.cluster_id:
+            pairs.append((d.doc_id, d.cluster_id))
+    frame = pl.DataFrame(pairs, schema={"doc_id": pl.String, "cluster_id": pl.String}, orient="row")
+    return frame, doc_ids
 
 
 def _decompression_limit() -> DecompressionLimit:
@@ -178,7 +186,8 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
     "--corpus",
     "corpus_path",
     type=click.Path(path_type=Path),
-    help="A corpus.jsonl whose documents carry cluster_id: adds unique-clusters@k and "
+    help="A corpus.jsonl: what the index holds (the diagnosis calls a query 'ingestion' only "
+    "when every miss is outside it); with cluster_id, adds unique-clusters@k and "
     "cluster-recall@k (a document without a cluster is its own).",
 )
 @click.option(
@@ -276,7 +285,7 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
     type=click.FloatRange(0, 1),
     default=DEFAULT_NDCG_THRESHOLD,
     show_default=True,
-    help="Diagnosis: nDCG@k at or above this is high.",
+    help="Diagnosis: nDCG_cand@k (nDCG on the top-depth candidates) at or above this is high.",
 )
 def evaluate(
     qrels_path: Path,
@@ -334,7 +343,7 @@ def evaluate(
             golden = load_golden(
                 paths.qrels, queries=paths.queries, min_grade=min_grade, progress=progress
             )
-            clusters = _clusters(corpus_path) if corpus_path is not None else None
+            clusters, indexed = _corpus(corpus_path) if corpus_path is not None else (None, None)
             results: list[RunEvaluation] = []
             by_cluster: dict[str, ClusterEvaluation] = {}
             missing: list[tuple[str, Any]] = []
@@ -357,6 +366,7 @@ def evaluate(
                         depths=curve,
                         conventions=conventions,
                         thresholds=thresholds,
+                        indexed=indexed,
                     )
                 )
                 if clusters is not None:

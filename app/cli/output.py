@@ -67,7 +67,13 @@ def render_summary(results: Sequence[RunEvaluation]) -> str:
     lines += [
         "",
         f"diagnosis per query (R@{first.depth} >= {first.thresholds.recall}, "
-        f"nDCG@{first.k} >= {first.thresholds.ndcg}):",
+        f"nDCG_cand@{first.k} >= {first.thresholds.ndcg}; "
+        + (
+            "ingestion: every miss outside the --corpus"
+            if first.index_evidence
+            else "ingestion is a guess: no --corpus says what the index holds"
+        )
+        + "):",
         render_table(["run", *(d.value for d in Diagnosis)], diag_rows),
     ]
     lines += [f"  {DIAGNOSIS_MEANING[d]}" for d in Diagnosis]
@@ -106,7 +112,16 @@ def render_clusters(clusters: Mapping[str, ClusterEvaluation]) -> str:
 
 def render_per_query(result: RunEvaluation) -> str:
     k, depth = result.k, result.depth
-    header = ["qid", f"R@{k}", f"R@{depth}", f"nDCG@{k}", f"nDCG_cand@{k}", "misses", "diagnosis"]
+    header = [
+        "qid",
+        f"R@{k}",
+        f"R@{depth}",
+        f"nDCG@{k}",
+        f"nDCG_cand@{k}",
+        "misses",
+        "diagnosis",
+        "reason",
+    ]
     rows = [
         [
             q.qid,
@@ -116,6 +131,7 @@ def render_per_query(result: RunEvaluation) -> str:
             format_number(q.ndcg_cand_k),
             str(q.misses),
             q.diagnosis.value,
+            q.reason,
         ]
         for q in result.queries
     ]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set
 from dataclasses import dataclass
 from statistics import fmean
 
 import polars as pl
 
 from app.eval.conventions import DEFAULT_DEPTHS, Conventions, Gain
-from app.eval.diagnosis import Diagnosis, Thresholds, diagnose
+from app.eval.diagnosis import Diagnosis, MissEvidence, Thresholds, diagnose
 from app.eval.golden import Judgments
 from app.eval.measures import Judged, candidate_ndcg_at, ndcg_at, recall_at
 from app.eval.ranking import RankedRun, RunReport
@@ -29,6 +30,8 @@ class QueryEvaluation:
     ndcg_cand_k: float | None
     misses: int
     diagnosis: Diagnosis
+    #: Which rule of the quadrant fired, on which numbers (``diagnose``).
+    reason: str
 
     @property
     def absent(self) -> bool:
@@ -45,6 +48,8 @@ class RunEvaluation:
     depth: int
     conventions: Conventions
     thresholds: Thresholds
+    #: The diagnosis had an index manifest or corpus to say where the misses lie.
+    index_evidence: bool
     queries: list[QueryEvaluation]
     measures: dict[str, float]
     micro: dict[str, float]
@@ -53,6 +58,9 @@ class RunEvaluation:
     misses: int
     relevant: int
     report: RunReport
+    #: Queries without a relevant document inside the top depth: nDCG_cand@k is undefined
+    #: for them and they are left out of its mean.
+    no_candidate: int = 0
 
     @property
     def diagnosis_counts(self) -> dict[str, int]:
@@ -97,6 +105,24 @@ def _recall(relevant: Judged, cutoff: int) -> float:
     return recall_at(relevant, cutoff) if relevant else 0.0
 
 
+def _missed_doc_ids(golden: Judgments, ranked: RankedRun, depth: int) -> dict[str, list[str]]:
+    """Per query, the relevant documents outside the run's top ``depth``."""
+    joined = golden.relevant.join(
+        ranked.judged.select("qid", "doc_id", "rank"), on=["qid", "doc_id"], how="left"
+    )
+    out: dict[str, list[str]] = {}
+    for qid, doc_id, rank in joined.select("qid", "doc_id", "rank").iter_rows():
+        if rank is None or rank > depth:
+            out.setdefault(qid, []).append(doc_id)
+    return out
+
+
+def _evidence(missed: list[str], indexed: Set[str] | None) -> MissEvidence | None:
+    if indexed is None:
+        return None
+    return MissEvidence(misses=len(missed), not_indexed=sum(1 for d in missed if d not in indexed))
+
+
 def _recall_hits(relevant: Judged, cutoff: int) -> int:
     return sum(1 for _, rank in relevant if rank is not None and rank <= cutoff)
 
@@ -110,8 +136,16 @@ def evaluate_run(
     depths: tuple[int, ...] = DEFAULT_DEPTHS,
     conventions: Conventions | None = None,
     thresholds: Thresholds | None = None,
+    indexed: Set[str] | None = None,
 ) -> RunEvaluation:
-    """All measures of one run: per query, macro means, micro (pooled) recall, depth curve."""
+    """All measures of one run: per query, macro means, micro (pooled) recall, depth curve,
+    and the diagnosis of each query with the rule that gave it.
+
+    ``indexed``: the documents the index holds (an index manifest, or the corpus where there
+    is none), at least those among the relevant ones; a relevant document outside it is not
+    indexed. Given, the diagnosis of a low-recall query rests on where its misses lie; None:
+    nothing says what the index holds, and "ingestion" is a guess (said so in the reason).
+    """
     for name, value in (("k", k), ("depth", depth)):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
@@ -126,6 +160,7 @@ def evaluate_run(
         judged_qids = golden.judgments.get_column("qid").unique(maintain_order=True).to_list()
         by_query |= {q: [] for q in judged_qids if q not in by_query}
     gained = gained_ranks(golden, ranked, list(by_query))
+    missed = _missed_doc_ids(golden, ranked, depth) if indexed is not None else {}
 
     rows: list[QueryEvaluation] = []
     hits: Counter[int] = Counter()
@@ -134,6 +169,16 @@ def evaluate_run(
     for qid, relevant in by_query.items():
         r_depth = _recall(relevant, depth)
         n_k = _ndcg(gained[qid], k, gain)
+        # the same gains as nDCG@k (every positive grade), the ideal from the candidates alone
+        n_cand = candidate_ndcg_at(gained[qid], k, gain, depth=depth)
+        verdict = diagnose(
+            r_depth,
+            n_cand,
+            thresholds,
+            k=k,
+            depth=depth,
+            evidence=_evidence(missed.get(qid, []), indexed),
+        )
         total_relevant += len(relevant)
         for d in curve_depths:
             found = _recall_hits(relevant, d)
@@ -148,9 +193,10 @@ def evaluate_run(
                 recall_k=_recall(relevant, k),
                 recall_depth=r_depth,
                 ndcg_k=n_k,
-                ndcg_cand_k=candidate_ndcg_at(relevant, k, gain),
+                ndcg_cand_k=n_cand,
                 misses=len(relevant) - _recall_hits(relevant, depth),
-                diagnosis=diagnose(r_depth, n_k, thresholds),
+                diagnosis=verdict.diagnosis,
+                reason=verdict.reason,
             )
         )
     defined_cand = [q.ndcg_cand_k for q in rows if q.ndcg_cand_k is not None]
@@ -168,6 +214,7 @@ def evaluate_run(
         depth=depth,
         conventions=conventions,
         thresholds=thresholds,
+        index_evidence=indexed is not None,
         queries=rows,
         measures=measures,
         micro=micro,
@@ -176,4 +223,5 @@ def evaluate_run(
         misses=total_relevant - hits[depth],
         relevant=total_relevant,
         report=ranked.report,
+        no_candidate=len(rows) - len(defined_cand),
     )

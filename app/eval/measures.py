@@ -19,8 +19,8 @@ from app.eval.conventions import Gain
 class MeasureKind(StrEnum):
     RECALL = "R"
     NDCG = "nDCG"
-    #: nDCG whose ideal is built from the documents the run returned: a diagnostic of ordering
-    #: quality given the candidates. Not a trec_eval measure.
+    #: nDCG on the candidate set: the ideal is built from the judged documents inside the run's
+    #: top ``depth`` (the reranker's view, used by the diagnosis). Not a trec_eval measure.
     NDCG_CANDIDATE = "nDCG_cand"
 
 
@@ -103,17 +103,29 @@ def ndcg_at(relevant: Judged, k: int, gain: Gain) -> float:
     return dcg_at(relevant, k, gain) / ideal
 
 
-def candidate_ndcg_at(relevant: Judged, k: int, gain: Gain) -> float | None:
-    """Diagnostic nDCG@k whose ideal orders only the relevant documents the run returned.
+def candidate_ndcg_at(relevant: Judged, k: int, gain: Gain, *, depth: int) -> float | None:
+    """nDCG@k on the candidate set: the reranker's view of a two-stage system.
 
-    1.0 means the run ordered its own candidates perfectly; None when it returned none of the
-    relevant documents (there is nothing to order).
+    With C = {d relevant : rank(d) <= depth} (the judged documents inside the run's top
+    ``depth``, the candidates a reranker sees):
+
+        nDCG_cand@k = DCG@k / IDCG_cand@k
+        DCG@k       = sum over d in C with rank(d) <= k of gain(grade(d)) / log2(rank(d) + 1)
+        IDCG_cand@k = sum over i = 1..min(k, |C|) of the i-th highest gain in C / log2(i + 1)
+
+    The numerator is the usual DCG@k (k <= depth, so the top k are candidates); only the
+    ideal differs from the strict nDCG@k: a relevant document the first stage ranked below
+    ``depth`` (or never returned) is out of the ideal, because no reranker could lift it.
+    So nDCG_cand@k >= nDCG@k, equal when every relevant document is inside the top ``depth``;
+    1.0 means the run ordered its own candidates perfectly. None when C is empty (no relevant
+    candidate: nothing to order); such queries are left out of the mean and counted.
     """
-    returned = [(grade, rank) for grade, rank in relevant if rank is not None]
-    ideal = ideal_dcg_at((grade for grade, _ in returned), k, gain)
+    _check_cutoff(depth)
+    candidates = [(grade, rank) for grade, rank in relevant if rank is not None and rank <= depth]
+    ideal = ideal_dcg_at((grade for grade, _ in candidates), k, gain)
     if ideal == 0.0:
         return None
-    return dcg_at(returned, k, gain) / ideal
+    return dcg_at(candidates, k, gain) / ideal
 
 
 def _check_cutoff(k: int) -> None:

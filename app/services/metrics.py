@@ -20,7 +20,7 @@ from app.eval.diagnosis import Thresholds
 from app.eval.measures import Measure, MeasureKind
 from app.readmodel import ReadModel
 
-#: A per-query value: nDCG_cand is undefined (null) when the run returned no relevant document.
+#: A per-query value: nDCG_cand is undefined (null) when no relevant document is in the top depth.
 QueryValue = float | None
 
 
@@ -117,8 +117,8 @@ class ClusterMetrics(ReadModel):
 
 class QueryRow(ReadModel):
     """One golden query under a run: the measures under their canonical names (``R@k``,
-    ``R@depth``, ``nDCG@k``, ``nDCG_cand@k``: the extra fields), misses at depth and the
-    diagnosis."""
+    ``R@depth``, ``nDCG@k``, ``nDCG_cand@k``: the extra fields), misses at depth, the
+    diagnosis and its ``reason``: which rule fired, on which numbers."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
     __pydantic_extra__: dict[str, QueryValue]
@@ -129,6 +129,7 @@ class QueryRow(ReadModel):
     retrieved: int
     misses: int
     diagnosis: Diagnosis
+    reason: str
 
     @classmethod
     def of(cls, query: QueryEvaluation, k: int, depth: int) -> Self:
@@ -141,6 +142,7 @@ class QueryRow(ReadModel):
                 **dict(zip(measure_names(k, depth), _values(query), strict=True)),
                 "misses": query.misses,
                 "diagnosis": query.diagnosis,
+                "reason": query.reason,
             }
         )
 
@@ -159,6 +161,7 @@ class QueryRow(ReadModel):
             **self.__pydantic_extra__,
             "misses": self.misses,
             "diagnosis": self.diagnosis.value,
+            "reason": self.reason,
         }
 
 
@@ -194,6 +197,12 @@ class Metrics(ReadModel):
     micro_depth_curve: dict[int, float]
     misses: int
     diagnosis: dict[Diagnosis, int]
+    #: The diagnosis had an index manifest or corpus to say where the misses lie (else its
+    #: "ingestion" is a guess).
+    diagnosis_evidence: bool
+    #: Queries with no relevant document in the top depth: nDCG_cand@k is undefined (null)
+    #: for them and they are left out of its mean.
+    no_relevant_candidate: int
 
     @classmethod
     def of(cls, evaluation: RunEvaluation, **more: object) -> Self:
@@ -212,6 +221,8 @@ class Metrics(ReadModel):
                 "micro_depth_curve": evaluation.micro_depth_curve,
                 "misses": evaluation.misses,
                 "diagnosis": {d: counts[d.value] for d in Diagnosis},
+                "diagnosis_evidence": evaluation.index_evidence,
+                "no_relevant_candidate": evaluation.no_candidate,
                 **more,
             }
         )

@@ -312,7 +312,31 @@ def evaluate_stored_run(
         depths=depths,
         conventions=conventions,
         thresholds=thresholds,
+        indexed=indexed_relevant(session=session, golden=golden, gold=gold),
     )
+
+
+def indexed_relevant(*, session: Session, golden: GoldenSet, gold: Judgments) -> set[str] | None:
+    """The relevant documents the index holds, the evidence of the diagnosis: those of the
+    corpus marked indexed (in the index manifest, or every corpus document when there is no
+    separate manifest), as the not-indexed hint decides; None without a corpus (nothing says
+    what the index holds)."""
+    if golden.documents == 0:
+        return None
+    relevant = gold.relevant.get_column("doc_id").unique().to_list()
+    found: set[str] = set()
+    for start in range(0, len(relevant), 5000):  # a bounded IN list
+        chunk = relevant[start : start + 5000]
+        found.update(
+            session.exec(
+                select(Document.doc_id).where(
+                    Document.golden_set_id == golden.id,
+                    col(Document.indexed),
+                    col(Document.doc_id).in_(chunk),
+                )
+            ).all()
+        )
+    return found
 
 
 def run_metrics(*, session: Session, context: RunContext, evaluation: RunEvaluation) -> RunMetrics:

@@ -91,6 +91,36 @@ def test_json_output_schema(inputs: dict[str, Path]) -> None:
     assert weak["per_query"][1]["text"] == "sso login"
     assert weak["per_query"][1]["nDCG_cand@2"] is None
     assert weak["per_query"][1]["diagnosis"] == "ingestion"
+    assert weak["per_query"][1]["reason"].endswith(
+        "; a guess: no index manifest or corpus says whether the misses are indexed"
+    )
+    assert weak["diagnosis_evidence"] is False
+
+
+def test_corpus_is_the_evidence_of_the_diagnosis(
+    inputs: dict[str, Path], write_file: WriteFile
+) -> None:
+    # The corpus holds a and b, not c: weak's q1 misses a (rank 12, in the index) with b first
+    # among its candidates; q2's c is neither retrieved nor in the index.
+    corpus = write_file(
+        "corpus.jsonl",
+        '{"_id": "a", "title": "", "text": "rate limits"}\n'
+        '{"_id": "b", "title": "", "text": "throttling"}\n',
+    )
+    result = cli(*base(inputs), "--corpus", corpus, "--format", "json", "--per-query")
+    assert result.returncode == 0, result.stderr
+    weak = json.loads(result.stdout)["runs"][1]
+    assert weak["diagnosis_evidence"] is True
+    q1, q2 = weak["per_query"]
+    assert q1["diagnosis"] == "candidate_generation"
+    assert q1["reason"] == (
+        "R@10 0.50 < 0.8 and nDCG_cand@2 1.00 ≥ 0.5; 1 of 1 misses in the index"
+    )
+    assert q2["diagnosis"] == "ingestion"
+    assert q2["reason"] == (
+        "R@10 0.00 < 0.8 and nDCG_cand@2 undefined (no relevant document in the top 10); "
+        "1 of 1 misses not in the index"
+    )
 
 
 def test_csv_output(inputs: dict[str, Path]) -> None:

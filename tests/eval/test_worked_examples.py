@@ -51,8 +51,8 @@ def test_strict_ideal_counts_unretrieved_judgments() -> None:
     # Two relevant documents, one retrieved at rank 1: strict nDCG < 1, candidate-ideal = 1.
     judged = [(1, 1), (1, None)]
     assert ndcg_at(judged, 10, Gain.LINEAR) == pytest.approx(1 / (1 + 1 / math.log2(3)))
-    assert candidate_ndcg_at(judged, 10, Gain.LINEAR) == 1.0
-    assert candidate_ndcg_at([(1, None)], 10, Gain.LINEAR) is None
+    assert candidate_ndcg_at(judged, 10, Gain.LINEAR, depth=50) == 1.0
+    assert candidate_ndcg_at([(1, None)], 10, Gain.LINEAR, depth=50) is None
 
 
 def test_unjudged_documents_gain_nothing(tmp_path: Path) -> None:

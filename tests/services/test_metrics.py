@@ -67,6 +67,8 @@ def test_the_metrics_document(evaluation: RunEvaluation) -> None:
     assert document["misses"] == 2
     assert list(document["diagnosis"]) == [d.value for d in Diagnosis]
     assert sum(document["diagnosis"].values()) == 3
+    assert document["diagnosis_evidence"] is False  # no corpus: "ingestion" is a guess
+    assert document["no_relevant_candidate"] == 1  # q3
     assert document["conventions"] == {
         "order": "trec_eval",
         "gain": "exp",
@@ -92,11 +94,13 @@ def test_query_rows_have_canonical_measure_names(evaluation: RunEvaluation) -> N
         "relevant": 2,
         "retrieved": 4,
         "misses": 1,
-        "diagnosis": q1["diagnosis"],
+        # one of two relevant documents in the top 3, ranked first among the candidates
+        "diagnosis": "candidate_generation",
+        "reason": "R@3 0.50 < 0.8 and nDCG_cand@2 1.00 ≥ 0.5",
         "R@2": 0.5,
         "R@3": 0.5,
         "nDCG@2": pytest.approx(q1["nDCG@2"]),
-        "nDCG_cand@2": pytest.approx(q1["nDCG_cand@2"]),
+        "nDCG_cand@2": 1.0,
     }
     assert rows[2].measure("nDCG_cand@2") is None  # q3: the run returned nothing relevant
     # a table reads the query, its measures, then misses and diagnosis (the CSV columns)
@@ -111,6 +115,7 @@ def test_query_rows_have_canonical_measure_names(evaluation: RunEvaluation) -> N
         "nDCG_cand@2",
         "misses",
         "diagnosis",
+        "reason",
     ]
     # a row read back from JSON is the same row
     assert QueryRow.model_validate_json(rows[0].model_dump_json()) == rows[0]

@@ -66,6 +66,14 @@ def test_run_page_diagnosis_search_sort(client: TestClient, golden_url: str, mod
     assert [tr["data-qid"] for tr in soup.select("#queries tbody tr")] == ["q3", "q1", "q2"]
     counts = {li["data-diagnosis"]: li.b.get_text() for li in soup.select("#diagnoses li")}
     assert counts == {"ranking": "1", "candidate_generation": "0", "ingestion": "1", "fine": "1"}
+    # each query says which rule fired, on its numbers; without a corpus ingestion is a guess
+    reasons = {
+        tr.select("td")[-2].get_text(): tr.select_one("td.reason").get_text()
+        for tr in soup.select("#queries tbody tr")
+    }
+    assert all(reason.startswith("R@5 ") for reason in reasons.values())
+    assert "a guess" in reasons["ingestion"]
+    assert "a guess" in soup.select_one("p.conventions").get_text()
     found = get(client, f"{run_url}?k=1&depth=5&q=SSO", mode)
     assert [tr["data-qid"] for tr in found.select("#queries tbody tr")] == ["q2"]
 
