@@ -152,7 +152,15 @@ def _golden_set_page(
 ) -> HTMLResponse:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     k, depth = view.k, view.depth
-    board = comparisons.run_board(session=session, golden=golden, k=k, depth=depth, gain=view.gain)
+    board = comparisons.run_board(
+        session=session,
+        golden=golden,
+        k=k,
+        depth=depth,
+        gain=view.gain,
+        cost_ms=view.cost_ms,
+        tolerance=view.tolerance,
+    )
     chart = depth_curve_chart({r.run.name: r.curve for r in board.rows})
     flash = read_flash(request)
     form = {"name": "", **(flash.form if flash else {})}
@@ -167,6 +175,7 @@ def _golden_set_page(
             "depth": depth,
             "gain": view.gain.value,
             "cost_ms": view.cost_ms,
+            "tolerance": view.tolerance,
             "entered": view.entered,
             "errors": view.errors,
             "chart": chart,
