@@ -230,7 +230,7 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
 )
 @click.option(
     "--tolerance",
-    type=click.FloatRange(0, 1),
+    type=click.FloatRange(0, 1, max_open=True),
     default=DEFAULT_TOLERANCE,
     show_default=True,
     help="With --cost-ms: the advised depth is the smallest within this of the best recall.",

@@ -267,7 +267,7 @@ class RunMetrics(Metrics):
 
     run_id: int
     clusters: ClusterMetrics | None
-    cost: DepthCost | None = None
+    cost: DepthCost | None
 
     @classmethod
     def of_run(

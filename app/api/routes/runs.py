@@ -33,7 +33,7 @@ Cutoff = Annotated[int, Query(ge=1, le=MAX_CUTOFF)]
 #: Reranking cost per candidate, ms (the depth advisor); 0 or absent: no advisor.
 CostMs = Annotated[float | None, Query(ge=0, lt=1e6)]
 #: How close to the best recall on the curve the advised depth must be.
-Tolerance = Annotated[float, Query(ge=0, le=1)]
+Tolerance = Annotated[float, Query(ge=0, lt=1)]
 
 
 def _depths(depths: str | None) -> tuple[int, ...]:
