@@ -161,7 +161,11 @@ def _golden_set_page(
         cost_ms=view.cost_ms,
         tolerance=view.tolerance,
     )
-    chart = depth_curve_chart({r.run.name: r.curve for r in board.rows})
+    advice = board.rows[0].cost if board.rows else None
+    chart = depth_curve_chart(
+        {r.run.name: r.curve for r in board.rows},
+        costs=None if advice is None else {p.depth: f"{p.cost_ms:g} ms" for p in advice.per_depth},
+    )
     flash = read_flash(request)
     form = {"name": "", **(flash.form if flash else {})}
     return render(

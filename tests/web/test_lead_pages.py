@@ -72,6 +72,9 @@ def test_chart_and_reranker_check(client: TestClient, golden_url: str, mode: str
     assert steps[0] == "depth 20 buys nothing for +25 ms per query (0 R per ms)"
     cells = soup.select('#curve-table tr[data-run="hybrid"] td[data-advised="true"]')
     assert [td["data-depth"] for td in cells] == ["10"]
+    # The chart puts the cost under each depth's tick.
+    notes = [t.get_text() for t in soup.select("svg#depth-curve text.cost")]
+    assert notes == ["25 ms", "50 ms", "125 ms", "250 ms", "500 ms", "2500 ms"]
 
 
 def test_no_cost_no_advisor(client: TestClient, golden_url: str, mode: str) -> None:
@@ -80,6 +83,7 @@ def test_no_cost_no_advisor(client: TestClient, golden_url: str, mode: str) -> N
         assert soup.select_one("#curve-table") is not None
         assert soup.select_one("#curve-cost") is None
         assert soup.select_one("#depth-advice") is None
+        assert soup.select("svg#depth-curve text.cost") == []
 
 
 def test_a_wide_tolerance_is_applied(client: TestClient, golden_url: str, mode: str) -> None:
