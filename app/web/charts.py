@@ -59,7 +59,8 @@ def depth_curve_chart(
     reranking cost, written) puts the cost under each depth's tick, on a taller chart."""
     if costs:
         height += 16
-    left, right, top, bottom = 56, width - 16, 16, height - (56 if costs else 40)
+    # Room for the cost under the last tick ("3100 ms" is wider than "1000").
+    left, right, top, bottom = 56, width - (32 if costs else 16), 16, height - (56 if costs else 40)
     depths = sorted({d for curve in curves.values() for d in curve})
     values = [v for curve in curves.values() for v in curve.values()]
     if not depths or not values:
