@@ -15,7 +15,7 @@ import polars as pl
 from tqdm import tqdm
 
 from app import __version__
-from app.cli.output import render_clusters, render_per_query, render_summary
+from app.cli.output import render_clusters, render_depth_cost, render_per_query, render_summary
 from app.eval import (
     Conventions,
     Gain,
@@ -43,6 +43,7 @@ from app.eval.conventions import (
     check_cutoffs,
     parse_depths,
 )
+from app.eval.depth_cost import DEFAULT_TOLERANCE, DepthAdvice, advise_depth
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.jsonl import read_corpus
 from app.eval.textio import DecompressionLimit, ProgressFn, decompression_limit
@@ -231,6 +232,19 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
     help="Depths of the recall curve.",
 )
 @click.option(
+    "--cost-ms",
+    type=click.FloatRange(min=0, max=1e6, max_open=True),
+    help="Reranking cost per candidate (ms): a cost beside every depth of the curve, the "
+    "recall per added ms and the depth where depth stops paying.",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=DEFAULT_TOLERANCE,
+    show_default=True,
+    help="With --cost-ms: the advised depth is the smallest within this of the best recall.",
+)
+@click.option(
     "--gain",
     type=click.Choice([g.value for g in Gain]),
     default="exp",
@@ -297,6 +311,8 @@ def evaluate(
     k: int,
     depth: int,
     depths: str,
+    cost_ms: float | None,
+    tolerance: float,
     gain: str,
     min_grade: int,
     all_judged_queries: bool,
@@ -398,6 +414,13 @@ def evaluate(
         thresholds_below,
         curve,
         by_cluster,
+        advice={
+            r.name: a
+            for r in results
+            if (
+                a := advise_depth(r.depth_curve, cost_per_candidate_ms=cost_ms, tolerance=tolerance)
+            )
+        },
     )
     for failure in failures:
         click.echo(
@@ -420,6 +443,8 @@ def _emit(
     thresholds_below: list[tuple[Measure, float]],
     curve: tuple[int, ...],
     clusters: dict[str, ClusterEvaluation],
+    *,
+    advice: dict[str, DepthAdvice],
 ) -> None:
     first = results[0]
     if output_format == "json":
@@ -436,7 +461,7 @@ def _emit(
             },
             "runs": [
                 EvaluatedRun.of_evaluation(
-                    r, per_query=per_query, clusters=clusters.get(r.name)
+                    r, per_query=per_query, clusters=clusters.get(r.name), cost=advice.get(r.name)
                 ).document()
                 for r in results
             ],
@@ -472,6 +497,8 @@ def _emit(
         if golden.report.warnings:
             click.echo("golden set: " + "; ".join(golden.report.warnings), err=True)
         click.echo(render_summary(results))
+        if advice:
+            click.echo("\n" + render_depth_cost(advice))
         if clusters:
             click.echo("\n" + render_clusters(clusters))
         if per_query:

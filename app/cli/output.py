@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from app.eval import RunEvaluation
 from app.eval.clusters import FEW, ClusterEvaluation
+from app.eval.depth_cost import DepthAdvice, format_ms
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
 
 
@@ -108,6 +109,31 @@ def render_clusters(clusters: Mapping[str, ClusterEvaluation]) -> str:
         "duplicate clusters (copies of one document count once; a document without a "
         "cluster is its own):\n" + render_table(header, rows)
     )
+
+
+def render_depth_cost(advice: Mapping[str, DepthAdvice]) -> str:
+    """The depth advisor of each run: the depth curve with the reranking cost beside every
+    depth, the recall per added ms and the step's sentence, then where depth stops paying."""
+    first = next(iter(advice.values()))
+    lines = [
+        f"depth advisor (reranking {format_ms(first.cost_per_candidate_ms)} ms per candidate; "
+        f"advised: the smallest depth within {first.tolerance:g} R of the best recall):"
+    ]
+    for name, runs_advice in advice.items():
+        sentences = ["", *runs_advice.sentences()]
+        rows = [
+            [
+                str(p.depth),
+                format_number(p.recall),
+                format_ms(p.cost_ms),
+                "-" if p.gain_per_ms is None else f"{p.gain_per_ms:.6f}",
+                sentence,
+            ]
+            for p, sentence in zip(runs_advice.points, sentences, strict=True)
+        ]
+        header = ["depth", "R@depth", "cost (ms/query)", "R per added ms", "step"]
+        lines += ["", f"run {name}:", render_table(header, rows), f"  {runs_advice.advice()}"]
+    return "\n".join(lines)
 
 
 def render_per_query(result: RunEvaluation) -> str:

@@ -11,12 +11,13 @@ from sqlmodel import Session, col, select
 
 from app.eval import Gain, misses_frame
 from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.models import UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
 from app.models.runs import RunPublic
 from app.services import triages as triage_service
 from app.services.errors import Invalid
 from app.services.golden_sets import eval_golden_set
-from app.services.metrics import Metrics
+from app.services.metrics import DepthCost, Metrics, depth_cost
 from app.services.runs import evaluate_stored_run, list_runs, stored_ranking
 
 
@@ -54,12 +55,14 @@ def latest_labels(*, session: Session, golden: GoldenSet) -> dict[tuple[str, str
 
 @dataclass(frozen=True)
 class RunRow:
-    """One run on its golden set's page: its metrics at k and depth, and its triage at that
-    depth and k, if one was created."""
+    """One run on its golden set's page: its metrics at k and depth, its triage at that
+    depth and k, if one was created, and the depth advisor over its curve at the default
+    depths when a reranking cost per candidate was given."""
 
     run: RunPublic
     metrics: Metrics
     triage_id: int | None
+    cost: DepthCost | None = None
 
     @property
     def recall_k(self) -> float:
@@ -97,9 +100,20 @@ class RunBoard:
     checks: list[str]
 
 
-def run_board(*, session: Session, golden: GoldenSet, k: int, depth: int, gain: Gain) -> RunBoard:
+def run_board(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    k: int,
+    depth: int,
+    gain: Gain,
+    cost_ms: float | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> RunBoard:
     """Every run of ``golden`` evaluated at (k, depth) with ``gain`` (its depth curve at the
-    default depths too), with the reranker checks of each pair of runs."""
+    default depths too), with the reranker checks of each pair of runs; with a reranking cost
+    per candidate ``cost_ms``, each run's depth advisor over the curve at the default depths
+    (the smallest depth within ``tolerance`` of its best recall)."""
     depths = tuple(sorted({*DEFAULT_DEPTHS, k, depth}))
     runs = list_runs(session=session, golden=golden)
     rows = []
@@ -115,7 +129,14 @@ def run_board(*, session: Session, golden: GoldenSet, k: int, depth: int, gain: 
             ),
             None,
         )
-        rows.append(RunRow(run=RunPublic.of(run), metrics=Metrics.of(evaluation), triage_id=triage))
+        metrics = Metrics.of(evaluation)
+        curve = {d: metrics.depth_curve[d] for d in DEFAULT_DEPTHS}
+        advice = advise_depth(curve, cost_per_candidate_ms=cost_ms, tolerance=tolerance)
+        rows.append(
+            RunRow(
+                run=RunPublic.of(run), metrics=metrics, triage_id=triage, cost=depth_cost(advice)
+            )
+        )
     best: dict[str, float] = {}
     if rows:
         for key in BEST_IS_HIGHEST:

@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, JsonValue
 from app.eval import Conventions, Diagnosis, Gain, Order, QueryEvaluation, RunEvaluation
 from app.eval.clusters import FEW, ClusterEvaluation
 from app.eval.conventions import AVERAGING, DUPLICATES, IDEAL, NDCG_GRADES
+from app.eval.depth_cost import DepthAdvice
 from app.eval.diagnosis import Thresholds
 from app.eval.measures import Measure, MeasureKind
 from app.readmodel import ReadModel
@@ -113,6 +114,54 @@ class ClusterMetrics(ReadModel):
     @property
     def cluster_recall_micro(self) -> float:
         return self.micro[f"cluster-R@{self.k}"]
+
+
+class DepthCostRow(ReadModel):
+    """One depth of the curve with its reranking cost: ``cost_ms`` = depth x cost per
+    candidate (ms per query), ``gain_per_ms`` = recall gained per added ms since the previous
+    depth (null at the first depth, 0 on a flat step)."""
+
+    depth: int
+    recall: float
+    cost_ms: float
+    gain_per_ms: float | None
+
+
+class DepthCost(ReadModel):
+    """The depth advisor for a reranking cost per candidate: the cost at every depth of the
+    curve, the advised depth (the smallest whose recall is within ``tolerance`` of the best on
+    the curve), one sentence per step ("depth 200 buys +0.030 R for +465 ms per query") and
+    where depth stops paying (``advice``)."""
+
+    cost_per_candidate_ms: float
+    tolerance: float
+    per_depth: list[DepthCostRow]
+    advised_depth: int
+    best_recall: float
+    steps: list[str]
+    advice: str
+
+    @classmethod
+    def of(cls, advice: DepthAdvice) -> Self:
+        return cls(
+            cost_per_candidate_ms=advice.cost_per_candidate_ms,
+            tolerance=advice.tolerance,
+            per_depth=[
+                DepthCostRow(
+                    depth=p.depth, recall=p.recall, cost_ms=p.cost_ms, gain_per_ms=p.gain_per_ms
+                )
+                for p in advice.points
+            ],
+            advised_depth=advice.advised_depth,
+            best_recall=advice.best_recall,
+            steps=advice.sentences(),
+            advice=advice.advice(),
+        )
+
+
+def depth_cost(advice: DepthAdvice | None) -> DepthCost | None:
+    """The read model of a depth advice; None (no cost given) stays None."""
+    return None if advice is None else DepthCost.of(advice)
 
 
 class QueryRow(ReadModel):
@@ -230,32 +279,42 @@ class Metrics(ReadModel):
 
 class RunMetrics(Metrics):
     """The API's metrics of a stored run (API.md); ``clusters`` null when k is deeper than
-    the kept head of its rankings."""
+    the kept head of its rankings; ``cost`` (the depth advisor) null when no reranking cost
+    per candidate was given."""
 
     run_id: int
     clusters: ClusterMetrics | None
+    cost: DepthCost | None
 
     @classmethod
     def of_run(
-        cls, evaluation: RunEvaluation, *, run_id: int, clusters: ClusterEvaluation | None
+        cls,
+        evaluation: RunEvaluation,
+        *,
+        run_id: int,
+        clusters: ClusterEvaluation | None,
+        cost: DepthAdvice | None = None,
     ) -> Self:
         return cls.of(
             evaluation,
             run_id=run_id,
             clusters=None if clusters is None else ClusterMetrics.of(clusters),
+            cost=depth_cost(cost),
         )
 
 
 class EvaluatedRun(Metrics):
     """A run in ``misstriage evaluate --format json`` (docs/evaluate.md): the metrics, the
     run's name, the diagnosis thresholds and the reader's report; ``per_query`` with
-    ``--per-query``, ``clusters`` with ``--corpus`` (absent otherwise, not null)."""
+    ``--per-query``, ``clusters`` with ``--corpus``, ``cost`` with ``--cost-ms`` (absent
+    otherwise, not null)."""
 
     name: str
     thresholds: ThresholdsPublic
     report: dict[str, JsonValue]
     per_query: list[QueryRow] | None = None
     clusters: ClusterMetrics | None = None
+    cost: DepthCost | None = None
 
     @classmethod
     def of_evaluation(
@@ -264,6 +323,7 @@ class EvaluatedRun(Metrics):
         *,
         per_query: bool = False,
         clusters: ClusterEvaluation | None = None,
+        cost: DepthAdvice | None = None,
     ) -> Self:
         return cls.of(
             evaluation,
@@ -274,12 +334,13 @@ class EvaluatedRun(Metrics):
             if per_query
             else None,
             clusters=None if clusters is None else ClusterMetrics.of(clusters),
+            cost=depth_cost(cost),
         )
 
     def document(self) -> dict[str, JsonValue]:
         """The JSON document, without the optional parts that were not asked for; the run's
         name first, for a person reading it."""
-        absent = {name for name in ("per_query", "clusters") if getattr(self, name) is None}
+        absent = {name for name in ("per_query", "clusters", "cost") if getattr(self, name) is None}
         data = self.model_dump(mode="json", exclude=absent)
         return {"name": data.pop("name"), **data}
 

@@ -33,6 +33,7 @@ from app.eval.conventions import (
     CutoffError,
     check_cutoffs,
 )
+from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
 from app.eval.textio import ProgressFn
@@ -339,11 +340,22 @@ def indexed_relevant(*, session: Session, golden: GoldenSet, gold: Judgments) ->
     return found
 
 
-def run_metrics(*, session: Session, context: RunContext, evaluation: RunEvaluation) -> RunMetrics:
+def run_metrics(
+    *,
+    session: Session,
+    context: RunContext,
+    evaluation: RunEvaluation,
+    cost_ms: float | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> RunMetrics:
     """The metrics of an evaluated stored run, with its duplicate clusters at k (null when k
-    is deeper than the kept head of its rankings)."""
+    is deeper than the kept head of its rankings) and, for a reranking cost per candidate
+    ``cost_ms``, the depth advisor over its depth curve (null without a cost)."""
     assert context.run.id is not None
     clusters = cluster_evaluation(
         session=session, run=context.run, golden=context.golden, k=evaluation.k
     )
-    return RunMetrics.of_run(evaluation, run_id=context.run.id, clusters=clusters)
+    advice = advise_depth(
+        evaluation.depth_curve, cost_per_candidate_ms=cost_ms, tolerance=tolerance
+    )
+    return RunMetrics.of_run(evaluation, run_id=context.run.id, clusters=clusters, cost=advice)

@@ -30,6 +30,8 @@ class Series:
 class Tick:
     position: float
     label: str
+    #: A second line under the label (the reranking cost at a depth), empty for none.
+    note: str = ""
 
 
 @dataclass
@@ -46,11 +48,19 @@ class LineChart:
 
 
 def depth_curve_chart(
-    curves: dict[str, dict[int, float]], *, width: int = 680, height: int = 320
+    curves: dict[str, dict[int, float]],
+    *,
+    width: int = 680,
+    height: int = 320,
+    costs: dict[int, str] | None = None,
 ) -> LineChart:
     """Recall against depth, log x axis; one line per run. The y axis starts at the lowest
-    value rounded down to a tenth, so that close curves stay apart."""
-    left, right, top, bottom = 56, width - 16, 16, height - 40
+    value rounded down to a tenth, so that close curves stay apart. ``costs`` (depth -> the
+    reranking cost, written) puts the cost under each depth's tick, on a taller chart."""
+    if costs:
+        height += 16
+    # Room for the cost under the last tick ("3100 ms" is wider than "1000").
+    left, right, top, bottom = 56, width - (32 if costs else 16), 16, height - (56 if costs else 40)
     depths = sorted({d for curve in curves.values() for d in curve})
     values = [v for curve in curves.values() for v in curve.values()]
     if not depths or not values:
@@ -85,6 +95,6 @@ def depth_curve_chart(
         top,
         bottom,
         series,
-        x_ticks=[Tick(x(d), str(d)) for d in depths],
+        x_ticks=[Tick(x(d), str(d), (costs or {}).get(d, "")) for d in depths],
         y_ticks=y_ticks,
     )

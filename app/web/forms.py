@@ -16,6 +16,7 @@ from app.eval.conventions import (
     Gain,
     check_cutoffs,
 )
+from app.eval.depth_cost import DEFAULT_TOLERANCE
 from app.services.errors import Invalid
 
 E = TypeVar("E", bound=StrEnum)
@@ -94,6 +95,7 @@ class View:
     depth: int = DEFAULT_DEPTH
     gain: Gain = Gain.EXP
     cost_ms: float | None = None
+    tolerance: float = DEFAULT_TOLERANCE
     entered: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -103,17 +105,28 @@ def read_view(
     depth: str | None = None,
     gain: str | None = None,
     cost_ms: str | None = None,
+    tolerance: str | None = None,
 ) -> View:
-    """Parse the controls; empty means the default (no cost for ``cost_ms``)."""
+    """Parse the controls; empty means the default (no cost for ``cost_ms``; the depth
+    advisor's ``tolerance`` 0.01 R)."""
     fields = Fields()
     view = View(
         k=fields.integer("k", k, default=DEFAULT_K, minimum=1, maximum=MAX_CUTOFF),
         depth=fields.integer("depth", depth, default=DEFAULT_DEPTH, minimum=1, maximum=MAX_CUTOFF),
         gain=fields.choice("gain", gain, Gain, default=Gain.EXP),
         cost_ms=fields.number("cost_ms", cost_ms, default=None, minimum=0, below=1e6),
+        tolerance=fields.number(
+            "tolerance", tolerance, default=DEFAULT_TOLERANCE, minimum=0, below=1
+        ),
         entered={
             name: (value or "")[:40]
-            for name, value in (("k", k), ("depth", depth), ("gain", gain), ("cost_ms", cost_ms))
+            for name, value in (
+                ("k", k),
+                ("depth", depth),
+                ("gain", gain),
+                ("cost_ms", cost_ms),
+                ("tolerance", tolerance),
+            )
         },
         errors=fields.errors,
     )

@@ -152,8 +152,20 @@ def _golden_set_page(
 ) -> HTMLResponse:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     k, depth = view.k, view.depth
-    board = comparisons.run_board(session=session, golden=golden, k=k, depth=depth, gain=view.gain)
-    chart = depth_curve_chart({r.run.name: r.curve for r in board.rows})
+    board = comparisons.run_board(
+        session=session,
+        golden=golden,
+        k=k,
+        depth=depth,
+        gain=view.gain,
+        cost_ms=view.cost_ms,
+        tolerance=view.tolerance,
+    )
+    advice = board.rows[0].cost if board.rows else None
+    chart = depth_curve_chart(
+        {r.run.name: r.curve for r in board.rows},
+        costs=None if advice is None else {p.depth: f"{p.cost_ms:g} ms" for p in advice.per_depth},
+    )
     flash = read_flash(request)
     form = {"name": "", **(flash.form if flash else {})}
     return render(
@@ -167,6 +179,7 @@ def _golden_set_page(
             "depth": depth,
             "gain": view.gain.value,
             "cost_ms": view.cost_ms,
+            "tolerance": view.tolerance,
             "entered": view.entered,
             "errors": view.errors,
             "chart": chart,

@@ -132,6 +132,31 @@ def test_run_import_metrics_and_report(
     assert metrics["measures"]["R@10"] == 0.5
     assert metrics["micro"]["R@10"] == pytest.approx(2 / 3)
     assert metrics["misses"] == 1
+    assert metrics["cost"] is None
+    # The depth advisor: 3.1 ms per candidate beside every depth of the curve.
+    cost = client.get(
+        f"/api/v1/runs/{run['id']}/metrics?k=2&depth=10&cost_ms=3.1&tolerance=0.05",
+        headers=lead.headers,
+    ).json()["cost"]
+    assert [(r["depth"], r["recall"]) for r in cost["per_depth"]][:3] == [
+        (2, 0.25),
+        (10, 0.5),
+        (20, 0.5),
+    ]
+    assert [r["cost_ms"] for r in cost["per_depth"]] == pytest.approx(
+        [6.2, 31, 62, 155, 310, 620, 3100]
+    )
+    assert cost["per_depth"][1]["gain_per_ms"] == pytest.approx(0.25 / 24.8)
+    assert cost["per_depth"][2]["gain_per_ms"] == 0.0
+    assert (cost["advised_depth"], cost["tolerance"]) == (10, 0.05)
+    assert cost["steps"][:2] == [
+        "depth 10 buys +0.250 R for +24.8 ms per query",
+        "depth 20 buys nothing for +31 ms per query",
+    ]
+    assert cost["advice"].startswith("depth stops paying at 10: R@10 = 0.500")
+    for bad in ("cost_ms=-1", "cost_ms=3.1&tolerance=2"):
+        answer = client.get(f"/api/v1/runs/{run['id']}/metrics?{bad}", headers=lead.headers)
+        assert answer.status_code == 422
     rows = client.get(f"/api/v1/runs/{run['id']}/queries?k=2&depth=10", headers=lead.headers).json()
     assert rows["total"] == 2
     assert [(r["qid"], r["R@10"], r["misses"], r["diagnosis"]) for r in rows["items"]] == [

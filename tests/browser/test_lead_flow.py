@@ -41,6 +41,16 @@ def test_lead_flow_until_the_categories_close(
         expect(page.locator(f'#runs-table tr[data-run="{run}"]')).to_be_visible()
     expect(page.locator("svg#depth-curve g.series")).to_have_count(2)
     screenshot(page, "lead-golden-set")
+    # The depth advisor, as a lead asks for it: a reranking cost typed into the field.
+    page.fill('input[name="cost_ms"]', "3.1")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator('#curve-cost td[data-measure="cost"]')).to_have_text(
+        ["31", "62", "155", "310", "620", "3100"]
+    )
+    expect(page.locator('#depth-advice li[data-run="first"] .advice')).to_contain_text(
+        "depth stops paying at 10"
+    )
+    screenshot(page, "lead-depth-advisor")
 
     page.locator('#runs-table tr[data-run="first"]').get_by_role(
         "button", name="Create triage"

@@ -123,6 +123,39 @@ def test_corpus_is_the_evidence_of_the_diagnosis(
     )
 
 
+def test_cost_ms_prints_the_cost_beside_the_depth_curve(inputs: dict[str, Path]) -> None:
+    result = cli(*base(inputs), "--depths", "2,10", "--cost-ms", "3.1")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    advisor = text[text.index("depth advisor") :].splitlines()
+    good = advisor[advisor.index("run good:") + 3 : advisor.index("run good:") + 5]
+    # good: R@2 = 0.75, R@10 = 1 at 2 x 3.1 = 6.2 and 10 x 3.1 = 31 ms.
+    assert good[0].split() == ["2", "0.7500", "6.2", "-"]
+    assert good[1].split()[:3] == ["10", "1.0000", "31"]
+    assert good[1].endswith("depth 10 buys +0.250 R for +24.8 ms per query")
+    # weak: R@2 = R@10 = 0.25 (a is at 12): the step buys nothing, depth stops paying at 2.
+    assert "depth 10 buys nothing for +24.8 ms per query" in text
+    assert "depth stops paying at 2: R@2 = 0.250" in text
+    assert "depth still pays at 10" in text
+
+
+def test_cost_block_in_json_only_with_cost_ms(inputs: dict[str, Path]) -> None:
+    plain = json.loads(cli(*base(inputs), "--format", "json").stdout)
+    assert "cost" not in plain["runs"][0]
+    result = cli(*base(inputs), "--format", "json", "--depths", "2,10", "--cost-ms", "3.1")
+    assert result.returncode == 0, result.stderr
+    good, weak = json.loads(result.stdout)["runs"]
+    assert good["cost"]["cost_per_candidate_ms"] == 3.1
+    assert good["cost"]["tolerance"] == 0.01
+    assert [(r["depth"], r["recall"]) for r in good["cost"]["per_depth"]] == [(2, 0.75), (10, 1.0)]
+    assert [r["cost_ms"] for r in good["cost"]["per_depth"]] == pytest.approx([6.2, 31.0])
+    assert good["cost"]["per_depth"][0]["gain_per_ms"] is None
+    assert good["cost"]["per_depth"][1]["gain_per_ms"] == pytest.approx(0.25 / 24.8)
+    assert good["cost"]["advised_depth"] == 10
+    assert weak["cost"]["advised_depth"] == 2
+    assert weak["cost"]["steps"] == ["depth 10 buys nothing for +24.8 ms per query"]
+
+
 def test_csv_output(inputs: dict[str, Path]) -> None:
     result = cli(*base(inputs), "--format", "csv")
     assert result.returncode == 0, result.stderr
@@ -173,6 +206,8 @@ def test_fail_under(inputs: dict[str, Path]) -> None:
         ["--depths", "ten"],
         ["--k", "0"],
         ["--order", "score"],
+        ["--cost-ms", "-1"],
+        ["--cost-ms", "3.1", "--tolerance", "2"],
     ],
 )
 def test_bad_options_exit_2(inputs: dict[str, Path], option: list[str]) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from app.eval import Diagnosis, RunEvaluation, Thresholds, golden_from_frame
 from app.eval.clusters import FEW, clusters_frame, evaluate_clusters
+from app.eval.depth_cost import advise_depth
 from app.models import ApiToken, GoldenSet
 from app.models.golden import GoldenSetPublic
 from app.models.users import TokenPublic
@@ -42,13 +43,34 @@ def test_the_api_and_the_cli_share_every_metric(evaluation: RunEvaluation) -> No
     cli = EvaluatedRun.of_evaluation(evaluation).document()
     core = set(Metrics.model_fields)
     assert {name: api[name] for name in core} == {name: cli[name] for name in core}
-    assert set(api) - core == {"run_id", "clusters"}
+    assert set(api) - core == {"run_id", "clusters", "cost"}
     assert api["run_id"] == 7
     assert api["clusters"] is None
+    assert api["cost"] is None
     # the CLI leaves out what was not asked for (absent, not null)
     assert set(cli) - core == {"name", "thresholds", "report"}
     assert next(iter(cli)) == "name"
     assert cli["thresholds"] == {"recall": 0.8, "ndcg": 0.5}
+
+
+def test_the_depth_advisor_block_is_one_shape(evaluation: RunEvaluation) -> None:
+    advice = advise_depth(evaluation.depth_curve, cost_per_candidate_ms=3.1)
+    api = RunMetrics.of_run(evaluation, run_id=7, clusters=None, cost=advice)
+    cli = EvaluatedRun.of_evaluation(evaluation, cost=advice).document()
+    assert api.cost is not None
+    assert api.model_dump(mode="json")["cost"] == cli["cost"]
+    # the curve: R@1 = 1/6, R@2 = R@3 = 1/2, R@5 = 2/3; 3.1 ms per candidate.
+    assert [(r.depth, r.cost_ms) for r in api.cost.per_depth] == [
+        (1, pytest.approx(3.1)),
+        (2, pytest.approx(6.2)),
+        (3, pytest.approx(9.3)),
+        (5, pytest.approx(15.5)),
+    ]
+    assert api.cost.per_depth[2].gain_per_ms == 0.0
+    assert api.cost.per_depth[3].gain_per_ms == pytest.approx((2 / 3 - 1 / 2) / 6.2)
+    assert api.cost.advised_depth == 5
+    assert api.cost.steps[1] == "depth 3 buys nothing for +3.1 ms per query"
+    assert advise_depth(evaluation.depth_curve, cost_per_candidate_ms=0) is None
 
 
 def test_the_metrics_document(evaluation: RunEvaluation) -> None:

@@ -136,6 +136,33 @@ def test_every_combination_of_the_controls_answers_a_page(
 
 
 @SQLITE
+@pytest.mark.parametrize(
+    ("tolerance", "refused"),
+    [("", False), ("0", False), ("0.05", False), ("-0.1", True), ("1", True), ("x", True)],
+)
+def test_the_depth_advisor_tolerance_field(
+    client: TestClient, golden_url: str, tolerance: str, refused: bool
+) -> None:
+    query = urlencode({"cost_ms": "3.1", "tolerance": tolerance})
+    response = client.get(f"{golden_url}?{query}")
+    soup = BeautifulSoup(response.text, "html.parser")
+    shown = {e["id"].removesuffix("-error") for e in soup.select(".field-error")}
+    field = soup.select_one('input[name="tolerance"]')
+    advice = soup.select_one("#depth-advice p").get_text()
+    if refused:
+        assert response.status_code == 422
+        assert shown == {"tolerance"}
+        assert field["value"] == tolerance
+        # The default is what is used, and the page says so.
+        assert "within 0.01 R" in advice
+        assert "tolerance 0.01" in soup.select_one("#shown-values").get_text()
+    else:
+        assert response.status_code == 200
+        assert shown == set()
+        assert f"within {float(tolerance or 0.01):g} R" in advice
+
+
+@SQLITE
 def test_create_triage_uses_the_depth_and_k_shown(
     client: TestClient, golden_url: str, accounts: dict[Role, Account]
 ) -> None:

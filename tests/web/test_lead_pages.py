@@ -57,6 +57,40 @@ def test_chart_and_reranker_check(client: TestClient, golden_url: str, mode: str
     ]
     costs = [td.get_text() for td in soup.select('#runs-table td[data-measure="cost"]')]
     assert costs == ["12.5", "12.5", "12.5"]
+    # The depth advisor: the cost at every depth of the curve (2.5 ms x depth) and, since
+    # every run has found all it finds by depth 10, depth stops paying at 10 for each.
+    curve_costs = [td.get_text() for td in soup.select('#curve-cost td[data-measure="cost"]')]
+    assert curve_costs == ["25", "50", "125", "250", "500", "2500"]
+    advised = {li["data-run"]: li["data-advised"] for li in soup.select("#depth-advice > ul > li")}
+    assert advised == {"first": "10", "reranked": "10", "hybrid": "10"}
+    hybrid = soup.select_one('#depth-advice li[data-run="hybrid"]')
+    assert hybrid.select_one(".advice").get_text() == (
+        "depth stops paying at 10: R@10 = 0.667 is within 0.01 R of the best on the curve "
+        "(0.667) at 25 ms per query; going to depth 1000 adds 2475 ms for +0.000 R"
+    )
+    steps = [li.get_text() for li in hybrid.select(".steps li")]
+    assert steps[0] == "depth 20 buys nothing for +25 ms per query (0 R per ms)"
+    cells = soup.select('#curve-table tr[data-run="hybrid"] td[data-advised="true"]')
+    assert [td["data-depth"] for td in cells] == ["10"]
+    # The chart puts the cost under each depth's tick.
+    notes = [t.get_text() for t in soup.select("svg#depth-curve text.cost")]
+    assert notes == ["25 ms", "50 ms", "125 ms", "250 ms", "500 ms", "2500 ms"]
+
+
+def test_no_cost_no_advisor(client: TestClient, golden_url: str, mode: str) -> None:
+    for query in ("", "?cost_ms=0"):
+        soup = get(client, f"{golden_url}{query}", mode)
+        assert soup.select_one("#curve-table") is not None
+        assert soup.select_one("#curve-cost") is None
+        assert soup.select_one("#depth-advice") is None
+        assert soup.select("svg#depth-curve text.cost") == []
+
+
+def test_a_wide_tolerance_is_applied(client: TestClient, golden_url: str, mode: str) -> None:
+    soup = get(client, f"{golden_url}?cost_ms=3.1&tolerance=0.5", mode)
+    curve_costs = [td.get_text() for td in soup.select('#curve-cost td[data-measure="cost"]')]
+    assert curve_costs == ["31", "62", "155", "310", "620", "3100"]
+    assert "within 0.5 R" in soup.select_one("#depth-advice p").get_text()
 
 
 def test_run_page_diagnosis_search_sort(client: TestClient, golden_url: str, mode: str) -> None:

@@ -15,6 +15,7 @@ from app.eval.conventions import (
     MAX_CUTOFF,
     parse_depths,
 )
+from app.eval.depth_cost import DEFAULT_TOLERANCE
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
 from app.http.params import Id, Page, PerPage
 from app.models.runs import RunPublic
@@ -29,6 +30,10 @@ from app.services.paging import DEFAULT_PER_PAGE
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 Cutoff = Annotated[int, Query(ge=1, le=MAX_CUTOFF)]
+#: Reranking cost per candidate, ms (the depth advisor); 0 or absent: no advisor.
+CostMs = Annotated[float | None, Query(ge=0, lt=1e6)]
+#: How close to the best recall on the curve the advised depth must be.
+Tolerance = Annotated[float, Query(ge=0, lt=1)]
 
 
 def _depths(depths: str | None) -> tuple[int, ...]:
@@ -60,10 +65,15 @@ def run_metrics(
     depth: Cutoff = DEFAULT_DEPTH,
     gain: Gain = Gain.EXP,
     depths: str | None = None,
+    cost_ms: CostMs = None,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
 ) -> RunMetrics:
     """Recall@k, recall@depth, nDCG@k (macro and micro), the depth curve and the misses at
     depth, with the conventions they were computed under; with duplicate clusters,
-    unique-clusters@k (median, share of queries with 4 or fewer) and cluster-recall@k."""
+    unique-clusters@k (median, share of queries with 4 or fewer) and cluster-recall@k; with
+    ``cost_ms`` (reranking cost per candidate), the depth advisor: the cost at every depth of
+    the curve, the recall per added ms and the smallest depth within ``tolerance`` of the best
+    recall (``cost``, null without a cost)."""
     context = service.run_context(session=session, run_id=run_id)
     evaluation = service.evaluate_stored_run(
         session=session,
@@ -74,7 +84,13 @@ def run_metrics(
         gain=gain,
         depths=_depths(depths),
     )
-    return service.run_metrics(session=session, context=context, evaluation=evaluation)
+    return service.run_metrics(
+        session=session,
+        context=context,
+        evaluation=evaluation,
+        cost_ms=cost_ms,
+        tolerance=tolerance,
+    )
 
 
 @router.get("/{run_id}/queries")
