@@ -59,16 +59,7 @@ def load_run(
     """Read a run file (TREC or JSONL, plain or gzip) and rank it under the conventions.
 
     With ``id_limits`` (a store's column widths), a longer id is an error naming its line."""
-    fmt = fmt or detect_run_format(path)
-    if fmt not in RUN_FORMATS:
-        raise InputError(path, None, f"unknown run format {fmt!r} (expected trec or jsonl)")
-    if fmt == "trec":
-        frame = read_trec_run(path, with_rank=order is Order.RANK, progress=progress)
-        detail = "trec"
-    else:
-        frame, detail = read_jsonl_run(path, progress=progress)
-    if frame.height == 0:
-        raise InputError(path, None, "the run is empty")
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
     if id_limits is not None:
         check_length(frame, "qid", limit=id_limits.query, source=str(path), what="query id")
         check_length(
@@ -85,6 +76,24 @@ def load_run(
     )
 
 
+def _read_run_frame(
+    path: Path, *, order: Order, fmt: str | None, progress: ProgressFn | None
+) -> tuple[pl.DataFrame, str]:
+    """A run file's rows (qid, doc_id, score, and the rank column under ``order=rank``) and
+    the format read, for both readers: with a golden set and without."""
+    fmt = fmt or detect_run_format(path)
+    if fmt not in RUN_FORMATS:
+        raise InputError(path, None, f"unknown run format {fmt!r} (expected trec or jsonl)")
+    if fmt == "trec":
+        frame = read_trec_run(path, with_rank=order is Order.RANK, progress=progress)
+        detail = "trec"
+    else:
+        frame, detail = read_jsonl_run(path, progress=progress)
+    if frame.height == 0:
+        raise InputError(path, None, "the run is empty")
+    return frame, detail
+
+
 def load_log_run(
     path: Path,
     *,
@@ -96,16 +105,7 @@ def load_log_run(
     """Read a run without a golden set (a query log's results) and rank every query of it:
     qid, rank, doc_id of the first ``depth`` results, under the same conventions as
     ``load_run``."""
-    fmt = fmt or detect_run_format(path)
-    if fmt not in RUN_FORMATS:
-        raise InputError(path, None, f"unknown run format {fmt!r} (expected trec or jsonl)")
-    if fmt == "trec":
-        frame = read_trec_run(path, with_rank=order is Order.RANK, progress=progress)
-        detail = "trec"
-    else:
-        frame, detail = read_jsonl_run(path, progress=progress)
-    if frame.height == 0:
-        raise InputError(path, None, "the run is empty")
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
     return rank_every_query(frame, order=order, fmt=detail, source=str(path), depth=depth)
 
 
