@@ -45,7 +45,7 @@ from app.eval.conventions import (
 )
 from app.eval.depth_cost import DEFAULT_TOLERANCE, DepthAdvice, advise_depth
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
-from app.eval.jsonl import read_corpus
+from app.eval.jsonl import read_corpus, read_manifest
 from app.eval.textio import DecompressionLimit, ProgressFn, decompression_limit
 from app.services.metrics import ConventionsPublic, EvaluatedRun, QueryRow
 
@@ -192,6 +192,13 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
     "cluster-recall@k (a document without a cluster is its own).",
 )
 @click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(path_type=Path),
+    help="An index manifest (the ids the search index holds, one a line): what the index "
+    "holds, instead of the corpus's documents (the diagnosis's evidence for 'ingestion').",
+)
+@click.option(
     "--split",
     default="test",
     show_default=True,
@@ -305,6 +312,7 @@ def evaluate(
     qrels_path: Path,
     queries_path: Path | None,
     corpus_path: Path | None,
+    manifest_path: Path | None,
     split: str,
     run_specs: tuple[str, ...],
     run_format: str | None,
@@ -360,6 +368,8 @@ def evaluate(
                 paths.qrels, queries=paths.queries, min_grade=min_grade, progress=progress
             )
             clusters, indexed = _corpus(corpus_path) if corpus_path is not None else (None, None)
+            if manifest_path is not None:
+                indexed = set(read_manifest(manifest_path))
             results: list[RunEvaluation] = []
             by_cluster: dict[str, ClusterEvaluation] = {}
             missing: list[tuple[str, Any]] = []

@@ -123,6 +123,33 @@ def test_corpus_is_the_evidence_of_the_diagnosis(
     )
 
 
+def test_an_index_manifest_is_the_evidence_instead_of_the_corpus(
+    inputs: dict[str, Path], write_file: WriteFile
+) -> None:
+    # The corpus describes a, b and c; the index (its manifest) holds a and b only: q2's c is
+    # in the corpus and still not indexed, so weak's q2 is ingestion by the manifest alone.
+    corpus = write_file(
+        "corpus.jsonl",
+        '{"_id": "a", "title": "", "text": "rate limits"}\n'
+        '{"_id": "b", "title": "", "text": "throttling"}\n'
+        '{"_id": "c", "title": "", "text": "sso"}\n',
+    )
+    manifest = write_file("manifest.txt", "# the index\na\nb\n")
+    by_corpus = cli(*base(inputs), "--corpus", corpus, "--format", "json", "--per-query")
+    by_manifest = cli(
+        *base(inputs), "--corpus", corpus, "--manifest", manifest, "--format", "json", "--per-query"
+    )
+    assert by_corpus.returncode == by_manifest.returncode == 0, by_manifest.stderr
+    q2_corpus = json.loads(by_corpus.stdout)["runs"][1]["per_query"][1]
+    q2_manifest = json.loads(by_manifest.stdout)["runs"][1]["per_query"][1]
+    assert q2_corpus["diagnosis"] == "candidate_generation"  # c is in the corpus
+    assert q2_manifest["diagnosis"] == "ingestion"
+    assert q2_manifest["reason"].endswith("1 of 1 misses not in the index")
+    # A manifest alone (no corpus) is evidence too.
+    alone = cli(*base(inputs), "--manifest", manifest, "--format", "json", "--per-query")
+    assert json.loads(alone.stdout)["runs"][1]["per_query"][1]["diagnosis"] == "ingestion"
+
+
 def test_cost_ms_prints_the_cost_beside_the_depth_curve(inputs: dict[str, Path]) -> None:
     result = cli(*base(inputs), "--depths", "2,10", "--cost-ms", "3.1")
     assert result.returncode == 0, result.stderr
