@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from app import __version__
+from app.cli.params import FiniteFloatRange
 from app.eval.cluster_profile import (
     DEFAULT_KS,
     DEFAULT_THRESHOLD,
@@ -154,12 +155,12 @@ def render_profile(profile: ClusterProfile) -> str:
 )
 @click.option(
     "--price-per-million",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     help="Price per million prompt tokens: adds the daily price (with --queries-per-day).",
 )
 @click.option(
     "--queries-per-day",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     help="Queries served per day, for the daily price.",
 )
 @click.option(

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from app import __version__
 from app.cli.output import render_clusters, render_depth_cost, render_per_query, render_summary
+from app.cli.params import FiniteFloatRange
 from app.eval import (
     Conventions,
     Gain,
@@ -240,13 +241,13 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
 )
 @click.option(
     "--cost-ms",
-    type=click.FloatRange(min=0, max=1e6, max_open=True),
+    type=FiniteFloatRange(min=0, max=1e6, max_open=True),
     help="Reranking cost per candidate (ms): a cost beside every depth of the curve, the "
     "recall per added ms and the depth where depth stops paying.",
 )
 @click.option(
     "--tolerance",
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteFloatRange(0, 1, max_open=True),
     default=DEFAULT_TOLERANCE,
     show_default=True,
     help="With --cost-ms: the advised depth is the smallest within this of the best recall.",
@@ -296,14 +297,14 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
 )
 @click.option(
     "--recall-threshold",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=DEFAULT_RECALL_THRESHOLD,
     show_default=True,
     help="Diagnosis: recall@depth at or above this is high.",
 )
 @click.option(
     "--ndcg-threshold",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=DEFAULT_NDCG_THRESHOLD,
     show_default=True,
     help="Diagnosis: nDCG_cand@k (nDCG on the top-depth candidates) at or above this is high.",

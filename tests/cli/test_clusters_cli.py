@@ -75,3 +75,11 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     bad_k = run_misstriage(*_demo("--k", "ten"))
     assert bad_k.returncode == 2
     assert "--k" in bad_k.stderr
+
+
+def test_prices_that_are_not_finite_are_usage_errors() -> None:
+    for option in ("--price-per-million", "--queries-per-day"):
+        for value in ("nan", "inf"):
+            result = run_misstriage(*_demo(option, value))
+            assert result.returncode == 2, (option, value, result.stdout)
+            assert f"'{value}' is not a finite number" in result.stderr

@@ -271,3 +271,17 @@ def test_scifact_table_matches_readme(scifact: Path) -> None:
         "dense": ["0.7833", "0.8920", "0.6451", "0.8938", "36/339"],
         "hybrid": ["0.8509", "0.9377", "0.7182", "0.9410", "20/339"],
     }
+
+
+@pytest.mark.parametrize(
+    "option", ["--cost-ms", "--tolerance", "--recall-threshold", "--ndcg-threshold"]
+)
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_a_number_that_is_not_finite_is_a_usage_error(
+    inputs: dict[str, Path], option: str, value: str
+) -> None:
+    extra = ["--cost-ms", "3.1"] if option == "--tolerance" else []
+    result = cli(*base(inputs), *extra, option, value)
+    assert result.returncode == 2, result.stdout
+    assert option in result.stderr
+    assert "Traceback" not in result.stderr
