@@ -14,9 +14,9 @@ from sqlmodel import Session, col, select
 from app.db import end_reading, writing
 from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
-from app.models import GoldenSet, Miss, Run, Triage, WebhookDelivery, WebhookEvent, utcnow
+from app.models import GoldenSet, Miss, WebhookDelivery, WebhookEvent, utcnow
 from app.services.errors import Invalid
-from app.services.triages import closure_report
+from app.services.triages import closure_report, triage_context
 
 EVENTS = tuple(WebhookEvent)
 MAX_ATTEMPTS = 8
@@ -65,15 +65,8 @@ def configure(
 
 def after_label(session: Session, miss: Miss) -> None:
     """Queue the events a label causes, in the label's own transaction (no commit here)."""
-    found = session.exec(
-        select(GoldenSet, Triage)
-        .join(Run, col(Run.golden_set_id) == col(GoldenSet.id))
-        .join(Triage, col(Triage.run_id) == col(Run.id))
-        .where(Triage.id == miss.triage_id)
-    ).first()
-    if found is None:
-        return
-    golden, triage = found
+    ctx = triage_context(session=session, triage_id=miss.triage_id)
+    golden, triage = ctx.golden, ctx.triage
     events = set(golden.webhook_events) if golden.webhook_url else set()
     assert golden.id is not None
     if WebhookEvent.MISS_LABELLED in events:
@@ -94,7 +87,7 @@ def after_label(session: Session, miss: Miss) -> None:
         )
     session.flush()
     # Whether the triage closes is decided in one place: the closure report.
-    closes = closure_report(session=session, triage=triage, causes=list(golden.causes)).closes
+    closes = closure_report(session=session, triage=triage, causes=ctx.causes).closes
     if closes and triage.closed_at is None:
         triage.closed_at = utcnow()
         session.add(triage)
