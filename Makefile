@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/helpcentre
 
-.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault clean
+.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-suite clean
 
 $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(PYTHON) scripts/bootstrap_venv.py $(VENV)
@@ -54,6 +54,10 @@ bench-import: $(STAMP)
 
 bench-queue: $(STAMP)
 	$(BIN)/python benchmarks/queue_http.py
+
+# The whole suite as CI runs it, on a fresh clone, three times (about 15 minutes).
+bench-suite: $(STAMP)
+	$(BIN)/python benchmarks/suite_time.py
 
 bench-dashboard: $(STAMP)
 	$(BIN)/python benchmarks/dashboard_http.py
