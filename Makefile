@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/helpcentre
 
-.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-suite clean
+.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-bomb bench-suite clean
 
 $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(PYTHON) scripts/bootstrap_venv.py $(VENV)
@@ -44,7 +44,7 @@ test: lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
 # Benchmarks: scripts that print their figures (targets included); none is a test.
-bench: bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault
+bench: bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-bomb
 
 bench-evaluate: $(STAMP)
 	$(BIN)/python benchmarks/evaluate_msmarco_scale.py
@@ -54,6 +54,10 @@ bench-import: $(STAMP)
 
 bench-queue: $(STAMP)
 	$(BIN)/python benchmarks/queue_http.py
+
+# How fast a decompression bomb is refused on every upload path (and a long JSONL line read).
+bench-bomb: $(STAMP)
+	$(BIN)/python benchmarks/bomb_refusal.py
 
 # The whole suite as CI runs it, on a fresh clone, three times (about 15 minutes).
 bench-suite: $(STAMP)

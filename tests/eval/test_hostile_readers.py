@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,10 +80,10 @@ def test_the_depth_scan_is_cheap_on_a_long_legitimate_line(tmp_path: Path) -> No
     entries = [{"doc_id": f"d{i}", "score": 1.0 / (i + 1)} for i in range(300_000)]
     path = tmp_path / "long.jsonl"
     path.write_text(json.dumps({"qid": "q1", "docs": entries}) + "\n")
-    started = time.monotonic()
     frame, _ = read_jsonl_run(path)
+    # How fast: benchmarks/bomb_refusal.py times this very read (linear, about a second).
     assert frame.height == 300_000
-    assert time.monotonic() - started < 10
+    assert frame["doc_id"][299_999] == "d299999"
 
 
 def test_a_corpus_deeper_than_the_bound_names_the_line(tmp_path: Path) -> None:

@@ -49,7 +49,9 @@ def tracker_settings(settings: Settings, fake: tuple[str, Tracker]) -> Settings:
             "linear_token": SecretStr(TOKEN),
             "webhook_secret": SecretStr(SECRET),
             "public_url": "http://misstriage.test",
-            "export_timeout_seconds": 0.5,
+            # The product's request timeout: a loaded machine can take over a second to answer
+            # on loopback. The timeout tests give their Sender a short one of their own.
+            "export_timeout_seconds": 10.0,
             "export_max_wait_seconds": 1.0,
         }
     )

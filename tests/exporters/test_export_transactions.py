@@ -44,9 +44,9 @@ def export_while_paused(
     while not tracker.requests and time.monotonic() < deadline:
         time.sleep(0.01)
     assert tracker.requests, "the export never reached the tracker"
-    started = time.monotonic()
     result["check"] = check()
-    result["check_seconds"] = time.monotonic() - started
+    # The check came back while the tracker still held the request (not after it answered).
+    result["export_done_during_check"] = "outcome" in result
     thread.join(30)
     assert not thread.is_alive()
     return result
@@ -121,7 +121,7 @@ def test_no_transaction_open_during_a_tracker_call(
 
     result = export_while_paused(engine, tracker_settings, labelled, tracker, check)
     assert result["check"] == expected
-    assert result["check_seconds"] < PAUSE / 2  # at once, not after the tracker answered
+    assert result["export_done_during_check"] is False  # at once, not after the tracker answered
     assert_recorded_once(engine, tracker_settings, labelled, tracker, result["outcome"])
     if engine.dialect.name == "sqlite":
         with Session(engine) as session:
