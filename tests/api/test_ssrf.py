@@ -207,7 +207,7 @@ def test_send_time_check_refuses_a_url_stored_while_allowed(
         )
         session.add(WebhookDelivery(golden_set_id=row.id, event="miss.labelled", payload={}))
         session.commit()
-        sender = Sender(timeout=2, attempts=3, max_wait=0.1)
+        sender = Sender(timeout=10, attempts=3, max_wait=0.1)
         delivered = events.deliver_pending(
             session=session, secret=SECRET, sender=sender, allow_local=False
         )
@@ -251,7 +251,7 @@ def test_redirects_are_not_followed(fake: tuple[str, Tracker]) -> None:
 
     request = signed(f"{base}/hook", SECRET, "miss.labelled", {}, "k")
     with client(allow_local=True) as open_client, pytest.raises(TrackerError) as failed:
-        Sender(timeout=2, attempts=2, max_wait=0.1).send(open_client, request)
+        Sender(timeout=10, attempts=2, max_wait=0.1).send(open_client, request)
     assert "redirects are not followed" in str(failed.value)
     assert len(tracker.requests) == 1  # the redirect was not followed anywhere
 
@@ -270,7 +270,7 @@ def test_a_stored_url_with_credentials_is_refused_at_send_time(
         session.add(row)
         session.add(WebhookDelivery(golden_set_id=row.id, event="miss.labelled", payload={}))
         session.commit()
-        sender = Sender(timeout=2, attempts=2, max_wait=0.1)
+        sender = Sender(timeout=10, attempts=2, max_wait=0.1)
         assert (
             events.deliver_pending(session=session, secret=SECRET, sender=sender, allow_local=True)
             == 0

@@ -107,7 +107,7 @@ def test_failures_are_logged_without_secret_or_body(
         sent = events.deliver_pending(
             session=session,
             secret=SECRET,
-            sender=Sender(timeout=2, attempts=1, max_wait=0.1),
+            sender=Sender(timeout=10, attempts=1, max_wait=0.1),
             allow_local=True,
         )
     assert sent == 0

@@ -23,7 +23,7 @@ def deliver(engine: Engine) -> int:
         return events.deliver_pending(
             session=session,
             secret=SECRET,
-            sender=Sender(timeout=2, attempts=2, max_wait=0.1),
+            sender=Sender(timeout=10, attempts=2, max_wait=0.1),
             allow_local=True,  # the fake receiver is on 127.0.0.1
         )
 
