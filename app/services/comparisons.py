@@ -109,17 +109,26 @@ def run_board(
     gain: Gain,
     cost_ms: float | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
+    all_judged_queries: bool = False,
 ) -> RunBoard:
     """Every run of ``golden`` evaluated at (k, depth) with ``gain`` (its depth curve at the
     default depths too), with the reranker checks of each pair of runs; with a reranking cost
     per candidate ``cost_ms``, each run's depth advisor over the curve at the default depths
-    (the smallest depth within ``tolerance`` of its best recall)."""
+    (the smallest depth within ``tolerance`` of its best recall). ``all_judged_queries``:
+    trec_eval ``-c``'s averaging."""
     depths = tuple(sorted({*DEFAULT_DEPTHS, k, depth}))
     runs = list_runs(session=session, golden=golden)
     rows = []
     for run in runs:
         evaluation = evaluate_stored_run(
-            session=session, run=run, golden=golden, k=k, depth=depth, gain=gain, depths=depths
+            session=session,
+            run=run,
+            golden=golden,
+            k=k,
+            depth=depth,
+            gain=gain,
+            depths=depths,
+            all_judged_queries=all_judged_queries,
         )
         triage = next(
             (

@@ -294,8 +294,11 @@ def evaluate_stored_run(
     gain: Gain = Gain.EXP,
     depths: tuple[int, ...] = DEFAULT_DEPTHS,
     thresholds: Thresholds | None = None,
+    all_judged_queries: bool = False,
 ) -> RunEvaluation:
-    """Every measure of a stored run, under the same conventions as ``misstriage evaluate``."""
+    """Every measure of a stored run, under the same conventions as ``misstriage evaluate``
+    (``all_judged_queries``: also average the judged queries without a relevant document, as
+    trec_eval ``-c`` and ``evaluate --all-judged-queries``)."""
     if k < 1 or depth < 1 or any(d < 1 for d in depths):
         raise Invalid("k, depth and depths must be positive integers", code="invalid_cutoff")
     try:
@@ -304,7 +307,12 @@ def evaluate_stored_run(
         raise Invalid(str(exc), code=exc.code) from None
     gold = eval_golden_set(session=session, golden=golden)
     ranked = stored_ranking(session=session, run=run, gold=gold)
-    conventions = Conventions(order=Order(run.order), gain=gain, min_grade=golden.min_grade)
+    conventions = Conventions(
+        order=Order(run.order),
+        gain=gain,
+        min_grade=golden.min_grade,
+        all_judged_queries=all_judged_queries,
+    )
     return evaluate_run(
         gold,
         ranked,

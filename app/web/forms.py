@@ -73,6 +73,16 @@ class Fields:
             return default
         return value
 
+    def flag(self, name: str, raw: str | None) -> bool:
+        """A checkbox: absent or empty is off; ``true``, ``on`` or ``1`` is on."""
+        text = (raw or "").strip().lower()
+        if text in ("", "false", "off", "0"):
+            return False
+        if text in ("true", "on", "1"):
+            return True
+        self.refuse(name, f"{name} must be true or false, not {_echo(text)!r}")
+        return False
+
     def choice(self, name: str, raw: str | None, kind: type[E], *, default: E) -> E:
         """One of an enumeration's values; empty means ``default``."""
         text = (raw or "").strip()
@@ -96,6 +106,8 @@ class View:
     gain: Gain = Gain.EXP
     cost_ms: float | None = None
     tolerance: float = DEFAULT_TOLERANCE
+    #: trec_eval -c: the judged queries without a relevant document averaged too.
+    all_judged_queries: bool = False
     entered: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -106,9 +118,10 @@ def read_view(
     gain: str | None = None,
     cost_ms: str | None = None,
     tolerance: str | None = None,
+    all_judged_queries: str | None = None,
 ) -> View:
     """Parse the controls; empty means the default (no cost for ``cost_ms``; the depth
-    advisor's ``tolerance`` 0.01 R)."""
+    advisor's ``tolerance`` 0.01 R; ``all_judged_queries`` off, a checkbox)."""
     fields = Fields()
     view = View(
         k=fields.integer("k", k, default=DEFAULT_K, minimum=1, maximum=MAX_CUTOFF),
@@ -118,6 +131,7 @@ def read_view(
         tolerance=fields.number(
             "tolerance", tolerance, default=DEFAULT_TOLERANCE, minimum=0, below=1
         ),
+        all_judged_queries=fields.flag("all_judged_queries", all_judged_queries),
         entered={
             name: (value or "")[:40]
             for name, value in (
@@ -126,6 +140,7 @@ def read_view(
                 ("gain", gain),
                 ("cost_ms", cost_ms),
                 ("tolerance", tolerance),
+                ("all_judged_queries", all_judged_queries),
             )
         },
         errors=fields.errors,

@@ -160,6 +160,7 @@ def _golden_set_page(
         gain=view.gain,
         cost_ms=view.cost_ms,
         tolerance=view.tolerance,
+        all_judged_queries=view.all_judged_queries,
     )
     advice = board.rows[0].cost if board.rows else None
     chart = depth_curve_chart(
@@ -180,6 +181,7 @@ def _golden_set_page(
             "gain": view.gain.value,
             "cost_ms": view.cost_ms,
             "tolerance": view.tolerance,
+            "all_judged_queries": view.all_judged_queries,
             "entered": view.entered,
             "errors": view.errors,
             "chart": chart,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
@@ -66,6 +67,7 @@ def run_page(
         gain=gain,
         depths=(k, depth),
         thresholds=thresholds,
+        all_judged_queries=view.all_judged_queries,
     )
     metrics = run_service.run_metrics(session=session, context=context, evaluation=evaluation)
     rows = query_rows(evaluation, search=q, diagnosis=_diagnosis(diagnosis), sort=sort, desc=desc)
@@ -82,6 +84,17 @@ def run_page(
             "k": k,
             "depth": depth,
             "gain": gain.value,
+            "all_judged_queries": view.all_judged_queries,
+            # the controls every link of the page keeps
+            "view_query": urlencode(
+                {"k": k, "depth": depth, "gain": gain.value}
+                | ({"all_judged_queries": "true"} if view.all_judged_queries else {})
+            ),
+            # the same view under the other averaging (trec_eval -c on or off)
+            "other_averaging": urlencode(
+                {"k": k, "depth": depth, "gain": gain.value}
+                | ({} if view.all_judged_queries else {"all_judged_queries": "true"})
+            ),
             "q": q,
             "diagnosis": diagnosis,
             "sort": sort,

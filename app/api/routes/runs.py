@@ -34,6 +34,8 @@ Cutoff = Annotated[int, Query(ge=1, le=MAX_CUTOFF)]
 CostMs = Annotated[float | None, Query(ge=0, lt=1e6)]
 #: How close to the best recall on the curve the advised depth must be.
 Tolerance = Annotated[float, Query(ge=0, lt=1)]
+#: Average the judged queries without a relevant document too (trec_eval -c); off by default.
+AllJudgedQueries = Annotated[bool, Query()]
 
 
 def _depths(depths: str | None) -> tuple[int, ...]:
@@ -67,13 +69,16 @@ def run_metrics(
     depths: str | None = None,
     cost_ms: CostMs = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
+    all_judged_queries: AllJudgedQueries = False,
 ) -> RunMetrics:
     """Recall@k, recall@depth, nDCG@k (macro and micro), the depth curve and the misses at
     depth, with the conventions they were computed under; with duplicate clusters,
     unique-clusters@k (median, share of queries with 4 or fewer) and cluster-recall@k; with
     ``cost_ms`` (reranking cost per candidate), the depth advisor: the cost at every depth of
     the curve, the recall per added ms and the smallest depth within ``tolerance`` of the best
-    recall (``cost``, null without a cost)."""
+    recall (``cost``, null without a cost). ``all_judged_queries=true`` also averages the
+    judged queries without a relevant document, as trec_eval ``-c`` (``conventions`` says
+    which)."""
     context = service.run_context(session=session, run_id=run_id)
     evaluation = service.evaluate_stored_run(
         session=session,
@@ -83,6 +88,7 @@ def run_metrics(
         depth=depth,
         gain=gain,
         depths=_depths(depths),
+        all_judged_queries=all_judged_queries,
     )
     return service.run_metrics(
         session=session,
@@ -103,9 +109,11 @@ def run_queries(
     gain: Gain = Gain.EXP,
     page: Page = 1,
     per_page: PerPage = DEFAULT_PER_PAGE,
+    all_judged_queries: AllJudgedQueries = False,
 ) -> PageOf[QueryRow]:
     """Per-query rows: R@k, R@depth, nDCG@k, the candidate-ideal diagnostic, misses and the
-    diagnosis."""
+    diagnosis (with ``all_judged_queries=true``, the judged queries without a relevant
+    document too)."""
     context = service.run_context(session=session, run_id=run_id)
     evaluation = service.evaluate_stored_run(
         session=session,
@@ -116,6 +124,7 @@ def run_queries(
         gain=gain,
         depths=(k, depth),
         thresholds=Thresholds(),
+        all_judged_queries=all_judged_queries,
     )
     return paged(query_rows(evaluation), page, per_page)
 
