@@ -33,19 +33,27 @@ which a coefficient is undefined is left out of its interval (see the bootstrap 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import krippendorff
 import numpy as np
-from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 from app.eval import agreement_bootstrap as boot
 from app.eval.agreement_bootstrap import FloatArray, IntArray
+from app.eval.agreement_table import LabelTable, ReviewerId, Unit, UnitId, tabulate, tally
 
-UnitId = int | str
-ReviewerId = int | str
+__all__ = [
+    "Agreement",
+    "CauseAgreement",
+    "Confusion",
+    "Estimate",
+    "ReviewerAgreement",
+    "ReviewerId",
+    "Unit",
+    "UnitId",
+    "measure_agreement",
+]
 
 NO_UNITS = "no unit has labels from two reviewers"
 ONE_CATEGORY = "every label is the same cause: chance agreement is 1, the coefficient is 0/0"
@@ -54,15 +62,6 @@ NOT_TWO_REVIEWERS = "Cohen's kappa compares exactly two reviewers; {count} label
 NO_COMMON_UNITS = "the two reviewers labelled no unit in common"
 NO_FINAL_LABELS = "no unit this reviewer labelled has a final label"
 NO_RESAMPLES = "no resamples were asked for"
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One miss: its reviewers' labels (``None``: no label) and its final label, if any."""
-
-    unit_id: UnitId
-    labels: Mapping[ReviewerId, str | None]
-    final: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +138,11 @@ class Agreement:
     confidence: float
     resamples: int
     seed: int
-    #: Per cause, by name (the same objects as ``per_cause``).
-    by_cause: Mapping[str, CauseAgreement] = field(default_factory=dict)
+
+    @property
+    def by_cause(self) -> dict[str, CauseAgreement]:
+        """``per_cause`` by the cause's name."""
+        return {cause.category: cause for cause in self.per_cause}
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,21 +172,8 @@ def measure_agreement(
         raise ValueError(f"resamples must be 0 or more, not {resamples}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
-    labelled = [
-        {reviewer: label for reviewer, label in unit.labels.items() if label is not None}
-        for unit in units
-    ]
-    reviewers = tuple(dict.fromkeys(r for labels in labelled for r in labels))
-    observed = {label for labels in labelled for label in labels.values()}
-    observed |= {unit.final for unit in units if unit.final is not None}
-    order = tuple(dict.fromkeys([*categories, *sorted(observed - set(categories))]))
-    index = {category: position for position, category in enumerate(order)}
-    width = max(len(order), 1)
-
-    counts = np.zeros((len(units), width), dtype=np.int64)
-    for row, labels in enumerate(labelled):
-        for label in labels.values():
-            counts[row, index[label]] += 1
+    table = tabulate(units, categories)
+    order, width, counts = table.categories, max(len(table.categories), 1), table.counts
     ratings = counts.sum(axis=1)
     compared = ratings >= 2
     fleiss_ratings = _modal_ratings(ratings[compared])
@@ -198,7 +187,7 @@ def measure_agreement(
 
     pairable = sample(counts[compared])
     fleiss_sample = sample(counts[fleiss_rows])
-    pairs, cohen_reason = _cohen_pairs(labelled, reviewers, index)
+    pairs, cohen_reason = _cohen_pairs(table.matrix)
     cohen_sample = sample(pairs)
 
     def estimates(position: int | None) -> tuple[Estimate, Estimate, Estimate, Estimate]:
@@ -223,31 +212,28 @@ def measure_agreement(
     return Agreement(
         units=len(units),
         compared_units=int(compared.sum()),
-        reviewers=reviewers,
-        reviewers_per_unit=dict(sorted(Counter(int(m) for m in ratings).items())),
+        reviewers=table.reviewers,
+        reviewers_per_unit=tally(ratings),
         categories=order,
         percent_agreement=percent,
         cohen_kappa=cohen,
         fleiss_kappa=fleiss,
         fleiss_ratings=fleiss_ratings,
-        fleiss_units=tuple(u.unit_id for u, used in zip(units, fleiss_rows, strict=True) if used),
+        fleiss_units=tuple(units[int(row)].unit_id for row in np.flatnonzero(fleiss_rows)),
         krippendorff_alpha=alpha,
         per_cause=tuple(per_cause),
         confusion=_confusion(order, counts[compared]),
-        per_reviewer=_per_reviewer(units, labelled, reviewers, index, width),
+        per_reviewer=_per_reviewer(table, width),
         confidence=confidence,
         resamples=resamples,
         seed=seed,
-        by_cause={cause.category: cause for cause in per_cause},
     )
 
 
 def _modal_ratings(ratings: IntArray) -> int | None:
     """The most common number of labels among compared units (a tie: the larger number)."""
-    if ratings.size == 0:
-        return None
-    tally = Counter(int(m) for m in ratings)
-    return max(tally, key=lambda m: (tally[m], m))
+    counted = tally(ratings)
+    return max(counted, key=lambda m: (counted[m], m)) if counted else None
 
 
 def _same(rows: IntArray) -> IntArray:
@@ -279,6 +265,10 @@ def _percent(rows: IntArray) -> float:
 
 
 def _fleiss(rows: IntArray) -> float:
+    # Imported here, not at the top: statsmodels brings pandas and scipy, seconds of start-up
+    # that every process of the app would pay, though only the agreement figures need them.
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
     return float(fleiss_kappa(rows, method="fleiss"))
 
 
@@ -317,28 +307,19 @@ def _estimate(
     return Estimate(point(rows), interval.ci, units, interval.reason, interval.defined)
 
 
-def _cohen_pairs(
-    labelled: Sequence[Mapping[ReviewerId, str]],
-    reviewers: tuple[ReviewerId, ...],
-    index: Mapping[str, int],
-) -> tuple[IntArray, str | None]:
+def _cohen_pairs(matrix: IntArray) -> tuple[IntArray, str | None]:
     """(first reviewer's, second reviewer's) label indices on the units both labelled."""
-    if len(reviewers) != 2:
-        return np.zeros((0, 2), dtype=np.int64), NOT_TWO_REVIEWERS.format(count=len(reviewers))
-    first, second = reviewers
-    pairs = [
-        (index[labels[first]], index[labels[second]])
-        for labels in labelled
-        if first in labels and second in labels
-    ]
-    if not pairs:
-        return np.zeros((0, 2), dtype=np.int64), NO_COMMON_UNITS
-    return np.asarray(pairs, dtype=np.int64), None
+    if matrix.shape[1] != 2:
+        return np.zeros((0, 2), dtype=np.int64), NOT_TWO_REVIEWERS.format(count=matrix.shape[1])
+    pairs = matrix[(matrix >= 0).all(axis=1)]
+    return pairs, None if pairs.shape[0] else NO_COMMON_UNITS
 
 
 def _cohen(pairs: IntArray, kinds: int) -> float:
     table = np.zeros((kinds, kinds), dtype=np.float64)
     np.add.at(table, (pairs[:, 0], pairs[:, 1]), 1.0)
+    from statsmodels.stats.inter_rater import cohens_kappa  # (see _fleiss)
+
     return float(cohens_kappa(table, return_results=False))
 
 
@@ -374,38 +355,24 @@ def _confusion(order: tuple[str, ...], rows: IntArray) -> Confusion:
     return Confusion(order, tuple(tuple(int(c) for c in row) for row in cells), pairs)
 
 
-def _per_reviewer(
-    units: Sequence[Unit],
-    labelled: Sequence[Mapping[ReviewerId, str]],
-    reviewers: tuple[ReviewerId, ...],
-    index: Mapping[str, int],
-    width: int,
-) -> tuple[ReviewerAgreement, ...]:
+def _per_reviewer(table: LabelTable, width: int) -> tuple[ReviewerAgreement, ...]:
     """Each reviewer's labels against the final labels of the units they labelled."""
     answers = []
-    for reviewer in reviewers:
-        own = [
-            (labels[reviewer], unit.final)
-            for unit, labels in zip(units, labelled, strict=True)
-            if reviewer in labels
-        ]
-        pairs = np.asarray(
-            [(index[label], index[final]) for label, final in own if final is not None],
-            dtype=np.int64,
-        ).reshape(-1, 2)
-        compared = pairs.shape[0]
-        equal = int((pairs[:, 0] == pairs[:, 1]).sum())
+    for column, reviewer in enumerate(table.reviewers):
+        own = table.matrix[:, column]
+        labelled = int((own >= 0).sum())
+        against = (own >= 0) & (table.finals >= 0)
+        pairs = np.stack([own[against], table.finals[against]], axis=1)
+        compared, equal = pairs.shape[0], int((pairs[:, 0] == pairs[:, 1]).sum())
         if compared == 0:
-            answers.append(ReviewerAgreement(reviewer, len(own), 0, 0, None, None, NO_FINAL_LABELS))
-        elif np.unique(pairs).size < 2:
+            answers.append(ReviewerAgreement(reviewer, labelled, 0, 0, None, None, NO_FINAL_LABELS))
+            continue
+        share = equal / compared
+        if np.unique(pairs).size < 2:
             answers.append(
-                ReviewerAgreement(
-                    reviewer, len(own), compared, equal, equal / compared, None, ONE_CATEGORY
-                )
+                ReviewerAgreement(reviewer, labelled, compared, equal, share, None, ONE_CATEGORY)
             )
         else:
             kappa = _cohen(pairs, width)
-            answers.append(
-                ReviewerAgreement(reviewer, len(own), compared, equal, equal / compared, kappa)
-            )
+            answers.append(ReviewerAgreement(reviewer, labelled, compared, equal, share, kappa))
     return tuple(answers)

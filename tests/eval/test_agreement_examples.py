@@ -8,6 +8,8 @@ published figure (to its printed precision) and the exact value of the textbook 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -289,3 +291,14 @@ def test_each_reviewer_against_the_final_labels() -> None:
 def test_bad_settings_are_refused(resamples: int, confidence: float) -> None:
     with pytest.raises(ValueError, match="must be"):
         measure_agreement([], resamples=resamples, confidence=confidence)
+
+
+def test_importing_the_module_leaves_statsmodels_unloaded() -> None:
+    """statsmodels (with pandas and scipy) is seconds of start-up: loaded when measured only."""
+    probe = (
+        "import sys, app.eval.agreement; print(sorted({'statsmodels', 'scipy'} & set(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"
