@@ -139,8 +139,12 @@ def resampled(draw: st.DrawFn) -> tuple[list[list[str]], list[int]]:
     return units, drawn if sum(drawn) else [1] * len(units)
 
 
+def as_counts_in(causes: Sequence[str], units: Sequence[Sequence[str]]) -> np.ndarray:
+    return np.asarray([[labels.count(c) for c in causes] for labels in units], dtype=np.int64)
+
+
 def as_counts(units: Sequence[Sequence[str]]) -> np.ndarray:
-    return np.asarray([[labels.count(c) for c in CAUSES] for labels in units], dtype=np.int64)
+    return as_counts_in(CAUSES, units)
 
 
 @settings(max_examples=150, deadline=None)
@@ -180,3 +184,79 @@ def test_patterns_are_the_distinct_rows_in_order_with_their_shares(rows: list[li
     expected, counts = np.unique(table, axis=0, return_counts=True)
     assert distinct.tolist() == expected.tolist()
     assert shares.tolist() == pytest.approx((counts / len(rows)).tolist(), abs=TOLERANCE)
+
+
+def replicate_tables(rows: np.ndarray, resamples: int, seed: int) -> list[list[int]]:
+    """The module's own draws (same patterns, same generator): per replicate, how often each
+    distinct row of ``rows`` was drawn; the test rebuilds each resampled table itself."""
+    _, shares = boot.patterns(rows)
+    return boot.draws(shares, rows.shape[0], resamples, seed).tolist()
+
+
+def percentile(values: list[Fraction | None], confidence: float) -> tuple[float, float] | None:
+    defined = [float(v) for v in values if v is not None]
+    if len(defined) < len(values) / 2:
+        return None
+    low, high = np.quantile(defined, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize("seed", [0, 11])
+def test_each_interval_is_the_percentile_of_the_textbook_on_each_resampled_table(
+    seed: int,
+) -> None:
+    """End to end: the interval of every coefficient, overall and per cause, equals the
+    percentiles of the textbook formula over the resampled tables the seed draws."""
+    causes = CAUSES[:3]
+    units = [
+        Unit(n, {"ana": causes[n % 3], "ben": causes[(n * n) % 3 if n % 4 == 0 else n % 3]})
+        for n in range(40)
+    ]
+    resamples, confidence = 25, 0.9
+    result = measure_agreement(units, resamples=resamples, seed=seed, confidence=confidence)
+    order = list(result.categories)
+    counts = as_counts_in(order, [list(u.labels.values()) for u in units])
+    distinct, _ = boot.patterns(counts)
+    pair_rows = np.asarray(
+        [[order.index(u.labels["ana"]), order.index(u.labels["ben"])] for u in units]
+    )
+    pair_patterns, _ = boot.patterns(pair_rows)
+    tables = [
+        [
+            [order[c] for c, n in enumerate(p) for _ in range(n)]
+            for p, w in zip(distinct.tolist(), draw, strict=True)
+            for _ in range(w)
+        ]
+        for draw in replicate_tables(counts, resamples, seed)
+    ]
+    pair_tables = [
+        [
+            (order[a], order[b])
+            for (a, b), w in zip(pair_patterns.tolist(), draw, strict=True)
+            for _ in range(w)
+        ]
+        for draw in replicate_tables(pair_rows, resamples, seed)
+    ]
+
+    def same(ci: tuple[float, float] | None, expected: tuple[float, float] | None) -> None:
+        assert (ci is None) == (expected is None)
+        if ci is not None and expected is not None:
+            assert ci == pytest.approx(expected, abs=TOLERANCE)
+
+    same(result.percent_agreement.ci, percentile([percent(t) for t in tables], confidence))
+    same(result.krippendorff_alpha.ci, percentile([alpha(t) for t in tables], confidence))
+    same(result.fleiss_kappa.ci, percentile([fleiss(t) for t in tables], confidence))
+    same(result.cohen_kappa.ci, percentile([cohen(t) for t in pair_tables], confidence))
+    for cause in result.per_cause:
+        binary = [one_vs_rest(t, cause.category) for t in tables]
+        same(cause.percent_agreement.ci, percentile([percent(t) for t in binary], confidence))
+        same(cause.krippendorff_alpha.ci, percentile([alpha(t) for t in binary], confidence))
+        same(cause.fleiss_kappa.ci, percentile([fleiss(t) for t in binary], confidence))
+        coded = [
+            [
+                ("yes" if a == cause.category else "no", "yes" if b == cause.category else "no")
+                for a, b in t
+            ]
+            for t in pair_tables
+        ]
+        same(cause.cohen_kappa.ci, percentile([cohen(t) for t in coded], confidence))

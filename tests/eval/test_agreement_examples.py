@@ -132,10 +132,13 @@ def test_wikipedia_krippendorff_example_gives_alpha_691() -> None:
 @pytest.mark.parametrize(
     ("cells", "published", "exact"),
     [
-        # Wikipedia, "Cohen's kappa", simple example: 50 grant proposals, readers A and B;
-        # (yes, yes) 20, (yes, no) 5, (no, yes) 10, (no, no) 15: p_o 0.7, p_e 0.5, kappa 0.4.
+        # Wikipedia, "Cohen's kappa", simple example (also worked on howcodex.com's "Cohen's
+        # kappa coefficient" page): 50 grant proposals, readers A and B; (yes, yes) 20,
+        # (yes, no) 5, (no, yes) 10, (no, no) 15: p_o 0.7, p_e 0.5, kappa 0.4.
         ((20, 5, 10, 15), 0.4, Fraction(2, 5)),
-        # The same article, "same percentages but different numbers": 0.1304 and 0.2593.
+        # Two tables with the same p_o = 0.6 and other marginals, worked by hand (kappa's
+        # dependence on the marginals): p_e = .6 x .7 + .4 x .3 = .54, kappa = .06 / .46 = 3/23;
+        # p_e = .6 x .3 + .4 x .7 = .46, kappa = .14 / .54 = 7/27.
         ((45, 15, 25, 15), 0.1304, Fraction(3, 23)),
         ((25, 35, 5, 35), 0.2593, Fraction(7, 27)),
     ],
