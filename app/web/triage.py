@@ -338,7 +338,7 @@ def _miss_page(
     error_code: str | None = None,
 ) -> HTMLResponse:
     miss, ctx = triage_service.miss_context(session=session, miss_id=miss_id)
-    events = queue.audit_trail(session=session, miss_id=miss.id)
+    events = queue.audit_trail(session=session, miss_id=miss.id, viewer=principal.user)
     return render(
         request,
         "miss.html",

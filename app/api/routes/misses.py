@@ -1,4 +1,4 @@
-"""/api/v1/misses/{id}: renew, release, skip, label, and the audit trail."""
+"""/api/v1/misses/{id}: renew, release, skip, label, adjudicate, and the audit trail."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
-from app.services import queue
+from app.services import adjudication, queue
 from app.services.paging import DEFAULT_PER_PAGE
 from app.services.triages import causes_of_miss
 
@@ -83,6 +83,25 @@ def label(
     )
 
 
+@router.post("/{miss_id}/adjudicate", response_model=MissPublic)
+def adjudicate(
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: LabelBody
+) -> MissPublic:
+    """The final label of a disputed miss: needs the caller's adjudication lease (a lead's
+    needs none) and the current version; 409 ``stale_version`` (the attempt kept in the audit
+    trail) or ``not_disputed``; 403 ``adjudicator_required`` for reviewers without the flag."""
+    return adjudication.adjudicate(
+        session=session,
+        miss_id=miss_id,
+        user=principal.user,
+        category=body.category,
+        note=body.note,
+        version=body.version,
+        causes=causes_of_miss(session=session, miss_id=miss_id),
+        now=clock.now(),
+    )
+
+
 @router.get("/{miss_id}/events", response_model=PageOf[LabelEventPublic])
 def events(
     session: SessionDep,
@@ -92,4 +111,6 @@ def events(
     per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[LabelEventPublic]:
     """The audit trail of the miss, oldest first."""
-    return queue.audit_page(session=session, miss_id=miss_id, page=page, per_page=per_page)
+    return queue.audit_page(
+        session=session, miss_id=miss_id, page=page, per_page=per_page, viewer=principal.user
+    )
