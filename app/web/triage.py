@@ -99,6 +99,7 @@ def _dashboard(
             "labelled": triage.misses - summary.unlabelled - summary.covered,
             "queued": triage.misses - summary.covered,
             "is_lead": principal.role.allows_lead,
+            "adjudicates": principal.user.adjudicates,
             "miss_url": miss_url_prefix(request),
             "trackers": list(Tracker),
             "tracker_names": {t: REGISTRY[t].title for t in Tracker},
