@@ -114,6 +114,9 @@ def test_overlap_blind_labels_and_adjudication(
     assert summary["closure"] == (
         "1 + 0 + 0 = 1 of 1 miss accounted for: the categories close; 1 adjudicated"
     )
+    backlog = client.get(f"{base}/backlog?format=json", headers=ann).json()
+    assert (backlog["final"], backlog["adjudication"]) == (summary["final"], 0)
+    assert backlog["closure"] == summary["closure"]
     # Resolved: everyone may read the whole trail now.
     actions = [e["action"] for e in client.get(f"{url}/events", headers=ann).json()["items"]]
     assert actions == ["review", "refused", "review", "dispute", "conflict", "adjudicate"]
