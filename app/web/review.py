@@ -252,7 +252,8 @@ def review_label(
             status=exc.status,
             error_code=exc.code,
         )
-    saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {labelled.category}."
+    # your own label (with double review the miss's final label may not be decided yet)
+    saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {shown}."
     return _card(
         request,
         session,

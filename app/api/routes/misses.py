@@ -70,7 +70,10 @@ def label(
 ) -> MissPublic:
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
-    log."""
+    log. With double review (the miss's ``reviewers`` > 1) it is the caller's own, blind
+    label (``cant-tell`` allowed; 409 ``already_reviewed`` for a second one): the miss gets
+    its final label when the last reviewer agrees, else it goes to adjudication
+    (``state`` ``disputed``)."""
     return queue.label(
         session=session,
         miss_id=miss_id,

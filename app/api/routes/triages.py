@@ -93,7 +93,9 @@ def claim(
     principal: ReviewerDep,
     triage_id: Id,
 ) -> MissPublic | Response:
-    """The next miss for the caller, leased to them; 204 when nothing is left."""
+    """The next miss for the caller, leased to them; 204 when nothing is left. With double
+    review, a miss is offered to distinct reviewers until it has its labels, and never again
+    to one who labelled it."""
     triage = service.get_triage(session=session, triage_id=triage_id)
     miss = queue.claim(
         session=session,
