@@ -97,35 +97,38 @@ def current(session: Session, triage: Triage, user: User, now: datetime) -> Miss
 def _current(
     session: Session, triage: Triage, user: User, now: datetime
 ) -> tuple[Miss, Review | None] | None:
-    found = session.exec(
-        select(Miss, Review)
-        .join(
-            Review,
-            and_(col(Review.miss_id) == col(Miss.id), col(Review.reviewer_id) == user.id),
-            isouter=True,
-        )
+    # two index-backed lookups (the caller's single-review lease: ix_miss_queue; their
+    # overlap leases: ix_review_triage) rather than one OR across both tables
+    single = session.exec(
+        select(Miss)
         .where(
             Miss.triage_id == triage.id,
             Miss.state == MissState.OPEN.value,
-            or_(
-                and_(
-                    col(Miss.reviewers) == 1,
-                    col(Miss.lease_holder_id) == user.id,
-                    col(Miss.lease_expires_at) > now,
-                ),
-                and_(
-                    col(Miss.reviewers) > 1,
-                    col(Review.id).is_not(None),
-                    col(Review.category).is_(None),
-                    col(Review.lease_expires_at) > now,
-                ),
-            ),
+            Miss.lease_holder_id == user.id,
+            col(Miss.lease_expires_at) > now,
+            col(Miss.reviewers) == 1,
         )
         .order_by(col(Miss.position))
         .limit(1)
         .execution_options(populate_existing=True)
     ).first()
-    return None if found is None else (found[0], found[1])
+    double = session.exec(
+        select(Miss, Review)
+        .join(Review, col(Review.miss_id) == col(Miss.id))
+        .where(
+            Review.triage_id == triage.id,
+            Review.reviewer_id == user.id,
+            col(Review.category).is_(None),
+            col(Review.lease_expires_at) > now,
+            Miss.state == MissState.OPEN.value,
+        )
+        .order_by(col(Miss.position))
+        .limit(1)
+        .execution_options(populate_existing=True)
+    ).first()
+    if double is not None and (single is None or double[0].position < single.position):
+        return double[0], double[1]
+    return None if single is None else (single, None)
 
 
 def claim(
