@@ -202,7 +202,8 @@ def claim(
         reviews = reviews_of(session, candidate.id)
         mine = _mine(reviews, user)
         labelled = mine is not None and mine.category is not None
-        if labelled or _taken_by_others(reviews, user, now) >= candidate.reviewers:
+        full = _taken_by_others(reviews, user, now) >= candidate.reviewers
+        if labelled or full or candidate.state != MissState.OPEN.value:
             passed.append(candidate.id)
             continue
         if mine is None:
