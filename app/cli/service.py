@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import click
 from sqlmodel import Session, select
 
+from app.cli.params import FiniteFloatRange
 from app.db import make_engine
 from app.eval import InputError, Order
 from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K, CutoffError, check_cutoffs
@@ -24,7 +25,7 @@ from app.models import GoldenSet, Role
 from app.models.exports import ExportAction
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
-from app.models.triage_public import TriagePublic
+from app.models.triage_public import Overlap, TriagePublic
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services import triages as triage_service
@@ -142,11 +143,16 @@ def db_upgrade() -> None:
 @click.option("--email", required=True)
 @click.option("--password", required=True, prompt=True, hide_input=True)
 @click.option("--role", type=click.Choice([r.value for r in Role]), required=True)
-def create_user(email: str, password: str, role: str) -> None:
+@click.option("--adjudicator", is_flag=True, help="May decide disputed double-review misses.")
+def create_user(email: str, password: str, role: str, adjudicator: bool) -> None:
     """Create an account (exit 1 if the email exists)."""
     with database() as session:
         user = user_service.create_user(
-            session=session, email=email, password=password, role=Role(role)
+            session=session,
+            email=email,
+            password=password,
+            role=Role(role),
+            adjudicator=adjudicator,
         )
     click.echo(f"created {user.role} {user.email}", err=True)
 
@@ -259,9 +265,33 @@ def import_run(
 @click.option("--run", "run_id", required=True, type=ROW_ID)
 @click.option("--depth", default=DEFAULT_DEPTH, show_default=True, type=click.IntRange(min=1))
 @click.option("--k", default=DEFAULT_K, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--reviewers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 3),
+    help="Distinct reviewers per sampled miss (double review).",
+)
+@click.option(
+    "--fraction",
+    default=1.0,
+    show_default=True,
+    type=FiniteFloatRange(0.0, 1.0),
+    help="Share of the misses sampled for double review, stratified by the hints.",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, INT32_MAX),
+    help="The sample's seed.",
+)
 @output_option
-def triage(run_id: int, depth: int, k: int, output: str) -> None:
-    """Create a triage: every miss of the run at the depth, on a work queue."""
+def triage(
+    run_id: int, depth: int, k: int, reviewers: int, fraction: float, seed: int, output: str
+) -> None:
+    """Create a triage: every miss of the run at the depth, on a work queue; with
+    ``--reviewers`` 2 or 3, a sample (``--fraction``, ``--seed``) gets that many reviewers."""
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
@@ -270,7 +300,13 @@ def triage(run_id: int, depth: int, k: int, output: str) -> None:
         context = run_service.run_context(session=session, run_id=run_id)
         run = context.run
         created = triage_service.create_triage(
-            session=session, run=run, golden=context.golden, depth=depth, k=k, user=None
+            session=session,
+            run=run,
+            golden=context.golden,
+            depth=depth,
+            k=k,
+            user=None,
+            overlap=Overlap(reviewers=reviewers, fraction=fraction, seed=seed),
         )
     _emit(
         TriagePublic.of(created).model_dump(mode="json"),

@@ -5,6 +5,7 @@ from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import Run, RunHead, RunJudged, RunQuery
 from app.models.triage import (
+    CANT_TELL,
     LABEL_ACTIONS,
     OTHER,
     UNLABELLED,
@@ -12,11 +13,14 @@ from app.models.triage import (
     LabelEvent,
     Miss,
     MissState,
+    Resolution,
+    Review,
     Triage,
 )
 from app.models.users import ApiToken, LoginAttempt, Role, User, UserSession
 
 __all__ = [
+    "CANT_TELL",
     "DEFAULT_CAUSES",
     "LABEL_ACTIONS",
     "OTHER",
@@ -32,6 +36,8 @@ __all__ = [
     "LoginAttempt",
     "Miss",
     "MissState",
+    "Resolution",
+    "Review",
     "Role",
     "Run",
     "RunHead",

@@ -10,6 +10,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -17,6 +18,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlmodel import Field, SQLModel
 
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
     pass
 
 OTHER = "other"
+#: A reviewer's answer in an overlap triage when the evidence does not decide: never a final
+#: label; a miss with one goes to adjudication.
+CANT_TELL = "cant-tell"
 #: The backlog's name for misses not labelled yet (beside the causes, OTHER and covered).
 UNLABELLED = "unlabelled"
 
@@ -36,6 +41,17 @@ class MissState(StrEnum):
     #: A duplicate-cluster mate of the document is in the candidates: the run delivered its
     #: evidence. Off the queue unless a lead includes such misses (they become open).
     COVERED = "covered"
+    #: Every reviewer of an overlap miss has labelled it and they disagree (or one could not
+    #: tell): it waits in the adjudication queue for its final label.
+    DISPUTED = "disputed"
+
+
+class Resolution(StrEnum):
+    """What a final label rests on (``Miss.resolution``; None on a single reviewer's)."""
+
+    SINGLE = "single"
+    AGREED = "agreed"
+    ADJUDICATED = "adjudicated"
 
 
 def shown_cause(state: str, category: str | None) -> str:
@@ -59,6 +75,14 @@ class LabelAction(StrEnum):
     #: A reviewer takes back a miss they skipped: it comes back on their queue.
     TAKE_BACK = "take_back"
     UNDO = "undo"
+    #: One reviewer's label on an overlap miss (``Review``): not final by itself.
+    REVIEW = "review"
+    #: The overlap reviewers agreed: the miss has its final label.
+    AGREE = "agree"
+    #: The overlap reviewers disagreed (or one could not tell): to adjudication.
+    DISPUTE = "dispute"
+    #: An adjudicator (or a lead) gave a disputed or agreed overlap miss its final label.
+    ADJUDICATE = "adjudicate"
     #: Refused attempts, kept so no label is silently lost: a stale version (409), or no
     #: lease / no lead role (403).
     CONFLICT = "conflict"
@@ -88,6 +112,17 @@ class Triage(SQLModel, table=True):
         sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
     )
     closed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    #: Overlap: how many distinct reviewers label each sampled miss (1: every miss has one
+    #: reviewer, as before overlap existed), the sampled fraction and the sample's seed.
+    reviewers: int = Field(
+        default=1, sa_column=Column(Integer, nullable=False, server_default=text("1"))
+    )
+    overlap_fraction: float = Field(
+        default=1.0, sa_column=Column(Float, nullable=False, server_default=text("1.0"))
+    )
+    overlap_seed: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default=text("0"))
+    )
 
 
 class Miss(SQLModel, table=True):
@@ -158,6 +193,42 @@ class Miss(SQLModel, table=True):
     evidence: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     #: The cluster mate in the candidates that makes this miss "covered by a duplicate".
     covered_by: str | None = Field(default=None, sa_column=Column(String(300)))
+    #: How many distinct reviewers label this miss (its triage's overlap when sampled, else 1).
+    reviewers: int = Field(
+        default=1, sa_column=Column(Integer, nullable=False, server_default=text("1"))
+    )
+    #: What the final label rests on for an overlap miss (``Resolution``); None otherwise.
+    resolution: str | None = Field(default=None, sa_column=Column(String(16)))
+
+
+class Review(SQLModel, table=True):
+    """One reviewer's part in an overlap miss: their lease while they read it, then their
+    label (``category`` None until they label). One row per (miss, reviewer): a reviewer
+    never labels one miss twice. Blind: nobody else sees it until the miss is resolved."""
+
+    __tablename__ = "review"
+    __table_args__ = (
+        UniqueConstraint("miss_id", "reviewer_id"),
+        # the agreement seam and per-reviewer figures: a triage's labels by reviewer
+        Index("ix_review_triage", "triage_id", "reviewer_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    miss_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("miss.id", ondelete="CASCADE"), nullable=False)
+    )
+    triage_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("triage.id", ondelete="CASCADE"), nullable=False)
+    )
+    reviewer_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    category: str | None = Field(default=None, sa_column=Column(String(100)))
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    lease_expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class LabelEvent(SQLModel, table=True):

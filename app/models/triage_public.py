@@ -10,7 +10,7 @@ from pydantic import computed_field
 
 from app.models.golden import GoldenSet
 from app.models.runs import Run
-from app.models.triage import LabelEvent, Miss, MissState, Triage, shown_cause
+from app.models.triage import LabelEvent, Miss, MissState, Review, Triage, shown_cause
 from app.readmodel import IsoDateTime, ReadModel, absent_when_none
 
 
@@ -54,6 +54,9 @@ class MissPublic(ReadModel):
     #: The user id holding the miss's lease.
     lease_holder: int | None
     lease_expires_at: IsoDateTime | None
+    #: How many distinct reviewers label the miss (more than one: double review, where
+    #: ``cant-tell`` is a label too); its ``category`` is the final label only.
+    reviewers: int = 1
 
     @property
     def cause(self) -> str:
@@ -77,6 +80,7 @@ class MissPublic(ReadModel):
             covered_by=miss.covered_by,
             lease_holder=miss.lease_holder_id,
             lease_expires_at=miss.lease_expires_at,
+            reviewers=miss.reviewers,
         )
 
 
@@ -113,6 +117,16 @@ class LabelEventPublic(ReadModel):
         return cls.model_validate(event)
 
 
+class Overlap(ReadModel):
+    """How many distinct reviewers label each miss of a triage: ``reviewers`` for a
+    reproducible sample (``fraction`` of the misses, stratified by the hints' suggestion,
+    drawn with ``seed``), one for the rest. The default is one reviewer for every miss."""
+
+    reviewers: int = PydanticField(default=1, ge=1, le=3)
+    fraction: float = PydanticField(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    seed: int = PydanticField(default=0, ge=0, le=2**31 - 1)
+
+
 class TriagePublic(ReadModel):
     """A triage without its counts (creating one, listing a run's triages)."""
 
@@ -122,10 +136,33 @@ class TriagePublic(ReadModel):
     k: int
     misses: int
     created_at: IsoDateTime
+    overlap: Overlap
 
     @classmethod
     def of(cls, triage: Triage) -> TriagePublic:
-        return cls.model_validate(triage)
+        assert triage.id is not None
+        return TriagePublic(
+            id=triage.id,
+            run_id=triage.run_id,
+            depth=triage.depth,
+            k=triage.k,
+            misses=triage.misses,
+            created_at=triage.created_at,
+            overlap=Overlap(
+                reviewers=triage.reviewers,
+                fraction=triage.overlap_fraction,
+                seed=triage.overlap_seed,
+            ),
+        )
+
+
+class FinalCounts(ReadModel):
+    """What the final labels rest on: one reviewer's label, the overlap reviewers' agreement,
+    or an adjudicator's decision."""
+
+    single: int = 0
+    agreed: int = 0
+    adjudicated: int = 0
 
 
 class ClosureReport(ReadModel):
@@ -138,6 +175,10 @@ class ClosureReport(ReadModel):
     unlabelled: int
     #: Misses covered by a duplicate and left off the queue: counted apart, outside closure.
     covered: int
+    #: Of the unlabelled, those whose reviewers disagreed: waiting for adjudication.
+    adjudication: int = 0
+    #: The final labels (the named causes and other) by what they rest on.
+    final: FinalCounts = FinalCounts()
     closes: bool
     #: The closure sentence (``app.services.triages.closure_sentence``).
     closure: str
@@ -150,14 +191,19 @@ class TriageDetail(TriagePublic):
     other: int
     unlabelled: int
     covered: int
+    adjudication: int
+    final: FinalCounts
     closes: bool
     closure: str
 
     @classmethod
     def of_report(cls, triage: Triage, report: ClosureReport) -> TriageDetail:
+        public = TriagePublic.of(triage)
         return cls(
-            **TriagePublic.of(triage).model_dump(),
+            **{name: getattr(public, name) for name in TriagePublic.model_fields},
             **report.model_dump(include={"counts", "other", "unlabelled", "covered"}),
+            adjudication=report.adjudication,
+            final=report.final,
             closes=report.closes,
             closure=report.closure,
         )
@@ -213,3 +259,45 @@ class HintReport(ReadModel):
     @property
     def acceptance(self) -> float | None:
         return self.accepted / self.suggested if self.suggested else None
+
+
+class ReviewPublic(ReadModel):
+    """One reviewer's label on an overlap miss, as the adjudicator sees it beside the others."""
+
+    reviewer: int | None
+    #: The reviewer's email (None once the account is deleted).
+    email: str | None
+    category: str
+    note: str
+    labelled_at: IsoDateTime
+
+    @classmethod
+    def of(cls, review: Review, email: str | None) -> ReviewPublic:
+        assert review.category is not None
+        assert review.labelled_at is not None
+        return cls(
+            reviewer=review.reviewer_id,
+            email=email,
+            category=review.category,
+            note=review.note,
+            labelled_at=review.labelled_at,
+        )
+
+
+class AdjudicationCase(MissPublic):
+    """A disputed miss as the adjudication queue hands it out: the miss (leased to the
+    adjudicator) with every reviewer's label and note."""
+
+    labels: list[ReviewPublic]
+
+
+@dataclass(frozen=True)
+class UnitLabels:
+    """The agreement statistics' unit: one overlap miss with the label each reviewer gave it
+    (``reviewer id -> category``; ``cant-tell`` included), its hints' suggested cause (the
+    stratum) and its final label once resolved (None before)."""
+
+    miss_id: int
+    hint: str | None
+    labels: dict[int, str]
+    final: str | None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Column, ForeignKey, Index, Integer, String
+from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, String, false
 from sqlmodel import Field, SQLModel
 
 from app.models.base import UTCDateTime, utcnow
@@ -39,6 +39,16 @@ class User(SQLModel, table=True):
     role: str = Field(sa_column=Column(String(16), nullable=False))
     is_active: bool = True
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    #: A reviewer who may also give disputed overlap misses their final label (leads may).
+    adjudicator: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+
+    @property
+    def adjudicates(self) -> bool:
+        """Whether the user may claim and decide disputed misses: a lead, or a reviewer
+        with the adjudicator flag."""
+        return self.adjudicator or Role(self.role).allows(Role.LEAD)
 
 
 class ApiToken(SQLModel, table=True):
@@ -99,6 +109,7 @@ class UserPublic(ReadModel):
     email: str
     role: Role
     is_active: bool
+    adjudicator: bool
 
     @classmethod
     def of(cls, user: User) -> UserPublic:

@@ -188,6 +188,8 @@ def as_json(
         "closes": summary.closes,
         "closure": summary.closure,
     }
+    if ctx.triage.reviewers > 1:  # double review: what the final labels rest on
+        head |= {"final": summary.final.model_dump(), "adjudication": summary.adjudication}
     yield json.dumps(head, ensure_ascii=False)[:-1] + ', "causes": ['
     for index, (cause, members) in enumerate(groups.items()):
         prefix = ", " if index else ""

@@ -11,27 +11,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import case, func, or_
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from app.db import writing
-from app.eval.errors import shorten
 from app.models import (
+    CANT_TELL,
     LABEL_ACTIONS,
-    OTHER,
     LabelAction,
     LabelEvent,
     Miss,
     MissState,
-    Role,
     Triage,
     User,
 )
 from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
 from app.services import events as outbox
+from app.services import overlap
+from app.services.audit import (
+    checked_note,
+    is_lead,
+    is_postgres,
+    locked_miss,
+    record_event,
+    snapshot,
+)
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
 from app.services.paging import page_rows
 from app.services.skips import skipped_ids
@@ -40,68 +47,17 @@ from app.services.skips import skipped_ids
 UNDO_LOOKBACK = 50
 
 
-def snapshot(miss: Miss) -> dict[str, Any]:
-    return {
-        "state": miss.state,
-        "category": miss.category,
-        "note": miss.note,
-        "version": miss.version,
-    }
-
-
-def _event(
-    session: Session,
-    miss: Miss,
-    user: User,
-    action: LabelAction,
-    *,
-    now: datetime,
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-    note: str = "",
-) -> None:
-    assert miss.id is not None
-    session.add(
-        LabelEvent(
-            miss_id=miss.id,
-            triage_id=miss.triage_id,
-            user_id=user.id,
-            at=now,
-            action=action,
-            before=before or snapshot(miss),
-            after=after or snapshot(miss),
-            note=note,
-        )
-    )
-
-
-def _is_postgres(session: Session) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
-
-
-def _locked(session: Session, miss_id: int) -> Miss:
-    query = select(Miss).where(Miss.id == miss_id)
-    if _is_postgres(session):
-        query = query.with_for_update()
-    miss = session.exec(query).first()
-    if miss is None:
-        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-    return miss
-
-
 def _holds(miss: Miss, user: User) -> bool:
     """The caller's lease. An expired lease still counts while nobody else has claimed the
     miss: the version check keeps that safe, and a slow reviewer's label is not lost."""
     return miss.state == MissState.OPEN.value and miss.lease_holder_id == user.id
 
 
-def _is_lead(user: User) -> bool:
-    return Role(user.role).allows(Role.LEAD)
-
-
 def current(*, session: Session, triage: Triage, user: User, now: datetime) -> MissPublic | None:
     """The miss the caller holds a live lease on, if any: read only (showing the review page
     claims nothing; ``claim`` does, on a POST)."""
+    if triage.reviewers > 1:
+        return overlap.current(session, triage, user, now)
     held = _current(session, triage, user, now)
     return None if held is None else MissPublic.of(held)
 
@@ -125,7 +81,13 @@ def claim(
 ) -> MissPublic | None:
     """The caller's current miss, or the next unlabelled one whose lease is free or expired
     (queue order: one query's misses together, grade descending), leased to the caller.
-    Misses the caller skipped go to other reviewers. None when nothing is left."""
+    Misses the caller skipped go to other reviewers. None when nothing is left.
+
+    With overlap (``triage.reviewers`` > 1) a sampled miss is offered to distinct reviewers
+    until it has its labels (``app.services.overlap``)."""
+    if triage.reviewers > 1:
+        with writing(session):
+            return overlap.claim(session, triage, user, now, lease)
     with writing(session):
         mine = _current(session, triage, user, now)
         if mine is None:
@@ -141,7 +103,7 @@ def claim(
                 .order_by(col(Miss.position))
                 .limit(1)
             )
-            if _is_postgres(session):
+            if is_postgres(session):
                 query = query.with_for_update(skip_locked=True)
             mine = session.exec(query).first()
         if mine is not None:
@@ -154,13 +116,26 @@ def claim(
 def renew(
     *, session: Session, miss_id: int, user: User, now: datetime, lease: timedelta
 ) -> MissPublic:
+    """Extend the caller's lease on a miss (a review, an overlap review or an adjudication)."""
     with writing(session):
-        miss = _locked(session, miss_id)
-        if not _holds(miss, user):
+        miss = locked_miss(session, miss_id)
+        if miss.reviewers > 1 and miss.state == MissState.OPEN.value:
+            review = overlap.my_review(session, miss, user)
+            if review is None:
+                raise Forbidden("this miss is no longer leased to you", code="lease_not_held")
+            review.lease_expires_at = now + lease
+            session.add(review)
+            return overlap.viewed(miss, review)
+        if not (_holds(miss, user) or _adjudicating(miss, user)):
             raise Forbidden("this miss is no longer leased to you", code="lease_not_held")
         miss.lease_expires_at = now + lease
         session.add(miss)
     return MissPublic.of(miss)
+
+
+def _adjudicating(miss: Miss, user: User) -> bool:
+    """The caller's adjudication lease on a disputed miss."""
+    return miss.state == MissState.DISPUTED.value and miss.lease_holder_id == user.id
 
 
 def label(
@@ -175,17 +150,20 @@ def label(
     now: datetime,
 ) -> MissPublic:
     """Label (or, for a lead, relabel) a miss at its current version."""
-    note = note.strip()
-    if category != OTHER and category not in causes:
-        raise Invalid(
-            f"unknown cause {shorten(category, 100)}: one of {', '.join([*causes, OTHER])}",
-            code="unknown_category",
-        )
-    if category == OTHER and not note:
-        raise Invalid("'other' needs a note saying what the cause is", code="note_required")
+    note = checked_note(category, note, [*causes, CANT_TELL])
     with writing(session):
-        miss = _locked(session, miss_id)
-        refusal = _refusal(miss, user, version)
+        miss = locked_miss(session, miss_id)
+        overlapped = miss.reviewers > 1
+        if category == CANT_TELL and (not overlapped or miss.state != MissState.OPEN.value):
+            raise Invalid(
+                f"{CANT_TELL!r} is for reviewers of a miss with more than one reviewer",
+                code="unknown_category",
+            )
+        refusal = (
+            overlap.refusal(session, miss, user, version, now)
+            if overlapped
+            else _refusal(miss, user, version)
+        )
         if refusal is not None:
             # the refused attempt is kept in the audit log (committed), then answered
             attempt = {
@@ -194,7 +172,9 @@ def label(
                 "note": note,
                 "version": version,
             }
-            _event(session, miss, user, refusal[0], now=now, after=attempt)
+            record_event(session, miss, user, refusal[0], now=now, after=attempt)
+        elif overlapped:
+            overlap.add_label(session, miss, user, category=category, note=note, now=now)
         else:
             relabel = miss.state == MissState.LABELLED
             before = snapshot(miss)
@@ -208,7 +188,7 @@ def label(
             miss.lease_expires_at = None
             session.add(miss)
             action = LabelAction.RELABEL if relabel else LabelAction.LABEL
-            _event(session, miss, user, action, now=now, before=before, note=note)
+            record_event(session, miss, user, action, now=now, before=before, note=note)
             outbox.after_label(session, miss)
     if refusal is not None:
         raise refusal[1]
@@ -225,7 +205,7 @@ def _refusal(miss: Miss, user: User, version: int) -> tuple[LabelAction, Service
             details={"current": snapshot(miss)},
         )
     relabel = miss.state == MissState.LABELLED
-    if _is_lead(user) or (not relabel and _holds(miss, user)):
+    if is_lead(user) or (not relabel and _holds(miss, user)):
         return None
     if relabel:
         return LabelAction.REFUSED, Forbidden(
@@ -237,14 +217,23 @@ def _refusal(miss: Miss, user: User, version: int) -> tuple[LabelAction, Service
 def release(*, session: Session, miss_id: int, user: User, now: datetime) -> MissPublic:
     """Give a miss back to the queue (its holder, or a lead)."""
     with writing(session):
-        miss = _locked(session, miss_id)
-        if not (_holds(miss, user) or (_is_lead(user) and miss.lease_holder_id is not None)):
+        miss = locked_miss(session, miss_id)
+        if miss.reviewers > 1 and miss.state == MissState.OPEN.value:
+            dropped = overlap.give_up(session, miss, None if is_lead(user) else user)
+            if not dropped:
+                raise Forbidden("this miss is not leased to you", code="lease_not_held")
+            for lease in dropped:
+                before = snapshot(miss) | lease
+                record_event(session, miss, user, LabelAction.RELEASE, now=now, before=before)
+            return MissPublic.of(miss)
+        mine = _holds(miss, user) or _adjudicating(miss, user)
+        if not (mine or (is_lead(user) and miss.lease_holder_id is not None)):
             raise Forbidden("this miss is not leased to you", code="lease_not_held")
         before = snapshot(miss) | {"lease_holder": miss.lease_holder_id}
         miss.lease_holder_id = None
         miss.lease_expires_at = None
         session.add(miss)
-        _event(session, miss, user, LabelAction.RELEASE, now=now, before=before)
+        record_event(session, miss, user, LabelAction.RELEASE, now=now, before=before)
     return MissPublic.of(miss)
 
 
@@ -254,13 +243,18 @@ def skip(*, session: Session, miss_id: int, user: User, reason: str, now: dateti
     if not reason:
         raise Invalid("say why you skip this miss", code="reason_required")
     with writing(session):
-        miss = _locked(session, miss_id)
+        miss = locked_miss(session, miss_id)
+        if miss.reviewers > 1 and miss.state == MissState.OPEN.value:
+            if not overlap.give_up(session, miss, user):
+                raise Forbidden("this miss is not leased to you", code="lease_not_held")
+            record_event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
+            return MissPublic.of(miss)
         if not _holds(miss, user):
             raise Forbidden("this miss is not leased to you", code="lease_not_held")
         miss.lease_holder_id = None
         miss.lease_expires_at = None
         session.add(miss)
-        _event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
+        record_event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
     return MissPublic.of(miss)
 
 
@@ -291,7 +285,7 @@ def _undo_latest(
         .limit(UNDO_LOOKBACK)
     ).all()
     for event in events:
-        miss = _locked(session, event.miss_id)
+        miss = locked_miss(session, event.miss_id)
         if miss.version != event.after.get("version"):
             continue  # changed since (undone already, or relabelled by a lead)
         before = snapshot(miss)
@@ -306,32 +300,38 @@ def _undo_latest(
             miss.lease_holder_id = user.id
             miss.lease_expires_at = now + lease
         session.add(miss)
-        _event(session, miss, user, LabelAction.UNDO, now=now, before=before)
+        record_event(session, miss, user, LabelAction.UNDO, now=now, before=before)
         outbox.after_label(session, miss)
         return miss
     return None
 
 
-def audit_trail(*, session: Session, miss_id: int) -> list[LabelEventPublic]:
-    """Every event of a miss, oldest first. 404 ``miss_not_found``."""
-    if session.get(Miss, miss_id) is None:
-        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-    return [
-        LabelEventPublic.of(e)
-        for e in session.exec(
-            select(LabelEvent).where(LabelEvent.miss_id == miss_id).order_by(col(LabelEvent.id))
-        )
-    ]
-
-
-def audit_page(
-    *, session: Session, miss_id: int, page: int, per_page: int
-) -> PageOf[LabelEventPublic]:
-    """One page of a miss's audit trail, oldest first, in the API's list shape."""
+def _trail(session: Session, miss_id: int, viewer: User | None) -> SelectOfScalar[LabelEvent]:
+    """A miss's events, oldest first. Blind review: until an overlap miss has its final
+    label, a ``viewer`` who is not a lead or an adjudicator sees their own events only."""
     miss = session.get(Miss, miss_id)
     if miss is None:
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
     query = select(LabelEvent).where(LabelEvent.miss_id == miss_id).order_by(col(LabelEvent.id))
+    blind = miss.reviewers > 1 and miss.state != MissState.LABELLED.value
+    if viewer is not None and blind and not viewer.adjudicates:
+        query = query.where(LabelEvent.user_id == viewer.id)
+    return query
+
+
+def audit_trail(
+    *, session: Session, miss_id: int, viewer: User | None = None
+) -> list[LabelEventPublic]:
+    """Every event of a miss (that ``viewer`` may see), oldest first. 404 ``miss_not_found``."""
+    return [LabelEventPublic.of(e) for e in session.exec(_trail(session, miss_id, viewer))]
+
+
+def audit_page(
+    *, session: Session, miss_id: int, page: int, per_page: int, viewer: User | None = None
+) -> PageOf[LabelEventPublic]:
+    """One page of a miss's audit trail (what ``viewer`` may see), oldest first, in the API's
+    list shape."""
+    query = _trail(session, miss_id, viewer)
     events, total = page_rows(session=session, query=query, page=page, per_page=per_page)
     return PageOf[LabelEventPublic](items=[LabelEventPublic.of(e) for e in events], total=total)
 
@@ -369,6 +369,8 @@ def progress(*, session: Session, triage: Triage, user: User) -> Progress:
             covered += n  # off the queue: neither work done nor work left
         else:
             remaining += n
+    if triage.reviewers > 1:
+        mine += overlap.labels_by(session, triage, user)  # the caller's part in overlap misses
     return Progress(
         mine=mine, labelled=labelled, remaining=remaining, total=triage.misses - covered
     )

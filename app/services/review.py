@@ -223,7 +223,10 @@ def build_card(*, session: Session, ctx: TriageContext, miss_id: int) -> ReviewC
         candidates=candidates,
         siblings=siblings,
         missing_terms=list(vocabulary.lacks) if vocabulary else [],
-        suggestion=earlier_label(session=session, miss=miss, golden=golden),
+        # blind double review: no earlier label to lean on until the reviewers have spoken
+        suggestion=None
+        if miss.reviewers > 1 and miss.state == MissState.OPEN.value
+        else earlier_label(session=session, miss=miss, golden=golden),
         hint=miss.hint if miss.hint in golden.causes else None,
         evidence=evidence_lines(miss),
     )

@@ -9,13 +9,17 @@ from sqlmodel import Session, col, select
 from app.db import writing
 from app.eval import misses_frame
 from app.eval.conventions import CutoffError, check_cutoffs
-from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
+from app.eval.overlap import overlap_sample
+from app.models import OTHER, GoldenSet, Miss, MissState, Resolution, Review, Run, Triage, User
 from app.models.triage_public import (
     ClosureReport,
     CoveredMoved,
+    FinalCounts,
     MissPublic,
+    Overlap,
     TriageContext,
     TriageDetail,
+    UnitLabels,
 )
 from app.readmodel import PageOf
 from app.services.bulk import bulk_insert
@@ -27,10 +31,21 @@ from app.services.runs import stored_ranking
 
 
 def create_triage(
-    *, session: Session, run: Run, golden: GoldenSet, depth: int, k: int, user: User | None
+    *,
+    session: Session,
+    run: Run,
+    golden: GoldenSet,
+    depth: int,
+    k: int,
+    user: User | None,
+    overlap: Overlap | None = None,
 ) -> Triage:
     """Enumerate the run's misses at ``depth`` and put them on a new queue, in queue order:
     the misses of one query together (golden-set order), then grade descending.
+
+    With ``overlap`` (more than one reviewer), a reproducible sample of the misses,
+    stratified by the hints' suggested cause (app/eval/overlap.py), gets that many distinct
+    reviewers each; the others one.
 
     Each miss gets its cause hints (app/eval/hints.py); a miss whose duplicate-cluster mate is
     in the candidates is "covered" and stays off the queue until a lead includes it."""
@@ -58,12 +73,26 @@ def create_triage(
         query_texts=gold.queries,
     )
     misses = hint_columns(misses, ctx, list(golden.causes))
+    overlap = overlap or Overlap()
+    sampled = (
+        overlap_sample(misses["hint"].to_list(), fraction=overlap.fraction, seed=overlap.seed)
+        if overlap.reviewers > 1
+        else [False] * misses.height
+    )
+    misses = misses.with_columns(
+        pl.Series("sampled", sampled, dtype=pl.Boolean)
+        .replace_strict({True: overlap.reviewers, False: 1}, return_dtype=pl.Int64)
+        .alias("reviewers")
+    )
     triage = Triage(
         run_id=run.id,  # type: ignore[arg-type]
         depth=depth,
         k=k,
         misses=misses.height,
         created_by_id=user.id if user else None,
+        reviewers=overlap.reviewers,
+        overlap_fraction=overlap.fraction,
+        overlap_seed=overlap.seed,
     )
     with writing(session):
         session.add(triage)
@@ -90,6 +119,7 @@ def create_triage(
                 "hint_chunk",
                 "evidence",
                 "covered_by",
+                "reviewers",
             ),
         )
     session.refresh(triage)
@@ -204,23 +234,49 @@ def list_triages(*, session: Session, run: Run) -> list[Triage]:
 
 
 def closure_sentence(
-    counts: dict[str, int], *, other: int, unlabelled: int, covered: int = 0
+    counts: dict[str, int],
+    *,
+    other: int,
+    unlabelled: int,
+    covered: int = 0,
+    final: FinalCounts | None = None,
+    adjudication: int = 0,
 ) -> str:
     """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left;
-    misses covered by a duplicate and not queued are counted apart. The only wording of it."""
+    misses covered by a duplicate and not queued are counted apart. With double review, what
+    the final labels rest on ("; 18 agreed, 5 adjudicated") and the misses waiting for
+    adjudication. The only wording of it."""
     named = sum(counts.values())
     total = named + other + unlabelled
     terms = " + ".join(str(n) for n in counts.values()) or "0"
     misses = "miss" if total == 1 else "misses"
     apart = f" ({covered} more covered by a duplicate, not queued)" if covered else ""
+    rests = _rests_on(final) if final is not None else ""
     if other == 0 and unlabelled == 0:
-        return f"{terms} = {named} of {total} {misses} accounted for: the categories close{apart}"
-    left = [f"{n} {what}" for n, what in ((other, OTHER), (unlabelled, "unlabelled")) if n]
+        return (
+            f"{terms} = {named} of {total} {misses} accounted for: the categories close"
+            f"{rests}{apart}"
+        )
+    waiting = f" ({adjudication} awaiting adjudication)" if adjudication else ""
+    left = [
+        f"{n} {what}" for n, what in ((other, OTHER), (unlabelled, f"unlabelled{waiting}")) if n
+    ]
     return (
         f"{terms} = {named} of {total} {misses} in named causes: does not close: "
         + ", ".join(left)
+        + rests
         + apart
     )
+
+
+def _rests_on(final: FinalCounts) -> str:
+    """ "; 18 agreed, 5 adjudicated" (and "3 single-reviewed" beside them): empty when every
+    final label rests on one reviewer, as before double review."""
+    if not (final.agreed or final.adjudicated):
+        return ""
+    parts = [(final.single, "single-reviewed"), (final.agreed, "agreed")]
+    parts.append((final.adjudicated, "adjudicated"))
+    return "; " + ", ".join(f"{n} {what}" for n, what in parts if n)
 
 
 def closure_report(*, session: Session, triage: Triage, causes: list[str]) -> ClosureReport:
@@ -231,30 +287,77 @@ def closure_report(*, session: Session, triage: Triage, causes: list[str]) -> Cl
     The categories close when no miss is unlabelled (open, on the queue) and none is in
     "other"; misses covered by a duplicate and left off the queue are counted apart."""
     rows = session.exec(
-        select(Miss.state, Miss.category, func.count())
+        select(Miss.state, Miss.category, Miss.resolution, func.count())
         .where(Miss.triage_id == triage.id)
-        .group_by(col(Miss.state), col(Miss.category))
+        .group_by(col(Miss.state), col(Miss.category), col(Miss.resolution))
     ).all()
     counts = dict.fromkeys(causes, 0)
-    other = unlabelled = covered = 0
-    for state, category, n in rows:
+    other = unlabelled = covered = adjudication = 0
+    rests: dict[str, int] = {}
+    for state, category, resolution, n in rows:
         if state == MissState.COVERED.value:
             covered += n
-        elif state != MissState.LABELLED.value or category is None:
+            continue
+        if state != MissState.LABELLED.value or category is None:
             unlabelled += n
-        elif category == OTHER:
+            adjudication += n if state == MissState.DISPUTED.value else 0
+            continue
+        if category == OTHER:
             other += n
         else:
             counts[category] = counts.get(category, 0) + n
+        # a final label: one reviewer's (no resolution), agreed or adjudicated
+        resolution = resolution or Resolution.SINGLE.value
+        rests[resolution] = rests.get(resolution, 0) + n
+    final = FinalCounts(**rests)
     return ClosureReport(
         misses=triage.misses,
         counts=counts,
         other=other,
         unlabelled=unlabelled,
         covered=covered,
+        adjudication=adjudication,
+        final=final,
         closes=other == 0 and unlabelled == 0,
-        closure=closure_sentence(counts, other=other, unlabelled=unlabelled, covered=covered),
+        closure=closure_sentence(
+            counts,
+            other=other,
+            unlabelled=unlabelled,
+            covered=covered,
+            final=final,
+            adjudication=adjudication,
+        ),
     )
+
+
+def review_labels(*, session: Session, triage: Triage) -> list[UnitLabels]:
+    """The seam for the agreement statistics (app/eval/agreement.py): every overlap miss
+    whose labels are all in (agreed, disputed or adjudicated), with each reviewer's label,
+    its hints' suggestion and its final label (None while disputed), in queue order. Misses
+    still collecting labels are left out: a unit is counted once it is complete."""
+    rows = session.exec(
+        select(Miss, Review)
+        .join(Review, col(Review.miss_id) == col(Miss.id))
+        .where(
+            Miss.triage_id == triage.id,
+            col(Miss.reviewers) > 1,
+            Miss.state != MissState.OPEN.value,
+            col(Review.category).is_not(None),
+        )
+        .order_by(col(Miss.position), col(Review.id))
+    ).all()
+    units: dict[int, UnitLabels] = {}
+    for miss, review in rows:
+        assert miss.id is not None
+        assert review.category is not None
+        unit = units.get(miss.id)
+        if unit is None:
+            final = miss.category if miss.state == MissState.LABELLED.value else None
+            unit = units[miss.id] = UnitLabels(miss.id, miss.hint, {}, final)
+        # a deleted reviewer's label still counts, under a key no user has
+        key = review.reviewer_id if review.reviewer_id is not None else -(review.id or 0)
+        unit.labels[key] = review.category
+    return list(units.values())
 
 
 def triage_detail(*, session: Session, triage_id: int) -> TriageDetail:

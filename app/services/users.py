@@ -41,13 +41,33 @@ def validated_email(email: str) -> str:
     return normalise_email(address)
 
 
-def create_user(*, session: Session, email: str, password: str, role: Role) -> User:
+def create_user(
+    *, session: Session, email: str, password: str, role: Role, adjudicator: bool = False
+) -> User:
+    """A new account; ``adjudicator`` lets a reviewer decide disputed overlap misses."""
     email = validated_email(email)
     check_new_password(password)
     if session.exec(select(User).where(User.email == email)).first() is not None:
         raise Conflict(f"a user with email {email} exists already", code="user_exists")
-    user = User(email=email, password_hash=security.hash_password(password), role=role.value)
+    user = User(
+        email=email,
+        password_hash=security.hash_password(password),
+        role=role.value,
+        adjudicator=adjudicator,
+    )
     with writing(session):
+        session.add(user)
+    session.refresh(user)
+    return user
+
+
+def set_adjudicator(*, session: Session, user_id: int, adjudicator: bool) -> User:
+    """Give a user the adjudicator flag (or take it away). 404 ``user_not_found``."""
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound(f"no user {user_id}", code="user_not_found")
+    with writing(session):
+        user.adjudicator = adjudicator
         session.add(user)
     session.refresh(user)
     return user

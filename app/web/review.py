@@ -22,7 +22,7 @@ from app.http.deps import (
     SettingsDep,
 )
 from app.http.params import FormId, Id
-from app.models import OTHER, Role
+from app.models import CANT_TELL, OTHER, Role
 from app.models.triage_public import MissPublic, TriageContext
 from app.services import queue, skips
 from app.services import review as review_service
@@ -72,6 +72,7 @@ def _card(
             "card": card,
             "causes": causes,
             "other": OTHER,
+            "cant_tell": CANT_TELL,
             "message": message,
             "tone": tone,
             "progress": queue.progress(session=session, triage=triage, user=principal.user),
@@ -251,7 +252,8 @@ def review_label(
             status=exc.status,
             error_code=exc.code,
         )
-    saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {labelled.category}."
+    # your own label (with double review the miss's final label may not be decided yet)
+    saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {shown}."
     return _card(
         request,
         session,

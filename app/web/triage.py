@@ -99,6 +99,7 @@ def _dashboard(
             "labelled": triage.misses - summary.unlabelled - summary.covered,
             "queued": triage.misses - summary.covered,
             "is_lead": principal.role.allows_lead,
+            "adjudicates": principal.user.adjudicates,
             "miss_url": miss_url_prefix(request),
             "trackers": list(Tracker),
             "tracker_names": {t: REGISTRY[t].title for t in Tracker},
@@ -338,7 +339,7 @@ def _miss_page(
     error_code: str | None = None,
 ) -> HTMLResponse:
     miss, ctx = triage_service.miss_context(session=session, miss_id=miss_id)
-    events = queue.audit_trail(session=session, miss_id=miss.id)
+    events = queue.audit_trail(session=session, miss_id=miss.id, viewer=principal.user)
     return render(
         request,
         "miss.html",

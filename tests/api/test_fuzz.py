@@ -56,7 +56,7 @@ class Seeded:
 @pytest.fixture
 def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) -> Iterator[Seeded]:
     """The app (no webhook deliveries, trackers unreachable and without credentials) and the
-    ids of a golden set, a run, a triage, a labelled miss and a spare token."""
+    ids of a golden set, a run, a triage, a labelled miss, a spare token and a user."""
     quiet = settings.model_copy(
         update={
             "webhook_poll_seconds": 0,
@@ -104,6 +104,7 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
         )
         assert labelled.status_code == 200, labelled.text
         spare = client.post("/api/v1/tokens", headers=admin.headers, json={"name": "spare"})
+        lead_id = client.get("/api/v1/me", headers=lead.headers).json()["id"]
     yield Seeded(
         app=app,
         ids={
@@ -112,6 +113,7 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             "triage_id": triage,
             "miss_id": miss["id"],
             "token_id": spare.json()["id"],
+            "user_id": lead_id,
         },
         auth=admin.headers,
     )

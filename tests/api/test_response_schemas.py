@@ -99,6 +99,12 @@ def test_answers_keep_their_fields_and_timestamps(
     assert "token" not in listed["items"][1]
     assert listed["items"][1]["created_at"] == token["created_at"]
     me = client.get("/api/v1/me", headers=admin).json()
-    assert me == {"id": me["id"], "email": "admin@example.com", "role": "admin", "is_active": True}
+    assert me == {
+        "id": me["id"],
+        "email": "admin@example.com",
+        "role": "admin",
+        "is_active": True,
+        "adjudicator": False,
+    }
     users = client.get("/api/v1/users", headers=admin).json()
     assert [u["role"] for u in users["items"]] == [r.value for r in Role]

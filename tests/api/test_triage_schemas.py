@@ -86,4 +86,5 @@ def test_a_miss_answer_has_the_fields_clients_read(document: dict[str, Any]) -> 
         "covered_by",
         "lease_holder",
         "lease_expires_at",
+        "reviewers",
     ]

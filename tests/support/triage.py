@@ -8,8 +8,9 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.models import GoldenSet, Run, Triage
-from app.services import golden_sets, runs, triages
+from app.models import GoldenSet, Role, Run, Triage, User
+from app.models.triage_public import Overlap
+from app.services import golden_sets, runs, triages, users
 
 TOPICS = [
     "api throttling limits",
@@ -28,10 +29,12 @@ def make_triage(
     per_query: int = 2,
     name: str = "g",
     corpus: bool = False,
+    overlap: Overlap | None = None,
 ) -> tuple[GoldenSet, Run, Triage]:
     """``queries`` queries with ``per_query`` relevant documents each (grades 1..per_query),
     and a run that returns none of them: queries x per_query misses. With ``corpus``, query
-    texts and a corpus (titles, texts, chunks of one parent) for review context."""
+    texts and a corpus (titles, texts, chunks of one parent) for review context; with
+    ``overlap``, double review."""
     qrels = "".join(f"q{q} 0 d{q}-{i} {i + 1}\n" for q in range(queries) for i in range(per_query))
     run = "".join(
         f"q{q} Q0 noise{q}-{r} {r + 1} {100 - r} t\n" for q in range(queries) for r in range(3)
@@ -88,6 +91,22 @@ def make_triage(
             source_name="run.trec",
         )
         triage = triages.create_triage(
-            session=session, run=stored, golden=golden, depth=10, k=1, user=None
+            session=session, run=stored, golden=golden, depth=10, k=1, user=None, overlap=overlap
         )
     return golden, stored, triage
+
+
+def make_people(engine: Engine, *names_and_roles: tuple[str, Role]) -> dict[str, User]:
+    """Accounts named ``<name>@example.com``; a name starting with "adj" gets the
+    adjudicator flag."""
+    with Session(engine, expire_on_commit=False) as session:
+        return {
+            name: users.create_user(
+                session=session,
+                email=f"{name}@example.com",
+                password="long enough",
+                role=role,
+                adjudicator=name.startswith("adj"),
+            )
+            for name, role in names_and_roles
+        }

@@ -54,13 +54,32 @@ class UserCreate(BaseModel):
     email: str = Field(max_length=320)
     password: str = Field(max_length=1000)  # the policy: services.passwords
     role: Role
+    #: A reviewer who may also decide disputed overlap misses (leads may anyway).
+    adjudicator: bool = False
 
 
 @router.post("/users", status_code=201)
 def create_user(session: SessionDep, principal: AdminDep, body: UserCreate) -> UserPublic:
     user = service.create_user(
-        session=session, email=body.email, password=body.password, role=body.role
+        session=session,
+        email=body.email,
+        password=body.password,
+        role=body.role,
+        adjudicator=body.adjudicator,
     )
+    return UserPublic.of(user)
+
+
+class UserUpdate(BaseModel):
+    adjudicator: bool
+
+
+@router.patch("/users/{user_id}")
+def update_user(
+    session: SessionDep, principal: AdminDep, user_id: Id, body: UserUpdate
+) -> UserPublic:
+    """Give a user the adjudicator flag, or take it away."""
+    user = service.set_adjudicator(session=session, user_id=user_id, adjudicator=body.adjudicator)
     return UserPublic.of(user)
 
 

@@ -1,4 +1,4 @@
-"""/api/v1/misses/{id}: renew, release, skip, label, and the audit trail."""
+"""/api/v1/misses/{id}: renew, release, skip, label, adjudicate, and the audit trail."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
-from app.services import queue
+from app.services import adjudication, queue
 from app.services.paging import DEFAULT_PER_PAGE
 from app.services.triages import causes_of_miss
 
@@ -70,8 +70,30 @@ def label(
 ) -> MissPublic:
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
-    log."""
+    log. With double review (the miss's ``reviewers`` > 1) it is the caller's own, blind
+    label (``cant-tell`` allowed; 409 ``already_reviewed`` for a second one): the miss gets
+    its final label when the last reviewer agrees, else it goes to adjudication
+    (``state`` ``disputed``)."""
     return queue.label(
+        session=session,
+        miss_id=miss_id,
+        user=principal.user,
+        category=body.category,
+        note=body.note,
+        version=body.version,
+        causes=causes_of_miss(session=session, miss_id=miss_id),
+        now=clock.now(),
+    )
+
+
+@router.post("/{miss_id}/adjudicate", response_model=MissPublic)
+def adjudicate(
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: LabelBody
+) -> MissPublic:
+    """The final label of a disputed miss: needs the caller's adjudication lease (a lead's
+    needs none) and the current version; 409 ``stale_version`` (the attempt kept in the audit
+    trail) or ``not_disputed``; 403 ``adjudicator_required`` for reviewers without the flag."""
+    return adjudication.adjudicate(
         session=session,
         miss_id=miss_id,
         user=principal.user,
@@ -92,4 +114,6 @@ def events(
     per_page: PerPage = DEFAULT_PER_PAGE,
 ) -> PageOf[LabelEventPublic]:
     """The audit trail of the miss, oldest first."""
-    return queue.audit_page(session=session, miss_id=miss_id, page=page, per_page=per_page)
+    return queue.audit_page(
+        session=session, miss_id=miss_id, page=page, per_page=per_page, viewer=principal.user
+    )

@@ -19,7 +19,7 @@ from app.eval.depth_cost import DEFAULT_TOLERANCE
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
 from app.http.params import Id, Page, PerPage
 from app.models.runs import RunPublic
-from app.models.triage_public import TriagePublic
+from app.models.triage_public import Overlap, TriagePublic
 from app.readmodel import PageOf, paged
 from app.services import runs as service
 from app.services import triages as triage_service
@@ -132,13 +132,17 @@ def run_queries(
 class TriageCreate(BaseModel):
     depth: int = Field(default=DEFAULT_DEPTH, ge=1, le=MAX_CUTOFF)
     k: int = Field(default=DEFAULT_K, ge=1, le=MAX_CUTOFF)
+    #: Double review: distinct reviewers per sampled miss (default one for every miss).
+    overlap: Overlap = Overlap()
 
 
 @router.post("/{run_id}/triages", status_code=201)
 def create_triage(
     session: SessionDep, principal: LeadDep, run_id: Id, body: TriageCreate
 ) -> TriagePublic:
-    """Enumerate every miss at ``depth`` and put it on a new work queue."""
+    """Enumerate every miss at ``depth`` and put it on a new work queue. ``overlap``
+    (``{"reviewers": 1|2|3, "fraction": 0..1, "seed": n}``) gives a reproducible sample of
+    the misses, stratified by the hints' suggestion, that many distinct reviewers each."""
     context = service.run_context(session=session, run_id=run_id)
     triage = triage_service.create_triage(
         session=session,
@@ -147,6 +151,7 @@ def create_triage(
         depth=body.depth,
         k=body.k,
         user=principal.user,
+        overlap=body.overlap,
     )
     return TriagePublic.of(triage)
 

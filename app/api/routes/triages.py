@@ -15,6 +15,7 @@ from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDe
 from app.http.params import Id, Page, PerPage
 from app.models.exports import ExportOutcome
 from app.models.triage_public import (
+    AdjudicationCase,
     CoveredMoved,
     HintReport,
     MissPublic,
@@ -22,8 +23,8 @@ from app.models.triage_public import (
     TriageDetail,
 )
 from app.readmodel import PageOf
+from app.services import adjudication, dashboard, queue, skips
 from app.services import backlog as backlog_service
-from app.services import dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import triages as service
 from app.services.paging import DEFAULT_PER_PAGE
@@ -92,7 +93,9 @@ def claim(
     principal: ReviewerDep,
     triage_id: Id,
 ) -> MissPublic | Response:
-    """The next miss for the caller, leased to them; 204 when nothing is left."""
+    """The next miss for the caller, leased to them; 204 when nothing is left. With double
+    review, a miss is offered to distinct reviewers until it has its labels, and never again
+    to one who labelled it."""
     triage = service.get_triage(session=session, triage_id=triage_id)
     miss = queue.claim(
         session=session,
@@ -104,6 +107,34 @@ def claim(
     if miss is None:
         return Response(status_code=204)
     return miss
+
+
+@router.post(
+    "/{triage_id}/adjudication/claim",
+    response_model=AdjudicationCase,
+    responses={204: {"description": "no disputed miss is left"}},
+)
+def adjudication_claim(
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    triage_id: Id,
+) -> AdjudicationCase | Response:
+    """The next disputed miss (its reviewers disagreed, or one could not tell) with every
+    label and note, leased to the caller; 204 when none is left. Leads, and reviewers with
+    the adjudicator flag (403 ``adjudicator_required`` otherwise)."""
+    triage = service.get_triage(session=session, triage_id=triage_id)
+    case = adjudication.claim(
+        session=session,
+        triage=triage,
+        user=principal.user,
+        now=clock.now(),
+        lease=timedelta(seconds=settings.lease_seconds),
+    )
+    if case is None:
+        return Response(status_code=204)
+    return case
 
 
 @router.post("/{triage_id}/undo", response_model=MissPublic)

@@ -1,0 +1,85 @@
+"""What every queue operation shares (labelling, overlap reviews, adjudication): the miss's
+label snapshot, the audit event, and the miss locked for the operation."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, select
+
+from app.eval.errors import shorten
+from app.models import CANT_TELL, OTHER, LabelAction, LabelEvent, Miss, Role, User
+from app.services.errors import Invalid, NotFound
+
+
+def snapshot(miss: Miss) -> dict[str, Any]:
+    """A miss's label as the audit trail records it before and after an event."""
+    return {
+        "state": miss.state,
+        "category": miss.category,
+        "note": miss.note,
+        "version": miss.version,
+    }
+
+
+def record_event(
+    session: Session,
+    miss: Miss,
+    user: User,
+    action: LabelAction,
+    *,
+    now: datetime,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    note: str = "",
+) -> None:
+    """Append one ``LabelEvent`` (in the caller's transaction)."""
+    assert miss.id is not None
+    session.add(
+        LabelEvent(
+            miss_id=miss.id,
+            triage_id=miss.triage_id,
+            user_id=user.id,
+            at=now,
+            action=action,
+            before=before or snapshot(miss),
+            after=after or snapshot(miss),
+            note=note,
+        )
+    )
+
+
+def is_postgres(session: Session) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+def locked_miss(session: Session, miss_id: int) -> Miss:
+    """The miss, its row locked for the transaction on PostgreSQL (SQLite's BEGIN IMMEDIATE
+    has locked the database already), read afresh. 404 ``miss_not_found``."""
+    query = select(Miss).where(Miss.id == miss_id).execution_options(populate_existing=True)
+    if is_postgres(session):
+        query = query.with_for_update()
+    miss = session.exec(query).first()
+    if miss is None:
+        raise NotFound(f"no miss {miss_id}", code="miss_not_found")
+    return miss
+
+
+def is_lead(user: User) -> bool:
+    return Role(user.role).allows(Role.LEAD)
+
+
+def checked_note(category: str, note: str, causes: list[str]) -> str:
+    """The note, stripped; 422 ``unknown_category`` for a category outside ``causes`` and
+    other, 422 ``note_required`` for other without a note."""
+    note = note.strip()
+    if category != OTHER and category not in causes:
+        shown = [c for c in causes if c != CANT_TELL]
+        raise Invalid(
+            f"unknown cause {shorten(category, 100)}: one of {', '.join([*shown, OTHER])}",
+            code="unknown_category",
+        )
+    if category == OTHER and not note:
+        raise Invalid("'other' needs a note saying what the cause is", code="note_required")
+    return note

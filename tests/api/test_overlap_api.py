@@ -1,0 +1,156 @@
+"""Double review through the JSON API and the review page: overlap on a new triage, blind
+labels, the adjudication queue, and the final counts of the triage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.clock import FrozenClock
+from app.models import Role
+from app.services import users
+from tests.support.service import HTMX, PASSWORD, Account, login
+from tests.support.triage import make_triage
+
+TWO = {"reviewers": 2, "fraction": 1.0, "seed": 0}
+
+
+def _second_reviewer(engine: Engine) -> tuple[int, dict[str, str]]:
+    with Session(engine, expire_on_commit=False) as session:
+        user = users.create_user(
+            session=session, email="second@example.com", password=PASSWORD, role=Role.REVIEWER
+        )
+        token = users.create_token(session=session, user=user, name="t").secret
+    assert user.id is not None
+    return user.id, {"Authorization": f"Bearer {token}"}
+
+
+def test_overlap_blind_labels_and_adjudication(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+) -> None:
+    _, run, _ = make_triage(engine, tmp_path, queries=1, per_query=1)
+    client.app.state.clock = FrozenClock()  # type: ignore[attr-defined]
+    lead, admin = accounts[Role.LEAD].headers, accounts[Role.ADMIN].headers
+    ann = accounts[Role.REVIEWER].headers
+    bob_id, bob = _second_reviewer(engine)
+
+    for bad in ({"reviewers": 4}, {"reviewers": 2, "fraction": 1.5}, {"seed": -1}):
+        refused = client.post(
+            f"/api/v1/runs/{run.id}/triages", headers=lead, json={"depth": 20, "overlap": bad}
+        )
+        assert refused.status_code == 422, bad
+    made = client.post(
+        f"/api/v1/runs/{run.id}/triages", headers=lead, json={"depth": 20, "overlap": TWO}
+    )
+    assert made.status_code == 201
+    assert made.json()["overlap"] == TWO
+    base = f"/api/v1/triages/{made.json()['id']}"
+
+    first = client.post(f"{base}/claim", headers=ann).json()
+    second = client.post(f"{base}/claim", headers=bob).json()
+    assert first["id"] == second["id"]
+    assert (first["reviewers"], second["lease_holder"]) == (2, bob_id)
+    url = f"/api/v1/misses/{first['id']}"
+    said = client.post(
+        f"{url}/label", headers=ann, json={"category": "cant-tell", "note": "no idea", "version": 1}
+    )
+    assert said.status_code == 200
+    # Blind: Bob sees no label in the miss and none of Ann's events.
+    (listed,) = client.get(f"{base}/misses", headers=bob).json()["items"]
+    assert (listed["state"], listed["category"], listed["note"]) == ("open", None, "")
+    assert client.get(f"{url}/events", headers=bob).json() == {"items": [], "total": 0}
+    assert client.get(f"{url}/events", headers=lead).json()["total"] == 1
+    twice = client.post(f"{url}/label", headers=ann, json={"category": "not-indexed", "version": 1})
+    assert (twice.status_code, twice.json()["error"]["code"]) == (409, "already_reviewed")
+
+    out = client.post(f"{url}/label", headers=bob, json={"category": "not-indexed", "version": 1})
+    assert (out.json()["state"], out.json()["version"]) == ("disputed", 2)
+    summary = client.get(base, headers=ann).json()
+    assert (summary["adjudication"], summary["unlabelled"], summary["closes"]) == (1, 1, False)
+
+    # Adjudication: leads, or reviewers with the flag (an admin sets it).
+    denied = client.post(f"{base}/adjudication/claim", headers=ann)
+    assert (denied.status_code, denied.json()["error"]["code"]) == (403, "adjudicator_required")
+    flagged = client.patch(
+        f"/api/v1/users/{bob_id}", headers=admin, json={"adjudicator": True}
+    ).json()
+    assert flagged["adjudicator"] is True
+    case = client.post(f"{base}/adjudication/claim", headers=bob)
+    assert case.status_code == 200
+    assert [(x["category"], x["note"]) for x in case.json()["labels"]] == [
+        ("cant-tell", "no idea"),
+        ("not-indexed", ""),
+    ]
+    assert client.post(f"{base}/adjudication/claim", headers=lead).status_code == 204
+    refused_to_ann = client.post(
+        f"{url}/adjudicate", headers=ann, json={"category": "not-indexed", "version": 2}
+    )
+    assert (refused_to_ann.status_code, refused_to_ann.json()["error"]["code"]) == (
+        403,
+        "adjudicator_required",
+    )
+    stale = client.post(
+        f"{url}/adjudicate", headers=bob, json={"category": "not-indexed", "version": 1}
+    )
+    assert (stale.status_code, stale.json()["error"]["code"]) == (409, "stale_version")
+    done = client.post(
+        f"{url}/adjudicate",
+        headers=bob,
+        json={"category": "not-indexed", "note": "absent from the manifest", "version": 2},
+    )
+    assert done.status_code == 200
+    assert (done.json()["state"], done.json()["category"], done.json()["version"]) == (
+        "labelled",
+        "not-indexed",
+        3,
+    )
+    summary = client.get(base, headers=ann).json()
+    assert summary["final"] == {"single": 0, "agreed": 0, "adjudicated": 1}
+    assert summary["closes"] is True
+    assert summary["closure"] == (
+        "1 + 0 + 0 = 1 of 1 miss accounted for: the categories close; 1 adjudicated"
+    )
+    backlog = client.get(f"{base}/backlog?format=json", headers=ann).json()
+    assert (backlog["final"], backlog["adjudication"]) == (summary["final"], 0)
+    assert backlog["closure"] == summary["closure"]
+    # Resolved: everyone may read the whole trail now.
+    actions = [e["action"] for e in client.get(f"{url}/events", headers=ann).json()["items"]]
+    assert actions == ["review", "refused", "review", "dispute", "conflict", "adjudicate"]
+
+
+def test_the_review_page_hides_earlier_labels_from_overlap_reviewers(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+) -> None:
+    """An earlier triage's label is a suggestion on the review card, except where several
+    reviewers label the miss blind; there the card offers "can't tell" instead."""
+    _, run, earlier = make_triage(engine, tmp_path, queries=1, per_query=1)
+    lead = accounts[Role.LEAD].headers
+    miss = client.post(f"/api/v1/triages/{earlier.id}/claim", headers=lead).json()
+    labelled = client.post(
+        f"/api/v1/misses/{miss['id']}/label",
+        headers=lead,
+        json={"category": "chunk-boundary", "version": 1},
+    )
+    assert labelled.status_code == 200
+    single = client.post(f"/api/v1/runs/{run.id}/triages", headers=lead, json={"depth": 20})
+    double = client.post(
+        f"/api/v1/runs/{run.id}/triages", headers=lead, json={"depth": 30, "overlap": TWO}
+    )
+    login(client, accounts[Role.REVIEWER].email)
+    cards = {}
+    for name, made in (("single", single), ("double", double)):
+        response = client.post(f"/triages/{made.json()['id']}/review/claim", headers=HTMX)
+        assert response.status_code == 200
+        cards[name] = BeautifulSoup(response.text, "html.parser")
+    suggestion = cards["single"].find(id="suggestion")
+    assert suggestion is not None
+    assert "chunk-boundary" in suggestion.get_text()
+    assert cards["single"].find(id="cant-tell") is None
+    assert cards["double"].find(id="suggestion") is None
+    cant_tell = cards["double"].find(id="cant-tell")
+    assert cant_tell is not None
+    assert (cant_tell["value"], cant_tell["data-key"]) == ("cant-tell", "c")
