@@ -43,6 +43,8 @@ class Draft:
     rows: list[dict[str, Any]] = field(default_factory=list)
     meaning: str = ""
     backlog_url: str = ""
+    #: With double review, what the labels rest on ("8 agreed, 4 adjudicated"); else empty.
+    rests_on: str = ""
 
 
 @dataclass(frozen=True)

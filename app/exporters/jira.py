@@ -59,6 +59,11 @@ def adf(draft: Draft) -> dict[str, Any]:
     content: list[dict[str, Any]] = [
         _paragraph(_text(f"{draft.count} misses labelled {draft.category}.")),
         _paragraph(_text(draft.meaning)),
+        *(
+            [_paragraph(_text(f"These labels rest on: {draft.rests_on}."))]
+            if draft.rests_on
+            else []
+        ),
         {"type": "table", "content": rows},
     ]
     if draft.count > ROWS_SHOWN:

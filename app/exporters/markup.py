@@ -116,6 +116,8 @@ class Body:
     meaning: str
     backlog_url: str
     rows: list[dict[str, Any]]
+    #: With double review, what the labels rest on ("8 agreed, 4 adjudicated"); else empty.
+    rests_on: str = ""
 
 
 def _markdown(body: Body, family: str) -> str:
@@ -129,6 +131,7 @@ def _markdown(body: Body, family: str) -> str:
         "",
         f"What it usually means: {text(body.meaning)}",
         "",
+        *([f"These labels rest on: {text(body.rests_on)}.", ""] if body.rests_on else []),
         "| Query | Document | Grade | Rank | Note | Link |",
         "|---|---|---|---|---|---|",
     ]

@@ -17,7 +17,17 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from app.eval.placement import where_the_run_put_it
-from app.models import OTHER, UNLABELLED, Document, GoldenQuery, Miss, MissState, RunQuery, User
+from app.models import (
+    OTHER,
+    UNLABELLED,
+    Document,
+    GoldenQuery,
+    Miss,
+    MissState,
+    Resolution,
+    RunQuery,
+    User,
+)
 from app.models.triage import shown_cause
 from app.models.triage_public import ClosureReport, TriageContext
 from app.services import skips
@@ -38,6 +48,7 @@ FIELDS = (
     "grade",
     "rank",
     "cause",
+    "rests_on",
     "note",
     "labelled_by",
     "labelled_at",
@@ -119,6 +130,10 @@ def rows(
                 "cause": None
                 if (cause := shown_cause(miss.state, miss.category)) == UNLABELLED
                 else cause,
+                # what the final label rests on: one reviewer, agreement or adjudication
+                "rests_on": (miss.resolution or Resolution.SINGLE.value)
+                if miss.state == MissState.LABELLED.value and miss.category
+                else None,
                 "hint": miss.hint,
                 "covered_by": miss.covered_by,
                 "note": miss.note,

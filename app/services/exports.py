@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from app.exporters import (
     markup,
     outbound,
 )
-from app.models import OTHER, Export, GoldenSet, Run, Triage, column_width, utcnow
+from app.models import OTHER, Export, GoldenSet, Resolution, Run, Triage, column_width, utcnow
 from app.models.exports import (
     ExportAction,
     ExportOutcome,
@@ -30,11 +31,11 @@ from app.models.exports import (
     ExportRequest,
     ExportResult,
 )
-from app.models.triage_public import TriageContext
+from app.models.triage_public import FinalCounts, TriageContext
 from app.services import backlog
 from app.services.errors import Invalid
 from app.services.names import check_name
-from app.services.triages import triage_context
+from app.services.triages import rests_on, triage_context
 from app.settings import Settings
 
 MEANINGS = {
@@ -47,6 +48,12 @@ MEANINGS = {
     "Owner: chunking / document processing (chunk size, overlap, structure-aware splitting).",
     OTHER: "Reviewers found another cause; their notes say which.",
 }
+
+
+def rests_on_phrase(rows: list[dict[str, Any]]) -> str:
+    """What the labels of one cause rest on (``triages.rests_on``), from its backlog rows."""
+    counts = Counter(row.get("rests_on") for row in rows)
+    return rests_on(FinalCounts(**{r.value: counts[r.value] for r in Resolution}))
 
 
 def make_draft(
@@ -70,6 +77,7 @@ def make_draft(
     backlog_url = markup.url_path(
         base_url, "triages", triage.id, "backlog", query={"cause": category}
     )
+    rests_on = rests_on_phrase(rows)
     body = markup.Body(
         count=count,
         category=category,
@@ -80,6 +88,7 @@ def make_draft(
         meaning=meaning,
         backlog_url=backlog_url,
         rows=rows,
+        rests_on=rests_on,
     )
     render = markup.RENDERERS.get(family, markup.github_markdown)
     return Draft(
@@ -92,6 +101,7 @@ def make_draft(
         rows=rows,
         meaning=meaning,
         backlog_url=backlog_url,
+        rests_on=rests_on,
     )
 
 

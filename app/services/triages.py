@@ -10,7 +10,7 @@ from app.db import writing
 from app.eval import misses_frame
 from app.eval.conventions import CutoffError, check_cutoffs
 from app.eval.overlap import overlap_sample
-from app.models import OTHER, GoldenSet, Miss, MissState, Resolution, Review, Run, Triage, User
+from app.models import OTHER, GoldenSet, Miss, MissState, Resolution, Run, Triage, User
 from app.models.triage_public import (
     ClosureReport,
     CoveredMoved,
@@ -19,9 +19,9 @@ from app.models.triage_public import (
     Overlap,
     TriageContext,
     TriageDetail,
-    UnitLabels,
 )
 from app.readmodel import PageOf
+from app.services.agreement import kappa_phrase, triage_agreement
 from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import eval_golden_set
@@ -241,17 +241,20 @@ def closure_sentence(
     covered: int = 0,
     final: FinalCounts | None = None,
     adjudication: int = 0,
+    agreement: str = "",
 ) -> str:
     """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left;
     misses covered by a duplicate and not queued are counted apart. With double review, what
     the final labels rest on ("; 18 agreed, 5 adjudicated") and the misses waiting for
-    adjudication. The only wording of it."""
+    adjudication, and ``agreement`` (``app.services.agreement.kappa_phrase``) after them.
+    The only wording of it."""
     named = sum(counts.values())
     total = named + other + unlabelled
     terms = " + ".join(str(n) for n in counts.values()) or "0"
     misses = "miss" if total == 1 else "misses"
     apart = f" ({covered} more covered by a duplicate, not queued)" if covered else ""
-    rests = _rests_on(final) if final is not None else ""
+    rests = f"; {rests_on(final)}" if final is not None and rests_on(final) else ""
+    rests += f"; {agreement}" if agreement else ""
     if other == 0 and unlabelled == 0:
         return (
             f"{terms} = {named} of {total} {misses} accounted for: the categories close"
@@ -269,20 +272,25 @@ def closure_sentence(
     )
 
 
-def _rests_on(final: FinalCounts) -> str:
-    """ "; 18 agreed, 5 adjudicated" (and "3 single-reviewed" beside them): empty when every
-    final label rests on one reviewer, as before double review."""
+def rests_on(final: FinalCounts) -> str:
+    """ "18 agreed, 5 adjudicated" (and "3 single-reviewed" beside them): empty when every
+    final label rests on one reviewer, as before double review. The closure sentence and
+    the tracker issues say it in these words."""
     if not (final.agreed or final.adjudicated):
         return ""
     parts = [(final.single, "single-reviewed"), (final.agreed, "agreed")]
     parts.append((final.adjudicated, "adjudicated"))
-    return "; " + ", ".join(f"{n} {what}" for n, what in parts if n)
+    return ", ".join(f"{n} {what}" for n, what in parts if n)
 
 
-def closure_report(*, session: Session, triage: Triage, causes: list[str]) -> ClosureReport:
+def closure_report(
+    *, session: Session, triage: Triage, causes: list[str], agreement: bool = False
+) -> ClosureReport:
     """Counts per cause, other, unlabelled and covered, and whether the categories close:
     the one place that decides closure (the API, the dashboard, the backlog download and the
     ``triage.closed`` webhook all ask it). One aggregate query: misses by state and category.
+    With ``agreement`` (pages and downloads, not the label's own path), a double-reviewed
+    triage's sentence also quotes its reviewers' agreement (Fleiss' kappa and its interval).
 
     The categories close when no miss is unlabelled (open, on the queue) and none is in
     "other"; misses covered by a duplicate and left off the queue are counted apart."""
@@ -310,6 +318,10 @@ def closure_report(*, session: Session, triage: Triage, causes: list[str]) -> Cl
         resolution = resolution or Resolution.SINGLE.value
         rests[resolution] = rests.get(resolution, 0) + n
     final = FinalCounts(**rests)
+    kappa = ""
+    if agreement and triage.reviewers > 1:
+        measured = triage_agreement(session=session, triage=triage, causes=causes)
+        kappa = kappa_phrase(measured.fleiss_kappa)
     return ClosureReport(
         misses=triage.misses,
         counts=counts,
@@ -326,44 +338,15 @@ def closure_report(*, session: Session, triage: Triage, causes: list[str]) -> Cl
             covered=covered,
             final=final,
             adjudication=adjudication,
+            agreement=kappa,
         ),
     )
-
-
-def review_labels(*, session: Session, triage: Triage) -> list[UnitLabels]:
-    """The seam for the agreement statistics (app/eval/agreement.py): every overlap miss
-    whose labels are all in (agreed, disputed or adjudicated), with each reviewer's label,
-    its hints' suggestion and its final label (None while disputed), in queue order. Misses
-    still collecting labels are left out: a unit is counted once it is complete."""
-    rows = session.exec(
-        select(Miss, Review)
-        .join(Review, col(Review.miss_id) == col(Miss.id))
-        .where(
-            Miss.triage_id == triage.id,
-            col(Miss.reviewers) > 1,
-            Miss.state != MissState.OPEN.value,
-            col(Review.category).is_not(None),
-        )
-        .order_by(col(Miss.position), col(Review.id))
-    ).all()
-    units: dict[int, UnitLabels] = {}
-    for miss, review in rows:
-        assert miss.id is not None
-        assert review.category is not None
-        unit = units.get(miss.id)
-        if unit is None:
-            final = miss.category if miss.state == MissState.LABELLED.value else None
-            unit = units[miss.id] = UnitLabels(miss.id, miss.hint, {}, final)
-        # a deleted reviewer's label still counts, under a key no user has
-        key = review.reviewer_id if review.reviewer_id is not None else -(review.id or 0)
-        unit.labels[key] = review.category
-    return list(units.values())
 
 
 def triage_detail(*, session: Session, triage_id: int) -> TriageDetail:
     """A triage with its closure report (``GET /triages/{id}``)."""
     ctx = triage_context(session=session, triage_id=triage_id)
-    report = closure_report(session=session, triage=ctx.triage, causes=ctx.causes)
+    report = closure_report(session=session, triage=ctx.triage, causes=ctx.causes, agreement=True)
     return TriageDetail.of_report(ctx.triage, report)
 
 

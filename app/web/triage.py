@@ -14,10 +14,10 @@ from sqlmodel import Session
 from app.exporters import REGISTRY, Tracker, missing_credentials, tracker_named
 from app.http.deps import ClockDep, LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
-from app.models import OTHER, MissState
+from app.models import OTHER, MissState, Role
 from app.models.exports import ExportAction, ExportOutcome, ExportResult
 from app.models.triage_public import TriageContext
-from app.services import dashboard, queue, skips
+from app.services import agreement, dashboard, queue, skips
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import triages as triage_service
@@ -73,7 +73,9 @@ def _dashboard(
     error_code: str | None = None,
 ) -> HTMLResponse:
     triage = ctx.triage
-    summary = triage_service.closure_report(session=session, triage=triage, causes=ctx.causes)
+    summary = triage_service.closure_report(
+        session=session, triage=triage, causes=ctx.causes, agreement=True
+    )
     residue, residue_total = dashboard.residue(session=session, triage=triage)
     texts = golden_service.query_texts(
         session=session, golden=ctx.golden, qids={r.miss.qid for r in residue}
@@ -94,6 +96,12 @@ def _dashboard(
             "texts": texts,
             "throughput": dashboard.throughput(session=session, triage=triage),
             "hints": dashboard.hint_accuracy(session=session, triage=triage),
+            # leads only: it names reviewers and their disagreements
+            "agreement": agreement.triage_agreement(
+                session=session, triage=triage, causes=ctx.causes
+            )
+            if triage.reviewers > 1 and principal.role.allows(Role.LEAD)
+            else None,
             "covered_on_queue": triage_service.covered_on_queue(session=session, triage=triage),
             "leases": dashboard.live_leases(session=session, triage=triage, now=now),
             "labelled": triage.misses - summary.unlabelled - summary.covered,

@@ -111,8 +111,10 @@ def test_overlap_blind_labels_and_adjudication(
     summary = client.get(base, headers=ann).json()
     assert summary["final"] == {"single": 0, "agreed": 0, "adjudicated": 1}
     assert summary["closes"] is True
+    # "can't tell" is no label for the statistics: nothing to agree or disagree on
     assert summary["closure"] == (
-        "1 + 0 + 0 = 1 of 1 miss accounted for: the categories close; 1 adjudicated"
+        "1 + 0 + 0 = 1 of 1 miss accounted for: the categories close; 1 adjudicated; "
+        "Fleiss' kappa n/a (no unit has labels from two reviewers)"
     )
     backlog = client.get(f"{base}/backlog?format=json", headers=ann).json()
     assert (backlog["final"], backlog["adjudication"]) == (summary["final"], 0)

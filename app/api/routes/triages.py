@@ -13,6 +13,7 @@ from app.api.responses import attachment
 from app.exporters import Tracker
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
+from app.models.agreement_public import AgreementPublic
 from app.models.exports import ExportOutcome
 from app.models.triage_public import (
     AdjudicationCase,
@@ -23,7 +24,7 @@ from app.models.triage_public import (
     TriageDetail,
 )
 from app.readmodel import PageOf
-from app.services import adjudication, dashboard, queue, skips
+from app.services import adjudication, agreement, dashboard, queue, skips
 from app.services import backlog as backlog_service
 from app.services import exports as export_service
 from app.services import triages as service
@@ -49,6 +50,18 @@ def include_covered(
     """Put the misses covered by a duplicate on the queue (``include``: true), or take those
     not yet labelled or leased back off it. Answers how many moved and the new summary."""
     return service.include_covered(session=session, triage_id=triage_id, include=body.include)
+
+
+@router.get("/{triage_id}/agreement", response_model=AgreementPublic)
+def triage_agreement(session: SessionDep, principal: LeadDep, triage_id: Id) -> AgreementPublic:
+    """How often the reviewers agreed on the misses they double-reviewed (complete units
+    only): percent agreement, Cohen's kappa (exactly two reviewers, else null), Fleiss' kappa
+    and Krippendorff's alpha (nominal), each with a 95% bootstrap interval (1,000 resamples of
+    the misses, seed 0), the same per cause (coded "this cause or not"), the confusion between
+    causes, and each reviewer against the final labels. "Can't tell" counts as no label.
+    Leads only: it names reviewers."""
+    ctx = service.triage_context(session=session, triage_id=triage_id)
+    return agreement.triage_agreement(session=session, triage=ctx.triage, causes=ctx.causes)
 
 
 @router.get("/{triage_id}/hints", response_model=HintReport)
@@ -204,7 +217,9 @@ def backlog(
             media_type="application/x-ndjson",
             headers={"Content-Disposition": attachment(f"{name}.jsonl")},
         )
-    summary = service.closure_report(session=session, triage=ctx.triage, causes=ctx.causes)
+    summary = service.closure_report(
+        session=session, triage=ctx.triage, causes=ctx.causes, agreement=True
+    )
     return StreamingResponse(
         backlog_service.as_json(items, ctx=ctx, summary=summary),
         media_type="application/json",
