@@ -23,14 +23,21 @@ tokens_q(k) = the sum of the estimated tokens of q's first k results (a document
 corpus adds 0 and is counted apart); prompt tokens at k = the mean of tokens_q(k) over Q. With a
 price per million tokens and queries per day: daily price = prompt tokens * queries per day *
 price / 1,000,000, so doubling k (about) doubles the prompt and the price.
+
+What any k needs, kept compactly (``ClusterTraces``, stored per run at import): per query the
+number of results and the ranks at which a result repeats a cluster already seen higher in the
+same ranking, so that u_q(k) = min(k, results of q) - (repeats at rank <= k); per rank, summed
+over the queries, the results with a cluster, the results in the corpus and their tokens.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -95,6 +102,186 @@ class ClusterProfile:
     queries_per_day: float | None
 
 
+@dataclass(frozen=True)
+class ClusterCorpus:
+    """What the cluster measures take from a corpus."""
+
+    #: doc_id -> cluster_id of the clustered documents
+    clusters: Mapping[str, str]
+    #: doc_id -> estimated tokens of every document; None when no document has text
+    tokens: Mapping[str, float] | None = None
+
+    @property
+    def empty(self) -> bool:
+        """True when which document sits where changes no figure (no clusters, no text)."""
+        return not self.clusters and self.tokens is None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTrace:
+    """One query's ranking as the cluster measures need it, at every k."""
+
+    #: results the query returned (after dropping repeated documents)
+    returned: int
+    #: ranks (1-based, ascending) whose document's cluster already appeared at a better rank
+    repeats: tuple[int, ...] = ()
+
+    def distinct(self, k: int) -> int:
+        """u_q(k): distinct clusters among the first k results."""
+        return min(k, self.returned) - bisect.bisect_right(self.repeats, k)
+
+
+@dataclass(frozen=True)
+class RankTotals:
+    """Per rank (list index = rank - 1), summed over the queries; lists end at the last rank
+    with a non-zero entry (an empty list: zero at every rank)."""
+
+    clustered: list[int] = field(default_factory=list)
+    known: list[int] = field(default_factory=list)
+    #: None when the corpus has no text: no cost side
+    tokens: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class ClusterTraces:
+    """Everything the profile needs at any k: a trace per query and the totals per rank."""
+
+    queries: dict[str, QueryTrace]
+    totals: RankTotals
+
+    @property
+    def depth(self) -> int:
+        """The longest ranking."""
+        return max((t.returned for t in self.queries.values()), default=0)
+
+
+def _per_rank(frame: pl.DataFrame, value: pl.Expr) -> list[Any]:
+    """Sum of ``value`` per rank as a list indexed by rank - 1 (missing ranks: 0)."""
+    sums = frame.group_by("rank").agg(value.sum().alias("v")).filter(pl.col("v") != 0)
+    if not sums.height:
+        return []
+    out: list[Any] = [0] * int(sums.get_column("rank").max())  # type: ignore[arg-type]
+    for rank, v in sums.iter_rows():
+        out[int(rank) - 1] = v
+    return out
+
+
+def trace_ranking(
+    ranked: pl.DataFrame | None,
+    returned: Mapping[str, int],
+    clusters: Mapping[str, str],
+    *,
+    tokens: Mapping[str, float] | None = None,
+) -> ClusterTraces:
+    """The traces of a ranked run.
+
+    ``ranked``: qid, rank (1-based), doc_id of every result kept (the cluster measures are
+    exact up to the deepest rank it holds). ``returned``: results per query (every query the
+    run answers). Without clusters and without a corpus text (``tokens`` None) nothing depends
+    on which document sits where, and ``ranked`` may be None (no sort of a large run needed).
+    """
+    if ranked is None:
+        if clusters or tokens is not None:
+            raise ValueError("the ranked results are needed with clusters or tokens")
+        return ClusterTraces({q: QueryTrace(n) for q, n in returned.items()}, RankTotals())
+    keyed = cluster_keys(ranked.select("qid", "rank", "doc_id"), clusters_frame(dict(clusters)))
+    # A document keyed by itself never repeats (repeated documents are dropped), so only the
+    # clustered results are searched for repeats.
+    repeated = (
+        keyed.filter(pl.col("cluster_id").is_not_null())
+        .sort("qid", "rank")
+        .filter(~pl.struct("qid", "cluster").is_first_distinct())
+        .group_by("qid")
+        .agg(pl.col("rank").sort())
+    )
+    repeats = {qid: tuple(int(r) for r in ranks) for qid, ranks in repeated.iter_rows()}
+    queries = {q: QueryTrace(n, repeats.get(q, ())) for q, n in returned.items()}
+    totals = RankTotals(
+        clustered=_per_rank(keyed, pl.col("cluster_id").is_not_null().cast(pl.Int64)),
+        known=_per_rank(keyed, pl.col("doc_id").is_in(list(tokens or ())).cast(pl.Int64))
+        if tokens is not None
+        else [],
+        tokens=[
+            float(v)
+            for v in _per_rank(
+                keyed.with_columns(
+                    pl.col("doc_id")
+                    .replace_strict(dict(tokens), default=0.0, return_dtype=pl.Float64)
+                    .alias("tokens")
+                ),
+                pl.col("tokens"),
+            )
+        ]
+        if tokens is not None
+        else None,
+    )
+    return ClusterTraces(queries, totals)
+
+
+def _upto(values: Sequence[float], k: int) -> float:
+    return float(sum(values[:k]))
+
+
+def profile_of_traces(
+    traces: ClusterTraces,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    threshold: int = DEFAULT_THRESHOLD,
+    price_per_million: float | None = None,
+    queries_per_day: float | None = None,
+) -> ClusterProfile:
+    """The cluster profile (see the module's definitions) at the cutoffs ``ks``."""
+    cutoffs = sorted(set(ks))
+    if not cutoffs or cutoffs[0] < 1:
+        raise ValueError(f"every k must be >= 1, got {list(ks)}")
+    runs = list(traces.queries.values())
+    totals = traces.totals
+    rows: list[ClusterDepth] = []
+    previous: tuple[int, float] | None = None
+    for k in cutoffs:
+        values = [t.distinct(k) for t in runs]
+        mean = sum(values) / len(values) if values else 0.0
+        prompt = daily = None
+        if totals.tokens is not None and runs:
+            prompt = _upto(totals.tokens, k) / len(runs)
+            if price_per_million is not None and queries_per_day is not None:
+                daily = prompt * queries_per_day * price_per_million / 1_000_000
+        rows.append(
+            ClusterDepth(
+                k=k,
+                mean_distinct=mean,
+                distinct_fraction=mean / k,
+                marginal_per_slot=None
+                if previous is None
+                else (mean - previous[1]) / (k - previous[0]),
+                median=quantile(values, 0.5),
+                p10=quantile(values, 0.1),
+                p90=quantile(values, 0.9),
+                share_at_or_below=sum(v <= threshold for v in values) / len(values)
+                if values
+                else 0.0,
+                histogram=dict(sorted(Counter(values).items())),
+                short_queries=sum(1 for t in runs if t.returned < k),
+                prompt_tokens=prompt,
+                daily_price=daily,
+            )
+        )
+        previous = (k, mean)
+    deepest = cutoffs[-1]
+    shown = sum(min(deepest, t.returned) for t in runs)
+    return ClusterProfile(
+        queries=len(runs),
+        threshold=threshold,
+        depths=rows,
+        unclustered_results=shown - int(_upto(totals.clustered, deepest)),
+        unknown_results=shown - int(_upto(totals.known, deepest))
+        if totals.tokens is not None
+        else 0,
+        price_per_million=price_per_million,
+        queries_per_day=queries_per_day,
+    )
+
+
 def cluster_profile(
     top: pl.DataFrame,
     clusters: Mapping[str, str],
@@ -115,61 +302,13 @@ def cluster_profile(
     cutoffs = sorted(set(ks))
     if not cutoffs or cutoffs[0] < 1:
         raise ValueError(f"every k must be >= 1, got {list(ks)}")
-    deepest = top.filter(pl.col("rank") <= cutoffs[-1]).select("qid", "rank", "doc_id")
-    keyed = cluster_keys(deepest, clusters_frame(dict(clusters)))
-    qids = keyed.get_column("qid").unique().to_list()
-    returned = dict(keyed.group_by("qid").len().iter_rows())
-    known = set(tokens) if tokens is not None else None
-    unknown = keyed.filter(~pl.col("doc_id").is_in(list(known))).height if known is not None else 0
-    if tokens is not None:
-        costed = keyed.with_columns(
-            pl.col("doc_id")
-            .replace_strict(dict(tokens), default=0.0, return_dtype=pl.Float64)
-            .alias("tokens")
-        )
-    rows: list[ClusterDepth] = []
-    previous: tuple[int, float] | None = None
-    for k in cutoffs:
-        shown = keyed.filter(pl.col("rank") <= k)
-        per_query = dict.fromkeys(qids, 0) | dict(
-            shown.group_by("qid").agg(pl.col("cluster").n_unique()).iter_rows()
-        )
-        values = [int(v) for v in per_query.values()]
-        mean = sum(values) / len(values) if values else 0.0
-        prompt = daily = None
-        if tokens is not None and qids:
-            prompt = float(costed.filter(pl.col("rank") <= k).get_column("tokens").sum()) / len(
-                qids
-            )
-            if price_per_million is not None and queries_per_day is not None:
-                daily = prompt * queries_per_day * price_per_million / 1_000_000
-        rows.append(
-            ClusterDepth(
-                k=k,
-                mean_distinct=mean,
-                distinct_fraction=mean / k,
-                marginal_per_slot=None
-                if previous is None
-                else (mean - previous[1]) / (k - previous[0]),
-                median=quantile(values, 0.5),
-                p10=quantile(values, 0.1),
-                p90=quantile(values, 0.9),
-                share_at_or_below=sum(v <= threshold for v in values) / len(values)
-                if values
-                else 0.0,
-                histogram=dict(sorted(Counter(values).items())),
-                short_queries=sum(1 for q in qids if returned[q] < k),
-                prompt_tokens=prompt,
-                daily_price=daily,
-            )
-        )
-        previous = (k, mean)
-    return ClusterProfile(
-        queries=len(qids),
+    deepest = top.filter(pl.col("rank") <= cutoffs[-1])
+    returned = {q: int(n) for q, n in deepest.group_by("qid").len().iter_rows()}
+    traces = trace_ranking(deepest, returned, clusters, tokens=tokens)
+    return profile_of_traces(
+        traces,
+        ks=cutoffs,
         threshold=threshold,
-        depths=rows,
-        unclustered_results=keyed.filter(pl.col("cluster_id").is_null()).height,
-        unknown_results=unknown,
         price_per_million=price_per_million,
         queries_per_day=queries_per_day,
     )

@@ -3,7 +3,17 @@
 from app.models.base import column_width, utcnow
 from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
-from app.models.runs import Run, RunHead, RunJudged, RunQuery
+from app.models.runs import (
+    JUDGED,
+    LOG,
+    RUN_KINDS,
+    Run,
+    RunClusterQuery,
+    RunClusterTotals,
+    RunHead,
+    RunJudged,
+    RunQuery,
+)
 from app.models.triage import (
     LABEL_ACTIONS,
     OTHER,
@@ -18,8 +28,11 @@ from app.models.users import ApiToken, LoginAttempt, Role, User, UserSession
 
 __all__ = [
     "DEFAULT_CAUSES",
+    "JUDGED",
     "LABEL_ACTIONS",
+    "LOG",
     "OTHER",
+    "RUN_KINDS",
     "UNLABELLED",
     "ApiToken",
     "Document",
@@ -34,6 +47,8 @@ __all__ = [
     "MissState",
     "Role",
     "Run",
+    "RunClusterQuery",
+    "RunClusterTotals",
     "RunHead",
     "RunJudged",
     "RunQuery",
