@@ -51,8 +51,14 @@ TOKEN_ESTIMATE = "characters / 4 (title and text)"
 
 def estimate_tokens(title: str, text: str) -> float:
     """Estimated prompt tokens of a document: its characters / 4 (title + newline + text)."""
-    joined = f"{title}\n{text}" if title and text else title or text
-    return len(joined) / 4
+    return tokens_of_lengths(len(title), len(text))
+
+
+def tokens_of_lengths(title_chars: int, text_chars: int) -> float:
+    """``estimate_tokens`` from the lengths alone (a store can count characters without
+    sending the text): the newline joins a title and a text only when both are present."""
+    joiner = 1 if title_chars and text_chars else 0
+    return (title_chars + joiner + text_chars) / 4
 
 
 def quantile(values: Sequence[float], p: float) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from app.eval.cluster_profile import (
@@ -22,8 +23,8 @@ from app.eval.cluster_profile import (
     ClusterTraces,
     QueryTrace,
     RankTotals,
-    estimate_tokens,
     profile_of_traces,
+    tokens_of_lengths,
 )
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import MAX_CUTOFF, parse_depths
@@ -108,20 +109,24 @@ def cluster_evaluation(
 
 def cluster_corpus(*, session: Session, golden: GoldenSet) -> ClusterCorpus:
     """The golden set's corpus as the cluster measures see it: the clustered documents and,
-    where any document has text, every document's estimated tokens."""
+    where any document has text, every document's estimated tokens (from the lengths the
+    database counts: the texts themselves are not read)."""
     clusters: dict[str, str] = {}
     tokens: dict[str, float] = {}
     has_text = False
     rows = session.exec(
-        select(Document.doc_id, Document.cluster_id, Document.title, Document.text).where(
-            Document.golden_set_id == golden.id
-        )
+        select(
+            Document.doc_id,
+            Document.cluster_id,
+            func.length(Document.title),
+            func.length(Document.text),
+        ).where(Document.golden_set_id == golden.id)
     )
-    for doc_id, cluster_id, title, text in rows:
+    for doc_id, cluster_id, title_chars, text_chars in rows:
         if cluster_id:
             clusters[doc_id] = cluster_id
-        tokens[doc_id] = estimate_tokens(title, text)
-        has_text = has_text or bool(text)
+        tokens[doc_id] = tokens_of_lengths(title_chars or 0, text_chars or 0)
+        has_text = has_text or bool(text_chars)
     return ClusterCorpus(clusters=clusters, tokens=tokens if has_text else None)
 
 

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import delete
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app.main import create_app
-from app.models import Role
+from app.models import Role, RunClusterTotals
 from app.settings import Settings
 from tests.support.log_runs import (
     DEMO,
@@ -162,7 +164,7 @@ def test_a_log_run_refuses_metrics_and_triage_cleanly(
 
 
 def test_a_judged_runs_clusters_count_every_query_at_any_depth(
-    shallow_client: TestClient, accounts: dict[Role, Account], tmp_path: Path
+    shallow_client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
 ) -> None:
     client, lead = shallow_client, accounts[Role.LEAD]
     golden_id = _golden_set(client, lead)
@@ -183,3 +185,10 @@ def test_a_judged_runs_clusters_count_every_query_at_any_depth(
     # ... but counted by the cluster measures, judged or not.
     _same(answer.json(), oracle(rankings(path.read_text()), demo_corpus(), ks=ks, threshold=4))
     assert answer.json()["queries"] == 267
+
+    # A run imported before the traces were stored has none: a clear 409, not a guess.
+    with Session(engine) as session, session.begin():
+        session.execute(delete(RunClusterTotals).where(RunClusterTotals.run_id == run["id"]))
+    older = client.get(f"/api/v1/runs/{run['id']}/clusters", headers=lead.headers)
+    assert older.status_code == 409
+    assert older.json()["error"]["code"] == "clusters_not_stored"
