@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +121,26 @@ class ClusterCorpus:
     def empty(self) -> bool:
         """True when which document sits where changes no figure (no clusters, no text)."""
         return not self.clusters and self.tokens is None
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """A corpus asked only for the documents a run returned: a store's corpus may be far
+    larger than what any run retrieves, and need not be read whole for one import."""
+
+    #: False when no document has a cluster or text: where a document sits changes nothing
+    matters: bool
+    #: True when some document has text: the cost side is measured
+    has_text: bool
+    #: doc ids -> the clusters and estimated tokens of those of them in the corpus
+    lookup: Callable[[list[str]], ClusterCorpus]
+
+    @classmethod
+    def of(cls, corpus: ClusterCorpus) -> CorpusSource:
+        """A corpus already in memory."""
+        return cls(
+            matters=not corpus.empty, has_text=corpus.tokens is not None, lookup=lambda _: corpus
+        )
 
 
 @dataclass(frozen=True, slots=True)

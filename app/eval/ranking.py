@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 import polars as pl
 
-from app.eval.cluster_profile import ClusterCorpus, ClusterTraces, trace_ranking
+from app.eval.cluster_profile import ClusterTraces, CorpusSource, trace_ranking
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten
 from app.eval.golden import Judgments, count
@@ -92,7 +92,7 @@ def rank_run(
     source: str,
     fmt: str,
     keep_results: bool = False,
-    corpus: ClusterCorpus | None = None,
+    corpus: CorpusSource | None = None,
 ) -> RankedRun:
     """Apply the conventions to parsed run lines (qid, doc_id, score, rank, line).
 
@@ -162,23 +162,24 @@ def _traces(
     order: Order,
     fmt: str,
     source: str,
-    corpus: ClusterCorpus,
+    corpus: CorpusSource,
 ) -> ClusterTraces:
     """Every query's cluster trace; the whole run is sorted only when a corpus makes the
-    documents' places matter (clusters or text)."""
+    documents' places matter (clusters or text), and the corpus is asked only for the
+    documents the run returned."""
     answered = {qid: n - dropped_per_query.get(qid, 0) for qid, n in per_query.iter_rows()}
-    ranked = (
-        None
-        if corpus.empty
-        else rank_every_query(
-            frame.drop("pos", strict=False), order=order, fmt=fmt, source=source, depth=None
-        )
+    if not corpus.matters:
+        return trace_ranking(None, answered, {})
+    ranked = rank_every_query(
+        frame.drop("pos", strict=False), order=order, fmt=fmt, source=source, depth=None
     )
-    return trace_ranking(ranked, answered, corpus.clusters, tokens=corpus.tokens)
+    found = corpus.lookup(ranked.get_column("doc_id").unique().to_list())
+    tokens = dict(found.tokens or {}) if corpus.has_text else None
+    return trace_ranking(ranked, answered, found.clusters, tokens=tokens)
 
 
 def rank_log_run(
-    frame: pl.DataFrame, *, order: Order, source: str, fmt: str, corpus: ClusterCorpus
+    frame: pl.DataFrame, *, order: Order, source: str, fmt: str, corpus: CorpusSource
 ) -> tuple[RunReport, ClusterTraces]:
     """A run of production query-log results, no judgments: every query is kept; what is
     stored is its import report and the cluster traces of every query."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from app.eval.cluster_profile import ClusterCorpus, ClusterTraces
+from app.eval.cluster_profile import ClusterTraces, CorpusSource
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten, shorten_name
 from app.eval.golden import IdLimits, Judgments
@@ -56,7 +56,7 @@ def load_run(
     keep_results: bool = False,
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
-    corpus: ClusterCorpus | None = None,
+    corpus: CorpusSource | None = None,
 ) -> RankedRun:
     """Read a run file (TREC or JSONL, plain or gzip) and rank it under the conventions.
 
@@ -86,7 +86,7 @@ def _check_ids(frame: pl.DataFrame, path: Path, id_limits: IdLimits | None) -> N
 
 def load_log_traces(
     path: Path,
-    corpus: ClusterCorpus,
+    corpus: CorpusSource,
     *,
     order: Order = Order.TREC_EVAL,
     fmt: str | None = None,

@@ -21,6 +21,7 @@ from app.eval.cluster_profile import (
     TOKEN_ESTIMATE,
     ClusterCorpus,
     ClusterTraces,
+    CorpusSource,
     QueryTrace,
     RankTotals,
     profile_of_traces,
@@ -107,27 +108,52 @@ def cluster_evaluation(
     return evaluate_clusters(gold, top, clusters, k)
 
 
-def cluster_corpus(*, session: Session, golden: GoldenSet) -> ClusterCorpus:
-    """The golden set's corpus as the cluster measures see it: the clustered documents and,
-    where any document has text, every document's estimated tokens (from the lengths the
-    database counts: the texts themselves are not read)."""
-    clusters: dict[str, str] = {}
-    tokens: dict[str, float] = {}
-    has_text = False
-    rows = session.exec(
-        select(
-            Document.doc_id,
-            Document.cluster_id,
-            func.length(Document.title),
-            func.length(Document.text),
-        ).where(Document.golden_set_id == golden.id)
+#: Document ids per IN list (bounded, as every backend accepts).
+IN_CHUNK = 5000
+
+
+def corpus_source(*, session: Session, golden: GoldenSet) -> CorpusSource:
+    """The golden set's corpus as the cluster measures see it, asked only for the documents a
+    run returns: their cluster ids and, where any document has text, their estimated tokens
+    (from the lengths the database counts: the texts themselves are not read)."""
+    in_golden = Document.golden_set_id == golden.id
+    clustered = golden.documents > 0 and _any(
+        session, in_golden, col(Document.cluster_id).is_not(None)
     )
-    for doc_id, cluster_id, title_chars, text_chars in rows:
-        if cluster_id:
-            clusters[doc_id] = cluster_id
-        tokens[doc_id] = tokens_of_lengths(title_chars or 0, text_chars or 0)
-        has_text = has_text or bool(text_chars)
-    return ClusterCorpus(clusters=clusters, tokens=tokens if has_text else None)
+    has_text = golden.documents > 0 and _any(session, in_golden, func.length(Document.text) > 0)
+
+    def lookup(doc_ids: list[str]) -> ClusterCorpus:
+        clusters: dict[str, str] = {}
+        tokens: dict[str, float] = {}
+        # A corpus smaller than the run's documents is read whole, in one query.
+        wheres = (
+            [[in_golden]]
+            if golden.documents <= len(doc_ids)
+            else [
+                [in_golden, col(Document.doc_id).in_(doc_ids[i : i + IN_CHUNK])]
+                for i in range(0, len(doc_ids), IN_CHUNK)
+            ]
+        )
+        for where in wheres:
+            rows = session.exec(
+                select(
+                    Document.doc_id,
+                    Document.cluster_id,
+                    func.length(Document.title),
+                    func.length(Document.text),
+                ).where(*where)
+            )
+            for doc_id, cluster_id, title_chars, text_chars in rows:
+                if cluster_id:
+                    clusters[doc_id] = cluster_id
+                tokens[doc_id] = tokens_of_lengths(title_chars or 0, text_chars or 0)
+        return ClusterCorpus(clusters=clusters, tokens=tokens if has_text else None)
+
+    return CorpusSource(matters=clustered or has_text, has_text=has_text, lookup=lookup)
+
+
+def _any(session: Session, *where: Any) -> bool:
+    return session.exec(select(Document.id).where(*where).limit(1)).first() is not None
 
 
 def store_traces(*, session: Session, run_id: int, traces: ClusterTraces) -> None:

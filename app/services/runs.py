@@ -24,7 +24,7 @@ from app.eval import (
     load_run,
     top_candidates,
 )
-from app.eval.cluster_profile import ClusterCorpus
+from app.eval.cluster_profile import CorpusSource
 from app.eval.conventions import (
     DEFAULT_DEPTH,
     DEFAULT_DEPTHS,
@@ -52,8 +52,8 @@ from app.models import (
 )
 from app.services.bulk import bulk_insert
 from app.services.clusters import (
-    cluster_corpus,
     cluster_evaluation,
+    corpus_source,
     require_judged,
     store_traces,
 )
@@ -109,7 +109,7 @@ def import_run(
     ).first()
     if taken is not None:
         raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
-    corpus = cluster_corpus(session=session, golden=golden)
+    corpus = corpus_source(session=session, golden=golden)
     source_name = printable_name(source_name)
     if kind == LOG:
         return _import_log_run(
@@ -195,7 +195,7 @@ def _import_log_run(
     description: str,
     user: User | None,
     progress: ProgressFn | None,
-    corpus: ClusterCorpus,
+    corpus: CorpusSource,
 ) -> Run:
     """A log run: every query kept, judged or not; only its cluster traces are stored."""
     try:

@@ -133,6 +133,11 @@ def test_a_log_run_refuses_metrics_and_triage_cleanly(
     path = tmp_path / "log.trec"
     path.write_text("\n".join(unjudged_lines(demo_corpus())[:300]) + "\n")
     run = _import(client, lead, golden_id, path, kind="log")
+    ranked = rankings(path.read_text())
+    # Fewer documents than the corpus holds: the corpus is asked for those alone.
+    assert len({d for r in ranked.values() for d in r}) < len(demo_corpus())
+    measured = client.get(f"/api/v1/runs/{run['id']}/clusters", headers=lead.headers)
+    _same(measured.json(), oracle(ranked, demo_corpus(), ks=KS, threshold=4))
     refusals = [
         client.get(f"/api/v1/runs/{run['id']}/metrics", headers=lead.headers),
         client.get(f"/api/v1/runs/{run['id']}/queries", headers=lead.headers),
