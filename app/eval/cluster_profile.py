@@ -41,7 +41,7 @@ from typing import Any
 
 import polars as pl
 
-from app.eval.clusters import FEW, cluster_keys, clusters_frame
+from app.eval.clusters import FEW
 
 DEFAULT_KS: tuple[int, ...] = (10, 20, 30, 40, 50)
 DEFAULT_THRESHOLD = FEW
@@ -51,13 +51,14 @@ TOKEN_ESTIMATE = "characters / 4 (title and text)"
 
 def estimate_tokens(title: str, text: str) -> float:
     """Estimated prompt tokens of a document: its characters / 4 (title + newline + text)."""
-    return tokens_of_lengths(len(title), len(text))
+    return float(tokens_of_lengths(len(title), len(text)))
 
 
-def tokens_of_lengths(title_chars: int, text_chars: int) -> float:
-    """``estimate_tokens`` from the lengths alone (a store can count characters without
-    sending the text): the newline joins a title and a text only when both are present."""
-    joiner = 1 if title_chars and text_chars else 0
+def tokens_of_lengths(title_chars: Any, text_chars: Any) -> Any:
+    """``estimate_tokens`` from the lengths alone (a store counts characters without sending
+    the text): the newline joins a title and a text only when both are present. The same
+    formula for numbers and for polars expressions (columns of lengths)."""
+    joiner = (title_chars > 0) & (text_chars > 0)
     return (title_chars + joiner + text_chars) / 4
 
 
@@ -108,19 +109,45 @@ class ClusterProfile:
     queries_per_day: float | None
 
 
+#: The corpus as the traces join it: tokens null = the document is not in the corpus.
+CORPUS_SCHEMA = {"doc_id": pl.String, "cluster_id": pl.String, "tokens": pl.Float64}
+
+
 @dataclass(frozen=True)
 class ClusterCorpus:
-    """What the cluster measures take from a corpus."""
+    """What the cluster measures take from a corpus: a frame of its documents (doc_id,
+    cluster_id, null for none, and tokens, the estimated prompt tokens) and whether any of
+    them has text (without text: no cost side)."""
 
-    #: doc_id -> cluster_id of the clustered documents
-    clusters: Mapping[str, str]
-    #: doc_id -> estimated tokens of every document; None when no document has text
-    tokens: Mapping[str, float] | None = None
+    documents: pl.DataFrame
+    has_text: bool
+
+    @classmethod
+    def of(
+        cls, clusters: Mapping[str, str], tokens: Mapping[str, float] | None = None
+    ) -> ClusterCorpus:
+        """From mappings: doc_id -> cluster_id of the clustered documents; doc_id -> the
+        tokens of every document, or None when no document has text."""
+        known = tokens or {}
+        extra = [d for d in clusters if d not in known]
+        ids = list(known) + extra
+        return cls(
+            documents=pl.DataFrame(
+                {
+                    "doc_id": ids,
+                    "cluster_id": [clusters.get(d) or None for d in ids],
+                    "tokens": list(known.values()) + [None] * len(extra),
+                },
+                schema=CORPUS_SCHEMA,
+            ),
+            has_text=tokens is not None,
+        )
 
     @property
     def empty(self) -> bool:
         """True when which document sits where changes no figure (no clusters, no text)."""
-        return not self.clusters and self.tokens is None
+        clustered = self.documents.height - self.documents.get_column("cluster_id").null_count()
+        return not clustered and not self.has_text
 
 
 @dataclass(frozen=True)
@@ -138,9 +165,7 @@ class CorpusSource:
     @classmethod
     def of(cls, corpus: ClusterCorpus) -> CorpusSource:
         """A corpus already in memory."""
-        return cls(
-            matters=not corpus.empty, has_text=corpus.tokens is not None, lookup=lambda _: corpus
-        )
+        return cls(matters=not corpus.empty, has_text=corpus.has_text, lookup=lambda _: corpus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,50 +220,37 @@ def _per_rank(frame: pl.DataFrame, value: pl.Expr) -> list[Any]:
 def trace_ranking(
     ranked: pl.DataFrame | None,
     returned: Mapping[str, int],
-    clusters: Mapping[str, str],
-    *,
-    tokens: Mapping[str, float] | None = None,
+    corpus: ClusterCorpus | None = None,
 ) -> ClusterTraces:
     """The traces of a ranked run.
 
     ``ranked``: qid, rank (1-based), doc_id of every result kept (the cluster measures are
     exact up to the deepest rank it holds). ``returned``: results per query (every query the
-    run answers). Without clusters and without a corpus text (``tokens`` None) nothing depends
-    on which document sits where, and ``ranked`` may be None (no sort of a large run needed).
+    run answers). Without a corpus (or one without clusters and text) nothing depends on
+    which document sits where, and ``ranked`` may be None (no sort of a large run needed).
     """
-    if ranked is None:
-        if clusters or tokens is not None:
-            raise ValueError("the ranked results are needed with clusters or tokens")
+    if corpus is None or corpus.empty:
         return ClusterTraces({q: QueryTrace(n) for q, n in returned.items()}, RankTotals())
-    keyed = cluster_keys(ranked.select("qid", "rank", "doc_id"), clusters_frame(dict(clusters)))
-    # A document keyed by itself never repeats (repeated documents are dropped), so only the
-    # clustered results are searched for repeats.
+    if ranked is None:
+        raise ValueError("the ranked results are needed with clusters or text")
+    # One join with the corpus: a document absent from it has no cluster and no tokens.
+    joined = ranked.select("qid", "rank", "doc_id").join(corpus.documents, on="doc_id", how="left")
+    # A document without a cluster is its own and never repeats (repeated documents are
+    # dropped), so only the clustered results are searched for repeats.
     repeated = (
-        keyed.filter(pl.col("cluster_id").is_not_null())
-        .sort("qid", "rank")
-        .filter(~pl.struct("qid", "cluster").is_first_distinct())
+        joined.filter(pl.col("cluster_id").is_not_null())
+        .filter(pl.col("rank") > pl.col("rank").min().over("qid", "cluster_id"))
         .group_by("qid")
         .agg(pl.col("rank").sort())
     )
     repeats = {qid: tuple(int(r) for r in ranks) for qid, ranks in repeated.iter_rows()}
     queries = {q: QueryTrace(n, repeats.get(q, ())) for q, n in returned.items()}
+    text = corpus.has_text
     totals = RankTotals(
-        clustered=_per_rank(keyed, pl.col("cluster_id").is_not_null().cast(pl.Int64)),
-        known=_per_rank(keyed, pl.col("doc_id").is_in(list(tokens or ())).cast(pl.Int64))
-        if tokens is not None
-        else [],
-        tokens=[
-            float(v)
-            for v in _per_rank(
-                keyed.with_columns(
-                    pl.col("doc_id")
-                    .replace_strict(dict(tokens), default=0.0, return_dtype=pl.Float64)
-                    .alias("tokens")
-                ),
-                pl.col("tokens"),
-            )
-        ]
-        if tokens is not None
+        clustered=_per_rank(joined, pl.col("cluster_id").is_not_null().cast(pl.Int64)),
+        known=_per_rank(joined, pl.col("tokens").is_not_null().cast(pl.Int64)) if text else [],
+        tokens=[float(v) for v in _per_rank(joined, pl.col("tokens").fill_null(0.0))]
+        if text
         else None,
     )
     return ClusterTraces(queries, totals)
@@ -330,7 +342,7 @@ def cluster_profile(
         raise ValueError(f"every k must be >= 1, got {list(ks)}")
     deepest = top.filter(pl.col("rank") <= cutoffs[-1])
     returned = {q: int(n) for q, n in deepest.group_by("qid").len().iter_rows()}
-    traces = trace_ranking(deepest, returned, clusters, tokens=tokens)
+    traces = trace_ranking(deepest, returned, ClusterCorpus.of(clusters, tokens))
     return profile_of_traces(
         traces,
         ks=cutoffs,

@@ -151,17 +151,16 @@ def rank_run(
         results=kept if keep_results else None,
         traces=None
         if corpus is None
-        else _traces(frame, per_query, dropped_per_query, order, fmt, source, corpus),
+        else _traces(frame, per_query, dropped, dropped_per_query, order, corpus),
     )
 
 
 def _traces(
     frame: pl.DataFrame,
     per_query: pl.DataFrame,
+    dropped: pl.Series,
     dropped_per_query: dict[str, int],
     order: Order,
-    fmt: str,
-    source: str,
     corpus: CorpusSource,
 ) -> ClusterTraces:
     """Every query's cluster trace; the whole run is sorted only when a corpus makes the
@@ -169,13 +168,10 @@ def _traces(
     documents the run returned."""
     answered = {qid: n - dropped_per_query.get(qid, 0) for qid, n in per_query.iter_rows()}
     if not corpus.matters:
-        return trace_ranking(None, answered, {})
-    ranked = rank_every_query(
-        frame.drop("pos", strict=False), order=order, fmt=fmt, source=source, depth=None
-    )
+        return trace_ranking(None, answered)
+    ranked = _rank_all(frame, dropped, order)
     found = corpus.lookup(ranked.get_column("doc_id").unique().to_list())
-    tokens = dict(found.tokens or {}) if corpus.has_text else None
-    return trace_ranking(ranked, answered, found.clusters, tokens=tokens)
+    return trace_ranking(ranked, answered, found)
 
 
 def rank_log_run(
@@ -203,7 +199,7 @@ def rank_log_run(
         golden_queries_absent=0,
         warnings=_warnings(0, 0, 0, dropped.len()),
     )
-    traces = _traces(frame, per_query, dropped_per_query, order, fmt, source, corpus)
+    traces = _traces(frame, per_query, dropped, dropped_per_query, order, corpus)
     return report, traces
 
 
@@ -366,14 +362,27 @@ def rank_every_query(
         raise ValueError(f"depth must be >= 1, got {depth}")
     order = effective_order(order, fmt)
     _check_order_columns(frame, order, source)
-    columns, descending = sort_key(order)
-    ranked = (
-        frame.lazy()
-        .with_row_index("pos")
-        .filter(pl.struct("qid", "doc_id").is_first_distinct())
-        .sort(columns, descending=descending)
-        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
-    )
+    frame = frame.with_row_index("pos")
+    ranked = _rank_all(frame, _repeated_lines(frame), order)
     if depth is not None:
         ranked = ranked.filter(pl.col("rank") <= depth)
-    return ranked.select("qid", "rank", "doc_id").sort("qid", "rank").collect()
+    return ranked.sort("qid", "rank")
+
+
+def _rank_all(frame: pl.DataFrame, dropped: pl.Series, order: Order) -> pl.DataFrame:
+    """qid, rank, doc_id of every result of ``frame`` (with its ``pos``) but the ``dropped``
+    repeated lines. Only the columns the order needs are sorted (a run's lines carry more)."""
+    columns, descending = sort_key(order)
+    needed = ["qid", "doc_id", "pos", *(c for c in columns if c not in ("qid", "doc_id", "pos"))]
+    lines = frame.lazy().select(needed)
+    if dropped.len():
+        lines = lines.filter(~pl.col("pos").is_in(dropped.implode()))
+    return (
+        lines.sort(columns, descending=descending)
+        .select(
+            "qid",
+            pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"),
+            "doc_id",
+        )
+        .collect()
+    )

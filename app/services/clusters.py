@@ -123,8 +123,6 @@ def corpus_source(*, session: Session, golden: GoldenSet) -> CorpusSource:
     has_text = golden.documents > 0 and _any(session, in_golden, func.length(Document.text) > 0)
 
     def lookup(doc_ids: list[str]) -> ClusterCorpus:
-        clusters: dict[str, str] = {}
-        tokens: dict[str, float] = {}
         # A corpus smaller than the run's documents is read whole, in one query.
         wheres = (
             [[in_golden]]
@@ -134,20 +132,34 @@ def corpus_source(*, session: Session, golden: GoldenSet) -> CorpusSource:
                 for i in range(0, len(doc_ids), IN_CHUNK)
             ]
         )
-        for where in wheres:
-            rows = session.exec(
-                select(
-                    Document.doc_id,
-                    Document.cluster_id,
-                    func.length(Document.title),
-                    func.length(Document.text),
-                ).where(*where)
+        frames = [
+            pl.DataFrame(
+                session.exec(
+                    select(
+                        Document.doc_id,
+                        Document.cluster_id,
+                        func.length(Document.title),
+                        func.length(Document.text),
+                    ).where(*where)
+                ).all(),
+                schema={
+                    "doc_id": pl.String,
+                    "cluster_id": pl.String,
+                    "title_chars": pl.Int64,
+                    "text_chars": pl.Int64,
+                },
+                orient="row",
             )
-            for doc_id, cluster_id, title_chars, text_chars in rows:
-                if cluster_id:
-                    clusters[doc_id] = cluster_id
-                tokens[doc_id] = tokens_of_lengths(title_chars or 0, text_chars or 0)
-        return ClusterCorpus(clusters=clusters, tokens=tokens if has_text else None)
+            for where in wheres
+        ]
+        documents = pl.concat(frames).select(
+            "doc_id",
+            pl.when(pl.col("cluster_id") != "").then(pl.col("cluster_id")).alias("cluster_id"),
+            tokens_of_lengths(
+                pl.col("title_chars").fill_null(0), pl.col("text_chars").fill_null(0)
+            ).alias("tokens"),
+        )
+        return ClusterCorpus(documents=documents, has_text=has_text)
 
     return CorpusSource(matters=clustered or has_text, has_text=has_text, lookup=lookup)
 
