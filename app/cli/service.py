@@ -21,7 +21,7 @@ from app.eval.textio import decompression_limit
 from app.eval.values import INT32_MAX
 from app.exporters import Tracker
 from app.migrate import upgrade
-from app.models import GoldenSet, Role
+from app.models import JUDGED, LOG, GoldenSet, Role
 from app.models.exports import ExportAction
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
@@ -237,9 +237,22 @@ def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
 @click.option(
     "--order", type=click.Choice([o.value for o in Order]), default="trec_eval", show_default=True
 )
+@click.option(
+    "--log",
+    "log_run",
+    is_flag=True,
+    help="A log run: production query-log results without judgments (every query kept; "
+    "cluster measures only).",
+)
 @output_option
 def import_run(
-    golden_ref: str, name: str, run_path: Path, run_format: str | None, order: str, output: str
+    golden_ref: str,
+    name: str,
+    run_path: Path,
+    run_format: str | None,
+    order: str,
+    log_run: bool,
+    output: str,
 ) -> None:
     """Import a run into a golden set (all or nothing)."""
     with database() as session:
@@ -253,6 +266,7 @@ def import_run(
             fmt=run_format,
             order=Order(order),
             keep_depth=get_settings().keep_depth,
+            kind=LOG if log_run else JUDGED,
         )
     _emit(
         RunPublic.of(run).model_dump(mode="json"),

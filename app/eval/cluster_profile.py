@@ -23,18 +23,25 @@ tokens_q(k) = the sum of the estimated tokens of q's first k results (a document
 corpus adds 0 and is counted apart); prompt tokens at k = the mean of tokens_q(k) over Q. With a
 price per million tokens and queries per day: daily price = prompt tokens * queries per day *
 price / 1,000,000, so doubling k (about) doubles the prompt and the price.
+
+What any k needs, kept compactly (``ClusterTraces``, stored per run at import): per query the
+number of results and the ranks at which a result repeats a cluster already seen higher in the
+same ranking, so that u_q(k) = min(k, results of q) - (repeats at rank <= k); per rank, summed
+over the queries, the results with a cluster, the results in the corpus and their tokens.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
-from app.eval.clusters import FEW, cluster_keys, clusters_frame
+from app.eval.clusters import FEW
 
 DEFAULT_KS: tuple[int, ...] = (10, 20, 30, 40, 50)
 DEFAULT_THRESHOLD = FEW
@@ -44,8 +51,15 @@ TOKEN_ESTIMATE = "characters / 4 (title and text)"
 
 def estimate_tokens(title: str, text: str) -> float:
     """Estimated prompt tokens of a document: its characters / 4 (title + newline + text)."""
-    joined = f"{title}\n{text}" if title and text else title or text
-    return len(joined) / 4
+    return float(tokens_of_lengths(len(title), len(text)))
+
+
+def tokens_of_lengths(title_chars: Any, text_chars: Any) -> Any:
+    """``estimate_tokens`` from the lengths alone (a store counts characters without sending
+    the text): the newline joins a title and a text only when both are present. The same
+    formula for numbers and for polars expressions (columns of lengths)."""
+    joiner = (title_chars > 0) & (text_chars > 0)
+    return (title_chars + joiner + text_chars) / 4
 
 
 def quantile(values: Sequence[float], p: float) -> float:
@@ -95,6 +109,217 @@ class ClusterProfile:
     queries_per_day: float | None
 
 
+#: The corpus as the traces join it: tokens null = the document is not in the corpus.
+CORPUS_SCHEMA = {"doc_id": pl.String, "cluster_id": pl.String, "tokens": pl.Float64}
+
+
+@dataclass(frozen=True)
+class ClusterCorpus:
+    """What the cluster measures take from a corpus: a frame of its documents (doc_id,
+    cluster_id, null for none, and tokens, the estimated prompt tokens) and whether any of
+    them has text (without text: no cost side)."""
+
+    documents: pl.DataFrame
+    has_text: bool
+
+    @classmethod
+    def of(
+        cls, clusters: Mapping[str, str], tokens: Mapping[str, float] | None = None
+    ) -> ClusterCorpus:
+        """From mappings: doc_id -> cluster_id of the clustered documents; doc_id -> the
+        tokens of every document, or None when no document has text."""
+        known = tokens or {}
+        extra = [d for d in clusters if d not in known]
+        ids = list(known) + extra
+        return cls(
+            documents=pl.DataFrame(
+                {
+                    "doc_id": ids,
+                    "cluster_id": [clusters.get(d) or None for d in ids],
+                    "tokens": list(known.values()) + [None] * len(extra),
+                },
+                schema=CORPUS_SCHEMA,
+            ),
+            has_text=tokens is not None,
+        )
+
+    @property
+    def empty(self) -> bool:
+        """True when which document sits where changes no figure (no clusters, no text)."""
+        clustered = self.documents.height - self.documents.get_column("cluster_id").null_count()
+        return not clustered and not self.has_text
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """A corpus asked only for the documents a run returned: a store's corpus may be far
+    larger than what any run retrieves, and need not be read whole for one import."""
+
+    #: False when no document has a cluster or text: where a document sits changes nothing
+    matters: bool
+    #: True when some document has text: the cost side is measured
+    has_text: bool
+    #: doc ids -> the clusters and estimated tokens of those of them in the corpus
+    lookup: Callable[[list[str]], ClusterCorpus]
+
+    @classmethod
+    def of(cls, corpus: ClusterCorpus) -> CorpusSource:
+        """A corpus already in memory."""
+        return cls(matters=not corpus.empty, has_text=corpus.has_text, lookup=lambda _: corpus)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTrace:
+    """One query's ranking as the cluster measures need it, at every k."""
+
+    #: results the query returned (after dropping repeated documents)
+    returned: int
+    #: ranks (1-based, ascending) whose document's cluster already appeared at a better rank
+    repeats: tuple[int, ...] = ()
+
+    def distinct(self, k: int) -> int:
+        """u_q(k): distinct clusters among the first k results."""
+        return min(k, self.returned) - bisect.bisect_right(self.repeats, k)
+
+
+@dataclass(frozen=True)
+class RankTotals:
+    """Per rank (list index = rank - 1), summed over the queries; lists end at the last rank
+    with a non-zero entry (an empty list: zero at every rank)."""
+
+    clustered: list[int] = field(default_factory=list)
+    known: list[int] = field(default_factory=list)
+    #: None when the corpus has no text: no cost side
+    tokens: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class ClusterTraces:
+    """Everything the profile needs at any k: a trace per query and the totals per rank."""
+
+    queries: dict[str, QueryTrace]
+    totals: RankTotals
+
+    @property
+    def depth(self) -> int:
+        """The longest ranking."""
+        return max((t.returned for t in self.queries.values()), default=0)
+
+
+def _per_rank(frame: pl.DataFrame, value: pl.Expr) -> list[Any]:
+    """Sum of ``value`` per rank as a list indexed by rank - 1 (missing ranks: 0)."""
+    sums = frame.group_by("rank").agg(value.sum().alias("v")).filter(pl.col("v") != 0)
+    if not sums.height:
+        return []
+    out: list[Any] = [0] * int(sums.get_column("rank").max())  # type: ignore[arg-type]
+    for rank, v in sums.iter_rows():
+        out[int(rank) - 1] = v
+    return out
+
+
+def trace_ranking(
+    ranked: pl.DataFrame | None,
+    returned: Mapping[str, int],
+    corpus: ClusterCorpus | None = None,
+) -> ClusterTraces:
+    """The traces of a ranked run.
+
+    ``ranked``: qid, rank (1-based), doc_id of every result kept (the cluster measures are
+    exact up to the deepest rank it holds). ``returned``: results per query (every query the
+    run answers). Without a corpus (or one without clusters and text) nothing depends on
+    which document sits where, and ``ranked`` may be None (no sort of a large run needed).
+    """
+    if corpus is None or corpus.empty:
+        return ClusterTraces({q: QueryTrace(n) for q, n in returned.items()}, RankTotals())
+    if ranked is None:
+        raise ValueError("the ranked results are needed with clusters or text")
+    # One join with the corpus: a document absent from it has no cluster and no tokens.
+    joined = ranked.select("qid", "rank", "doc_id").join(corpus.documents, on="doc_id", how="left")
+    # A document without a cluster is its own and never repeats (repeated documents are
+    # dropped), so only the clustered results are searched for repeats.
+    repeated = (
+        joined.filter(pl.col("cluster_id").is_not_null())
+        .filter(pl.col("rank") > pl.col("rank").min().over("qid", "cluster_id"))
+        .group_by("qid")
+        .agg(pl.col("rank").sort())
+    )
+    repeats = {qid: tuple(int(r) for r in ranks) for qid, ranks in repeated.iter_rows()}
+    queries = {q: QueryTrace(n, repeats.get(q, ())) for q, n in returned.items()}
+    text = corpus.has_text
+    totals = RankTotals(
+        clustered=_per_rank(joined, pl.col("cluster_id").is_not_null().cast(pl.Int64)),
+        known=_per_rank(joined, pl.col("tokens").is_not_null().cast(pl.Int64)) if text else [],
+        tokens=[float(v) for v in _per_rank(joined, pl.col("tokens").fill_null(0.0))]
+        if text
+        else None,
+    )
+    return ClusterTraces(queries, totals)
+
+
+def _upto(values: Sequence[float], k: int) -> float:
+    return float(sum(values[:k]))
+
+
+def profile_of_traces(
+    traces: ClusterTraces,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    threshold: int = DEFAULT_THRESHOLD,
+    price_per_million: float | None = None,
+    queries_per_day: float | None = None,
+) -> ClusterProfile:
+    """The cluster profile (see the module's definitions) at the cutoffs ``ks``."""
+    cutoffs = sorted(set(ks))
+    if not cutoffs or cutoffs[0] < 1:
+        raise ValueError(f"every k must be >= 1, got {list(ks)}")
+    runs = list(traces.queries.values())
+    totals = traces.totals
+    rows: list[ClusterDepth] = []
+    previous: tuple[int, float] | None = None
+    for k in cutoffs:
+        values = [t.distinct(k) for t in runs]
+        mean = sum(values) / len(values) if values else 0.0
+        prompt = daily = None
+        if totals.tokens is not None and runs:
+            prompt = _upto(totals.tokens, k) / len(runs)
+            if price_per_million is not None and queries_per_day is not None:
+                daily = prompt * queries_per_day * price_per_million / 1_000_000
+        rows.append(
+            ClusterDepth(
+                k=k,
+                mean_distinct=mean,
+                distinct_fraction=mean / k,
+                marginal_per_slot=None
+                if previous is None
+                else (mean - previous[1]) / (k - previous[0]),
+                median=quantile(values, 0.5),
+                p10=quantile(values, 0.1),
+                p90=quantile(values, 0.9),
+                share_at_or_below=sum(v <= threshold for v in values) / len(values)
+                if values
+                else 0.0,
+                histogram=dict(sorted(Counter(values).items())),
+                short_queries=sum(1 for t in runs if t.returned < k),
+                prompt_tokens=prompt,
+                daily_price=daily,
+            )
+        )
+        previous = (k, mean)
+    deepest = cutoffs[-1]
+    shown = sum(min(deepest, t.returned) for t in runs)
+    return ClusterProfile(
+        queries=len(runs),
+        threshold=threshold,
+        depths=rows,
+        unclustered_results=shown - int(_upto(totals.clustered, deepest)),
+        unknown_results=shown - int(_upto(totals.known, deepest))
+        if totals.tokens is not None
+        else 0,
+        price_per_million=price_per_million,
+        queries_per_day=queries_per_day,
+    )
+
+
 def cluster_profile(
     top: pl.DataFrame,
     clusters: Mapping[str, str],
@@ -115,61 +340,13 @@ def cluster_profile(
     cutoffs = sorted(set(ks))
     if not cutoffs or cutoffs[0] < 1:
         raise ValueError(f"every k must be >= 1, got {list(ks)}")
-    deepest = top.filter(pl.col("rank") <= cutoffs[-1]).select("qid", "rank", "doc_id")
-    keyed = cluster_keys(deepest, clusters_frame(dict(clusters)))
-    qids = keyed.get_column("qid").unique().to_list()
-    returned = dict(keyed.group_by("qid").len().iter_rows())
-    known = set(tokens) if tokens is not None else None
-    unknown = keyed.filter(~pl.col("doc_id").is_in(list(known))).height if known is not None else 0
-    if tokens is not None:
-        costed = keyed.with_columns(
-            pl.col("doc_id")
-            .replace_strict(dict(tokens), default=0.0, return_dtype=pl.Float64)
-            .alias("tokens")
-        )
-    rows: list[ClusterDepth] = []
-    previous: tuple[int, float] | None = None
-    for k in cutoffs:
-        shown = keyed.filter(pl.col("rank") <= k)
-        per_query = dict.fromkeys(qids, 0) | dict(
-            shown.group_by("qid").agg(pl.col("cluster").n_unique()).iter_rows()
-        )
-        values = [int(v) for v in per_query.values()]
-        mean = sum(values) / len(values) if values else 0.0
-        prompt = daily = None
-        if tokens is not None and qids:
-            prompt = float(costed.filter(pl.col("rank") <= k).get_column("tokens").sum()) / len(
-                qids
-            )
-            if price_per_million is not None and queries_per_day is not None:
-                daily = prompt * queries_per_day * price_per_million / 1_000_000
-        rows.append(
-            ClusterDepth(
-                k=k,
-                mean_distinct=mean,
-                distinct_fraction=mean / k,
-                marginal_per_slot=None
-                if previous is None
-                else (mean - previous[1]) / (k - previous[0]),
-                median=quantile(values, 0.5),
-                p10=quantile(values, 0.1),
-                p90=quantile(values, 0.9),
-                share_at_or_below=sum(v <= threshold for v in values) / len(values)
-                if values
-                else 0.0,
-                histogram=dict(sorted(Counter(values).items())),
-                short_queries=sum(1 for q in qids if returned[q] < k),
-                prompt_tokens=prompt,
-                daily_price=daily,
-            )
-        )
-        previous = (k, mean)
-    return ClusterProfile(
-        queries=len(qids),
+    deepest = top.filter(pl.col("rank") <= cutoffs[-1])
+    returned = {q: int(n) for q, n in deepest.group_by("qid").len().iter_rows()}
+    traces = trace_ranking(deepest, returned, ClusterCorpus.of(clusters, tokens))
+    return profile_of_traces(
+        traces,
+        ks=cutoffs,
         threshold=threshold,
-        depths=rows,
-        unclustered_results=keyed.filter(pl.col("cluster_id").is_null()).height,
-        unknown_results=unknown,
         price_per_million=price_per_million,
         queries_per_day=queries_per_day,
     )

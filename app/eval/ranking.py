@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 import polars as pl
 
+from app.eval.cluster_profile import ClusterTraces, CorpusSource, trace_ranking
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten
 from app.eval.golden import Judgments, count
@@ -73,6 +74,8 @@ class RankedRun:
     retrieved: dict[str, int]
     report: RunReport
     results: pl.LazyFrame | None = None
+    #: the cluster traces of every query the run answers, judged or not (when asked for)
+    traces: ClusterTraces | None = None
 
 
 def effective_order(order: Order, fmt: str) -> Order:
@@ -89,11 +92,13 @@ def rank_run(
     source: str,
     fmt: str,
     keep_results: bool = False,
+    corpus: CorpusSource | None = None,
 ) -> RankedRun:
     """Apply the conventions to parsed run lines (qid, doc_id, score, rank, line).
 
     Lines of unknown queries and repeated documents are not copied out of the frame: they are
     excluded by a filter inside each (streaming) query, which keeps memory flat on large runs.
+    With a ``corpus``, the cluster traces of every query of the run, golden or not.
     """
     order = effective_order(order, fmt)
     _check_order_columns(frame, order, source)
@@ -144,7 +149,58 @@ def rank_run(
         retrieved=retrieved,
         report=report,
         results=kept if keep_results else None,
+        traces=None
+        if corpus is None
+        else _traces(frame, per_query, dropped, dropped_per_query, order, corpus),
     )
+
+
+def _traces(
+    frame: pl.DataFrame,
+    per_query: pl.DataFrame,
+    dropped: pl.Series,
+    dropped_per_query: dict[str, int],
+    order: Order,
+    corpus: CorpusSource,
+) -> ClusterTraces:
+    """Every query's cluster trace; the whole run is sorted only when a corpus makes the
+    documents' places matter (clusters or text), and the corpus is asked only for the
+    documents the run returned."""
+    answered = {qid: n - dropped_per_query.get(qid, 0) for qid, n in per_query.iter_rows()}
+    if not corpus.matters:
+        return trace_ranking(None, answered)
+    ranked = _rank_all(frame, dropped, order)
+    found = corpus.lookup(ranked.get_column("doc_id").unique().to_list())
+    return trace_ranking(ranked, answered, found)
+
+
+def rank_log_run(
+    frame: pl.DataFrame, *, order: Order, source: str, fmt: str, corpus: CorpusSource
+) -> tuple[RunReport, ClusterTraces]:
+    """A run of production query-log results, no judgments: every query is kept; what is
+    stored is its import report and the cluster traces of every query."""
+    order = effective_order(order, fmt)
+    _check_order_columns(frame, order, source)
+    frame = frame.with_row_index("pos")
+    per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
+    dropped = _repeated_lines(frame)
+    dropped_per_query = dict(
+        frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
+    )
+    report = RunReport(
+        source=source,
+        format=fmt,
+        order=order.value,
+        lines=frame.height,
+        queries=per_query.height,
+        duplicates_dropped=dropped.len(),
+        unknown_queries=0,
+        unknown_query_lines=0,
+        golden_queries_absent=0,
+        warnings=_warnings(0, 0, 0, dropped.len()),
+    )
+    traces = _traces(frame, per_query, dropped, dropped_per_query, order, corpus)
+    return report, traces
 
 
 def _no_match(run_qids: pl.Series, evaluated: list[str]) -> str:
@@ -292,28 +348,41 @@ def top_candidates(ranked: RankedRun, depth: int) -> pl.DataFrame:
 
 
 def rank_every_query(
-    frame: pl.DataFrame, *, order: Order, fmt: str, source: str, depth: int
+    frame: pl.DataFrame, *, order: Order, fmt: str, source: str, depth: int | None
 ) -> pl.DataFrame:
     """The first ``depth`` results of every query of a run, judged or not: qid, rank, doc_id.
 
     For runs without a golden set (a production query log): the same conventions as
     ``rank_run`` (a repeated document keeps its first occurrence; the order decides the rank,
     ties in trec_eval order by docno descending), but no query is left out for lack of
-    judgments. ``frame`` holds parsed run lines (qid, doc_id, score, rank, line).
+    judgments. ``frame`` holds parsed run lines (qid, doc_id, score, rank, line); ``depth``
+    None keeps every result.
     """
-    if depth < 1:
+    if depth is not None and depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     order = effective_order(order, fmt)
     _check_order_columns(frame, order, source)
+    frame = frame.with_row_index("pos")
+    ranked = _rank_all(frame, _repeated_lines(frame), order)
+    if depth is not None:
+        ranked = ranked.filter(pl.col("rank") <= depth)
+    return ranked.sort("qid", "rank")
+
+
+def _rank_all(frame: pl.DataFrame, dropped: pl.Series, order: Order) -> pl.DataFrame:
+    """qid, rank, doc_id of every result of ``frame`` (with its ``pos``) but the ``dropped``
+    repeated lines. Only the columns the order needs are sorted (a run's lines carry more)."""
     columns, descending = sort_key(order)
+    needed = ["qid", "doc_id", "pos", *(c for c in columns if c not in ("qid", "doc_id", "pos"))]
+    lines = frame.lazy().select(needed)
+    if dropped.len():
+        lines = lines.filter(~pl.col("pos").is_in(dropped.implode()))
     return (
-        frame.lazy()
-        .with_row_index("pos")
-        .filter(pl.struct("qid", "doc_id").is_first_distinct())
-        .sort(columns, descending=descending)
-        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
-        .filter(pl.col("rank") <= depth)
-        .select("qid", "rank", "doc_id")
-        .sort("qid", "rank")
+        lines.sort(columns, descending=descending)
+        .select(
+            "qid",
+            pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"),
+            "doc_id",
+        )
         .collect()
     )

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import polars as pl
 
+from app.eval.cluster_profile import ClusterTraces, CorpusSource
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten, shorten_name
 from app.eval.golden import IdLimits, Judgments
 from app.eval.jsonl import read_jsonl_run
-from app.eval.ranking import RankedRun, rank_every_query, rank_run
+from app.eval.ranking import RankedRun, RunReport, rank_every_query, rank_log_run, rank_run
 from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn
 from app.eval.trec import read_trec_run
 from app.eval.values import check_length
@@ -55,16 +56,14 @@ def load_run(
     keep_results: bool = False,
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
+    corpus: CorpusSource | None = None,
 ) -> RankedRun:
     """Read a run file (TREC or JSONL, plain or gzip) and rank it under the conventions.
 
-    With ``id_limits`` (a store's column widths), a longer id is an error naming its line."""
+    With ``id_limits`` (a store's column widths), a longer id is an error naming its line.
+    With a ``corpus``, the cluster traces of every query of the run, judged or not."""
     frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
-    if id_limits is not None:
-        check_length(frame, "qid", limit=id_limits.query, source=str(path), what="query id")
-        check_length(
-            frame, "doc_id", limit=id_limits.document, source=str(path), what="document id"
-        )
+    _check_ids(frame, path, id_limits)
     return rank_run(
         frame,
         golden,
@@ -73,7 +72,32 @@ def load_run(
         source=str(path),
         fmt=detail,
         keep_results=keep_results,
+        corpus=corpus,
     )
+
+
+def _check_ids(frame: pl.DataFrame, path: Path, id_limits: IdLimits | None) -> None:
+    if id_limits is not None:
+        check_length(frame, "qid", limit=id_limits.query, source=str(path), what="query id")
+        check_length(
+            frame, "doc_id", limit=id_limits.document, source=str(path), what="document id"
+        )
+
+
+def load_log_traces(
+    path: Path,
+    corpus: CorpusSource,
+    *,
+    order: Order = Order.TREC_EVAL,
+    fmt: str | None = None,
+    progress: ProgressFn | None = None,
+    id_limits: IdLimits | None = None,
+) -> tuple[RunReport, ClusterTraces]:
+    """Read a log run (production query-log results, no judgments) and trace every query of
+    it for the cluster measures, under the same conventions as ``load_run``."""
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
+    _check_ids(frame, path, id_limits)
+    return rank_log_run(frame, order=order, source=str(path), fmt=detail, corpus=corpus)
 
 
 def _read_run_frame(

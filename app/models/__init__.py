@@ -3,7 +3,18 @@
 from app.models.base import column_width, utcnow
 from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
-from app.models.runs import Run, RunHead, RunJudged, RunQuery
+from app.models.runs import (
+    JUDGED,
+    LOG,
+    RUN_KINDS,
+    Run,
+    RunClusterQuery,
+    RunClustersPublic,
+    RunClusterTotals,
+    RunHead,
+    RunJudged,
+    RunQuery,
+)
 from app.models.triage import (
     CANT_TELL,
     LABEL_ACTIONS,
@@ -22,8 +33,11 @@ from app.models.users import ApiToken, LoginAttempt, Role, User, UserSession
 __all__ = [
     "CANT_TELL",
     "DEFAULT_CAUSES",
+    "JUDGED",
     "LABEL_ACTIONS",
+    "LOG",
     "OTHER",
+    "RUN_KINDS",
     "UNLABELLED",
     "ApiToken",
     "Document",
@@ -40,6 +54,9 @@ __all__ = [
     "Review",
     "Role",
     "Run",
+    "RunClusterQuery",
+    "RunClusterTotals",
+    "RunClustersPublic",
     "RunHead",
     "RunJudged",
     "RunQuery",

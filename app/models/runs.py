@@ -24,9 +24,14 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
+from app.eval.cluster_profile import ClusterProfile
 from app.eval.ranking import RunReport
 from app.models.base import UTCDateTime, utcnow
 from app.readmodel import IsoDateTime, ReadModel
+
+#: A run measured against the judgments, and one of production query-log results without any.
+JUDGED, LOG = "judged", "log"
+RUN_KINDS = (JUDGED, LOG)
 
 
 def _run_fk() -> Column[int]:
@@ -44,6 +49,12 @@ class Run(SQLModel, table=True):
         )
     )
     name: str = Field(sa_column=Column(String(200), nullable=False))
+    #: "judged" (measured against the golden set's judgments) or "log" (production query-log
+    #: results imported without judgments: cluster measures only)
+    kind: str = Field(
+        default="judged",
+        sa_column=Column(String(10), nullable=False, default="judged", server_default="judged"),
+    )
     description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     source_name: str = Field(sa_column=Column(String(500), nullable=False))
     sha256: str = Field(sa_column=Column(String(64), nullable=False))
@@ -99,12 +110,43 @@ class RunHead(SQLModel, table=True):
     ranking: dict[str, Any] = Field(sa_type=JSON)
 
 
+class RunClusterQuery(SQLModel, table=True):
+    """One query's cluster trace (app.eval.cluster_profile.QueryTrace), for every query the
+    run answers, judged or not: its result count and the ranks at which a result repeats a
+    cluster already seen higher. Distinct clusters at any k follow from these two."""
+
+    __tablename__ = "run_cluster_query"
+    __table_args__ = (PrimaryKeyConstraint("run_id", "qid"),)
+
+    run_id: int = Field(sa_column=_run_fk())
+    qid: str = Field(sa_column=Column(String(200), nullable=False))
+    returned: int
+    repeats: list[int] = Field(default_factory=list, sa_type=JSON)
+
+
+class RunClusterTotals(SQLModel, table=True):
+    """The run's per-rank totals over its queries (app.eval.cluster_profile.RankTotals):
+    {"clustered": [...], "known": [...], "tokens": [...] | null}. Its presence says the run's
+    cluster traces were stored (runs imported before they were have none)."""
+
+    __tablename__ = "run_cluster_totals"
+
+    run_id: int = Field(
+        sa_column=Column(
+            Integer, ForeignKey("run.id", ondelete="CASCADE"), primary_key=True, nullable=False
+        )
+    )
+    totals: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+
+
 class RunPublic(ReadModel):
     """A run as the API answers it and the pages show it (API.md)."""
 
     id: int
     name: str
     golden_set_id: int
+    #: "judged" or "log" (no judgments: cluster measures only)
+    kind: str
     description: str
     source_name: str
     sha256: str
@@ -120,3 +162,91 @@ class RunPublic(ReadModel):
     @classmethod
     def of(cls, run: Run) -> RunPublic:
         return cls.model_validate(run)
+
+
+class ClusterDepthPublic(ReadModel):
+    """The cluster figures at one k (definitions: app/eval/cluster_profile.py)."""
+
+    k: int
+    #: the mean over queries of the distinct clusters in the top k
+    mean_distinct: float
+    #: mean_distinct / k
+    distinct_fraction: float
+    #: (mean(k) - mean(previous k)) / (k - previous k); null at the first k
+    marginal_per_slot: float | None
+    median: float
+    p10: float
+    p90: float
+    #: share of queries with at most ``threshold`` distinct clusters in the top k
+    share_at_or_below: float
+    #: distinct clusters -> number of queries (only counts that occur)
+    histogram: dict[str, int]
+    #: queries with fewer than k results (counted on what they returned)
+    short_queries: int
+    #: the mean prompt tokens of the top k; null when the corpus has no text
+    prompt_tokens: float | None
+    #: prompt_tokens * queries_per_day * price_per_mtok / 1e6; null without both
+    daily_price: float | None
+
+
+class RunClustersPublic(ReadModel):
+    """unique-clusters@k over every query a run answers, judged or not (API.md)."""
+
+    run_id: int
+    kind: str
+    queries: int
+    #: the longest ranking of the run
+    depth: int
+    threshold: int
+    short_queries_rule: str = (
+        "a query with fewer than k results counts the distinct clusters among what it returned"
+    )
+    #: how a document's prompt tokens are estimated; null when the corpus has no text
+    token_estimate: str | None
+    price_per_mtok: float | None
+    queries_per_day: float | None
+    #: results (within the largest k) without a cluster_id: each its own cluster
+    unclustered_results: int
+    #: results (within the largest k) not in the corpus (counted where the corpus has text)
+    unknown_results: int
+    depths: list[ClusterDepthPublic]
+
+    @classmethod
+    def of(
+        cls,
+        profile: ClusterProfile,
+        *,
+        run_id: int,
+        kind: str,
+        depth: int,
+        token_estimate: str | None,
+    ) -> RunClustersPublic:
+        return cls(
+            run_id=run_id,
+            kind=kind,
+            queries=profile.queries,
+            depth=depth,
+            threshold=profile.threshold,
+            token_estimate=token_estimate,
+            price_per_mtok=profile.price_per_million,
+            queries_per_day=profile.queries_per_day,
+            unclustered_results=profile.unclustered_results,
+            unknown_results=profile.unknown_results,
+            depths=[
+                ClusterDepthPublic(
+                    k=d.k,
+                    mean_distinct=d.mean_distinct,
+                    distinct_fraction=d.distinct_fraction,
+                    marginal_per_slot=d.marginal_per_slot,
+                    median=d.median,
+                    p10=d.p10,
+                    p90=d.p90,
+                    share_at_or_below=d.share_at_or_below,
+                    histogram={str(n): c for n, c in d.histogram.items()},
+                    short_queries=d.short_queries,
+                    prompt_tokens=d.prompt_tokens,
+                    daily_price=d.daily_price,
+                )
+                for d in profile.depths
+            ],
+        )

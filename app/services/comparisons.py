@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 from app.eval import Gain, misses_frame
 from app.eval.conventions import DEFAULT_DEPTHS
 from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
-from app.models import UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
+from app.models import JUDGED, UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
 from app.models.runs import RunPublic
 from app.services import triages as triage_service
 from app.services.errors import Invalid
@@ -117,7 +117,7 @@ def run_board(
     (the smallest depth within ``tolerance`` of its best recall). ``all_judged_queries``:
     trec_eval ``-c``'s averaging."""
     depths = tuple(sorted({*DEFAULT_DEPTHS, k, depth}))
-    runs = list_runs(session=session, golden=golden)
+    runs = list_runs(session=session, golden=golden, kind=JUDGED)
     rows = []
     for run in runs:
         evaluation = evaluate_stored_run(

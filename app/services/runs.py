@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from app.eval import (
     load_run,
     top_candidates,
 )
-from app.eval.clusters import ClusterEvaluation, evaluate_clusters
+from app.eval.cluster_profile import CorpusSource
 from app.eval.conventions import (
     DEFAULT_DEPTH,
     DEFAULT_DEPTHS,
@@ -36,8 +35,12 @@ from app.eval.conventions import (
 from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
+from app.eval.sources import load_log_traces
 from app.eval.textio import ProgressFn
 from app.models import (
+    JUDGED,
+    LOG,
+    RUN_KINDS,
     Document,
     GoldenSet,
     Run,
@@ -48,6 +51,12 @@ from app.models import (
     column_width,
 )
 from app.services.bulk import bulk_insert
+from app.services.clusters import (
+    cluster_evaluation,
+    corpus_source,
+    require_judged,
+    store_traces,
+)
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.golden_sets import (
     ID_LIMITS,
@@ -83,20 +92,40 @@ def import_run(
     keep_depth: int = DEFAULT_KEEP_DEPTH,
     user: User | None = None,
     progress: ProgressFn | None = None,
+    kind: str = JUDGED,
 ) -> Run:
     """Parse and rank the file first, then write in one transaction: a bad file leaves no
-    rows. Keeps the rank of every judged document and the first ``keep_depth`` results.
+    rows. Keeps the rank of every judged document and the first ``keep_depth`` results, and
+    the cluster traces of every query the run answers. A ``log`` run (production query-log
+    results, no judgments) keeps every query and only its cluster traces.
     ``progress`` is called with the bytes read as the file is read."""
     name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
     if fmt is not None and fmt not in RUN_FORMATS:
         raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
+    if kind not in RUN_KINDS:
+        raise Invalid(f"kind must be one of {', '.join(RUN_KINDS)}", code="invalid_kind")
     taken = session.exec(
         select(Run).where(Run.golden_set_id == golden.id, Run.name == name)
     ).first()
     if taken is not None:
         raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
-    gold = eval_golden_set(session=session, golden=golden)
+    corpus = corpus_source(session=session, golden=golden)
     source_name = printable_name(source_name)
+    if kind == LOG:
+        return _import_log_run(
+            session=session,
+            golden=golden,
+            name=name,
+            path=path,
+            source_name=source_name,
+            fmt=fmt,
+            order=order,
+            description=description,
+            user=user,
+            progress=progress,
+            corpus=corpus,
+        )
+    gold = eval_golden_set(session=session, golden=golden)
     try:
         ranked = load_run(
             path,
@@ -107,6 +136,7 @@ def import_run(
             keep_results=True,
             id_limits=ID_LIMITS,
             progress=progress,
+            corpus=corpus,
         )
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
@@ -147,6 +177,55 @@ def import_run(
             ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
         )
         bulk_insert(session, RunHead, heads(top).select(run_id, "qid", "ranking"))
+        assert ranked.traces is not None  # asked for with the corpus
+        store_traces(session=session, run_id=run.id, traces=ranked.traces)  # type: ignore[arg-type]
+    session.refresh(run)
+    return run
+
+
+def _import_log_run(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    name: str,
+    path: Path,
+    source_name: str,
+    fmt: str | None,
+    order: Order,
+    description: str,
+    user: User | None,
+    progress: ProgressFn | None,
+    corpus: CorpusSource,
+) -> Run:
+    """A log run: every query kept, judged or not; only its cluster traces are stored."""
+    try:
+        report, traces = load_log_traces(
+            path, corpus, order=order, fmt=fmt, progress=progress, id_limits=ID_LIMITS
+        )
+    except InputError as error:
+        raise bad_input(error, {str(path): source_name}) from None
+    source_name = source_name[-column_width(Run, "source_name") :]
+    stored = report.as_dict()
+    stored["source"] = source_name
+    run = Run(
+        golden_set_id=golden.id,  # type: ignore[arg-type]
+        name=name,
+        kind=LOG,
+        description=description.strip(),
+        source_name=source_name,
+        sha256=sha256_of(path),
+        format=report.format,
+        order=report.order,
+        lines=report.lines,
+        queries=report.queries,
+        keep_depth=0,  # no head is kept: a log run has no review
+        report=stored,
+        created_by_id=user.id if user else None,
+    )
+    with writing(session):
+        session.add(run)
+        session.flush()
+        store_traces(session=session, run_id=run.id, traces=traces)  # type: ignore[arg-type]
     session.refresh(run)
     return run
 
@@ -175,59 +254,12 @@ def head_of(*, session: Session, run: Run, qid: str) -> list[tuple[int, str, flo
     ]
 
 
-def stored_top(
-    *, session: Session, run: Run, depth: int, qids: Iterable[str] | None = None
-) -> pl.DataFrame:
-    """The run's first ``depth`` results per query (qid, doc_id, rank), as far as stored: the
-    kept head of each ranking (``keep_depth``) and, deeper, the judged documents."""
-    where: list[Any] = [RunHead.run_id == run.id]
-    judged_where: list[Any] = [RunJudged.run_id == run.id, RunJudged.rank <= depth]
-    if qids is not None:
-        wanted = sorted(set(qids))
-        where.append(col(RunHead.qid).in_(wanted))
-        judged_where.append(col(RunJudged.qid).in_(wanted))
-    rows = [
-        (qid, doc_id, rank)
-        for qid, ranking in session.exec(select(RunHead.qid, RunHead.ranking).where(*where))
-        for rank, doc_id in enumerate(ranking["doc_ids"][:depth], start=1)
-    ]
-    schema = {"qid": pl.String, "doc_id": pl.String, "rank": pl.Int64}
-    head = pl.DataFrame(rows, schema=schema, orient="row")
-    judged = pl.DataFrame(
-        session.exec(
-            select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(*judged_where)
-        ).all(),
-        schema=schema,
-        orient="row",
-    )
-    return pl.concat([head, judged]).unique(["qid", "doc_id"]).sort("qid", "rank")
-
-
-def cluster_evaluation(
-    *, session: Session, run: Run, golden: GoldenSet, k: int
-) -> ClusterEvaluation | None:
-    """unique-clusters@k and cluster-recall@k of a stored run; None when ``k`` is deeper than
-    the kept head of its rankings (the unjudged results there are not stored)."""
-    if k > run.keep_depth:
-        return None
-    gold = eval_golden_set(session=session, golden=golden)
-    clusters = pl.DataFrame(
-        session.exec(
-            select(Document.doc_id, Document.cluster_id).where(
-                Document.golden_set_id == golden.id, col(Document.cluster_id).is_not(None)
-            )
-        ).all(),
-        schema={"doc_id": pl.String, "cluster_id": pl.String},
-        orient="row",
-    )
-    top = stored_top(session=session, run=run, depth=k)
-    return evaluate_clusters(gold, top, clusters, k)
-
-
-def list_runs(*, session: Session, golden: GoldenSet) -> list[Run]:
-    return list(
-        session.exec(select(Run).where(Run.golden_set_id == golden.id).order_by(col(Run.id)))
-    )
+def list_runs(*, session: Session, golden: GoldenSet, kind: str | None = None) -> list[Run]:
+    """The golden set's runs, oldest first; of one ``kind`` (judged or log) when given."""
+    where: list[Any] = [Run.golden_set_id == golden.id]
+    if kind is not None:
+        where.append(Run.kind == kind)
+    return list(session.exec(select(Run).where(*where).order_by(col(Run.id))))
 
 
 def get_run(*, session: Session, run_id: int) -> Run:
@@ -259,7 +291,8 @@ def delete_run(*, session: Session, run_id: int) -> None:
 
 
 def stored_ranking(*, session: Session, run: Run, gold: Judgments) -> RankedRun:
-    """The run as app.eval sees it, rebuilt from the stored ranks."""
+    """The run as app.eval sees it, rebuilt from the stored ranks (a log run: 409)."""
+    require_judged(run)
     judged_rows = session.exec(
         select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(RunJudged.run_id == run.id)
     ).all()

@@ -98,3 +98,61 @@ def depth_curve_chart(
         x_ticks=[Tick(x(d), str(d), (costs or {}).get(d, "")) for d in depths],
         y_ticks=y_ticks,
     )
+
+
+def _nice_step(span: float) -> float:
+    """A round tick step giving about five ticks over ``span``."""
+    raw = span / 5 if span > 0 else 1.0
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    return float(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw))
+
+
+def clusters_chart(
+    curves: dict[str, dict[int, float]],
+    *,
+    width: int = 680,
+    height: int = 320,
+    notes: dict[int, str] | None = None,
+) -> LineChart:
+    """Distinct clusters against k, linear axes from 0; one line per curve (the mean, the
+    median, p10 and p90). ``notes`` (k -> the prompt tokens, written) goes under each tick."""
+    if notes:
+        height += 16
+    left, right, top, bottom = 56, width - 32, 16, height - (56 if notes else 40)
+    ks = sorted({k for curve in curves.values() for k in curve})
+    values = [v for curve in curves.values() for v in curve.values()]
+    if not ks or not values:
+        return LineChart(width, height, left, right, top, bottom, [])
+    step = _nice_step(max(values))
+    high_y = max(step, math.ceil(max(values) / step) * step)
+    low_x, high_x = ks[0], ks[-1]
+
+    def x(k: int) -> float:
+        span = (high_x - low_x) or 1
+        return left + (k - low_x) / span * (right - left)
+
+    def y(value: float) -> float:
+        return bottom - value / high_y * (bottom - top)
+
+    series = [
+        Series(
+            name=name,
+            color=PALETTE[i % len(PALETTE)],
+            points=[
+                Point(x(k), y(v), f"{name} at k={k}: {v:.2f}") for k, v in sorted(curve.items())
+            ],
+        )
+        for i, (name, curve) in enumerate(curves.items())
+    ]
+    ticks = round(high_y / step)
+    return LineChart(
+        width,
+        height,
+        left,
+        right,
+        top,
+        bottom,
+        series,
+        x_ticks=[Tick(x(k), str(k), (notes or {}).get(k, "")) for k in ks],
+        y_ticks=[Tick(y(i * step), f"{i * step:g}") for i in range(ticks + 1)],
+    )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
+from app.eval.cluster_profile import DEFAULT_KS, DEFAULT_THRESHOLD
 from app.eval.conventions import (
     DEFAULT_DEPTH,
     DEFAULT_K,
@@ -17,6 +18,7 @@ from app.eval.conventions import (
     check_cutoffs,
 )
 from app.eval.depth_cost import DEFAULT_TOLERANCE
+from app.services.clusters import parse_ks
 from app.services.errors import Invalid
 
 E = TypeVar("E", bound=StrEnum)
@@ -163,3 +165,53 @@ def refuse_bad_view(view: View) -> None:
             "; ".join(view.errors[name] for name in sorted(view.errors)),
             code="invalid_" + sorted(view.errors)[0],
         )
+
+
+@dataclass
+class ClusterView:
+    """The clusters page's controls, as ``View``: shown values, entered values, messages."""
+
+    ks: tuple[int, ...]
+    threshold: int
+    price_per_mtok: float | None = None
+    queries_per_day: float | None = None
+    entered: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def read_cluster_view(
+    k: str | None = None,
+    threshold: str | None = None,
+    price_per_mtok: str | None = None,
+    queries_per_day: str | None = None,
+) -> ClusterView:
+    """Parse the clusters page's controls; empty means the default (k 10,20,30,40,50,
+    threshold 4, no price)."""
+    fields = Fields()
+    try:
+        ks = parse_ks(k, DEFAULT_KS)
+    except Invalid as exc:
+        fields.refuse("k", exc.message)
+        ks = DEFAULT_KS
+    return ClusterView(
+        ks=ks,
+        threshold=fields.integer(
+            "threshold", threshold, default=DEFAULT_THRESHOLD, minimum=0, maximum=MAX_CUTOFF
+        ),
+        price_per_mtok=fields.number(
+            "price_per_mtok", price_per_mtok, default=None, minimum=0, below=1e12
+        ),
+        queries_per_day=fields.number(
+            "queries_per_day", queries_per_day, default=None, minimum=0, below=1e12
+        ),
+        entered={
+            name: (value or "")[:ECHO_CHARS]
+            for name, value in (
+                ("k", k),
+                ("threshold", threshold),
+                ("price_per_mtok", price_per_mtok),
+                ("queries_per_day", queries_per_day),
+            )
+        },
+        errors=fields.errors,
+    )

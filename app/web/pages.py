@@ -21,8 +21,9 @@ from app.eval.conventions import (
 from app.http.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id
 from app.http.uploads import saved_uploads
-from app.models import Role
+from app.models import JUDGED, LOG, Role
 from app.models.golden import GoldenSetPublic
+from app.models.runs import RunPublic
 from app.services import comparisons, events
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
@@ -34,6 +35,13 @@ from app.web.progress import new_import_id, tracking
 from app.web.render import read_flash, redirect, render
 
 router = APIRouter(include_in_schema=False)
+
+
+class RunKind(StrEnum):
+    """The import form's kind: a judged run, or a log run (no judgments, clusters only)."""
+
+    JUDGED = JUDGED
+    LOG = LOG
 
 
 class RunFormat(StrEnum):
@@ -175,6 +183,10 @@ def _golden_set_page(
         {
             "golden": GoldenSetPublic.of(golden),
             "rows": board.rows,
+            "log_runs": [
+                RunPublic.of(r)
+                for r in run_service.list_runs(session=session, golden=golden, kind=LOG)
+            ],
             "best": board.best,
             "k": k,
             "depth": depth,
@@ -253,13 +265,15 @@ def import_run(
     run: UploadFile,
     format: Annotated[str, Form()] = "",
     order: Annotated[str, Form()] = "",
+    kind: Annotated[str, Form()] = "",
     import_id: Annotated[str, Form()] = "",
 ) -> Response:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
-    form = {"name": name[:200], "format": format[:20], "order": order[:20]}
+    form = {"name": name[:200], "format": format[:20], "order": order[:20], "kind": kind[:20]}
     fields = Fields()
     fmt = fields.choice("format", format, RunFormat, default=RunFormat.DETECT)
     run_order = fields.choice("order", order, Order, default=Order.TREC_EVAL)
+    run_kind = fields.choice("kind", kind, RunKind, default=RunKind.JUDGED)
     try:
         if fields.errors:
             raise Invalid(next(iter(fields.errors.values())), code="invalid_form")
@@ -281,6 +295,7 @@ def import_run(
                 order=run_order,
                 keep_depth=settings.keep_depth,
                 user=principal.user,
+                kind=run_kind.value,
             )
     except ServiceError as exc:
         return _back_to_golden_set(
@@ -290,6 +305,13 @@ def import_run(
             kind="error",
             form=form,
             error_code=exc.code,
+        )
+    if imported.kind == LOG:
+        return redirect(
+            request,
+            request.url_for("run_clusters_page", run_id=imported.id).path,
+            flash=f"log run `{imported.name}` imported: {imported.queries:,} queries, "
+            f"{imported.lines:,} lines (no judgments: cluster measures only)",
         )
     return _back_to_golden_set(
         request,

@@ -16,12 +16,21 @@ from app.http.params import Id, Page, PerPage, QueryId
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
 from app.readmodel import paged
+from app.services import clusters as cluster_service
 from app.services import comparisons
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services.errors import Invalid
 from app.services.metrics import query_rows
-from app.web.forms import Fields, View, read_view, refuse_bad_view
+from app.web.charts import clusters_chart
+from app.web.forms import (
+    ClusterView,
+    Fields,
+    View,
+    read_cluster_view,
+    read_view,
+    refuse_bad_view,
+)
 from app.web.render import render
 
 router = APIRouter(include_in_schema=False)
@@ -109,6 +118,59 @@ def run_page(
             "few": FEW,
         },
         principal=principal,
+    )
+
+
+@router.get("/runs/{run_id}/clusters", name="run_clusters_page")
+def run_clusters_page(
+    request: Request,
+    session: SessionDep,
+    principal: ReviewerDep,
+    run_id: Id,
+    view: Annotated[ClusterView, Depends(read_cluster_view)],
+) -> HTMLResponse:
+    """unique-clusters@k over every query the run answers (a log run's only measures): the
+    table across k, the distribution at each k and the chart. A value that cannot be used
+    answers 422 with the page: its message next to the field, the value entered kept in it,
+    the defaults shown for it."""
+    context = run_service.run_context(session=session, run_id=run_id)
+    profile = cluster_service.run_clusters(
+        session=session,
+        run=context.run,
+        ks=view.ks,
+        threshold=view.threshold,
+        price_per_mtok=view.price_per_mtok,
+        queries_per_day=view.queries_per_day,
+    )
+    curves = {
+        "mean": {d.k: d.mean_distinct for d in profile.depths},
+        "median": {d.k: d.median for d in profile.depths},
+        "p10": {d.k: d.p10 for d in profile.depths},
+        "p90": {d.k: d.p90 for d in profile.depths},
+    }
+    notes = (
+        {d.k: f"{d.prompt_tokens:,.0f} tok" for d in profile.depths if d.prompt_tokens is not None}
+        if profile.token_estimate
+        else None
+    )
+    return render(
+        request,
+        "run_clusters.html",
+        {
+            "run": RunPublic.of(context.run),
+            "golden": GoldenSetPublic.of(context.golden),
+            "profile": profile,
+            "chart": clusters_chart(curves, notes=notes),
+            "ks": ",".join(map(str, view.ks)),
+            "threshold": view.threshold,
+            "price_per_mtok": view.price_per_mtok,
+            "queries_per_day": view.queries_per_day,
+            "entered": view.entered,
+            "errors": view.errors,
+        },
+        principal=principal,
+        status=422 if view.errors else 200,
+        error_code="invalid_" + sorted(view.errors)[0] if view.errors else None,
     )
 
 

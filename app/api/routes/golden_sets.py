@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Form, Response, UploadFile
 from pydantic import BaseModel
@@ -93,8 +93,11 @@ def import_run(
     format: Annotated[str | None, Form()] = None,
     order: Annotated[Order, Form()] = Order.TREC_EVAL,
     description: Annotated[str, Form()] = "",
+    kind: Annotated[Literal["judged", "log"], Form()] = "judged",
 ) -> RunPublic:
-    """Import a run (TREC or JSONL, plain or gzip; format detected when absent)."""
+    """Import a run (TREC or JSONL, plain or gzip; format detected when absent). ``kind=log``:
+    production query-log results without judgments for their queries (every query kept;
+    cluster measures only, ``GET /api/v1/runs/{id}/clusters``)."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     with saved_uploads(run) as saved:
         (path,) = saved.paths
@@ -111,6 +114,7 @@ def import_run(
             description=description,
             keep_depth=settings.keep_depth,
             user=principal.user,
+            kind=kind,
         )
     return RunPublic.of(stored)
 

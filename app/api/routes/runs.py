@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from app.eval import Gain, Thresholds
+from app.eval.cluster_profile import DEFAULT_KS, DEFAULT_THRESHOLD
 from app.eval.conventions import (
     DEFAULT_DEPTH,
     DEFAULT_DEPTHS,
@@ -18,9 +19,11 @@ from app.eval.conventions import (
 from app.eval.depth_cost import DEFAULT_TOLERANCE
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
 from app.http.params import Id, Page, PerPage
+from app.models import RunClustersPublic
 from app.models.runs import RunPublic
 from app.models.triage_public import Overlap, TriagePublic
 from app.readmodel import PageOf, paged
+from app.services import clusters as cluster_service
 from app.services import runs as service
 from app.services import triages as triage_service
 from app.services.errors import Invalid
@@ -167,3 +170,34 @@ def list_triages(
     run = service.get_run(session=session, run_id=run_id)
     items = triage_service.list_triages(session=session, run=run)
     return paged([TriagePublic.of(t) for t in items], page, per_page)
+
+
+#: A price or a volume: finite and not negative.
+Amount = Annotated[float | None, Query(ge=0, lt=1e12)]
+
+
+@router.get("/{run_id}/clusters")
+def run_clusters(
+    session: SessionDep,
+    principal: ReviewerDep,
+    run_id: Id,
+    k: str | None = None,
+    threshold: Annotated[int, Query(ge=0, le=MAX_CUTOFF)] = DEFAULT_THRESHOLD,
+    price_per_mtok: Amount = None,
+    queries_per_day: Amount = None,
+) -> RunClustersPublic:
+    """unique-clusters@k over every query the run answers, judged or not (a log run's too), at
+    each k of ``k`` (comma-separated, default 10,20,30,40,50; any k, also deeper than the
+    kept head): the distribution (median, p10, p90, share at or below ``threshold``,
+    histogram), the mean distinct clusters, the distinct fraction and the marginal distinct
+    clusters per added slot; where the corpus has text, the prompt tokens of the top k and,
+    with ``price_per_mtok`` and ``queries_per_day``, their daily price."""
+    run = service.get_run(session=session, run_id=run_id)
+    return cluster_service.run_clusters(
+        session=session,
+        run=run,
+        ks=cluster_service.parse_ks(k, DEFAULT_KS),
+        threshold=threshold,
+        price_per_mtok=price_per_mtok,
+        queries_per_day=queries_per_day,
+    )

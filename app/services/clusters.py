@@ -1,0 +1,273 @@
+"""Duplicate clusters of stored runs: a run's cluster measures over every query it answers,
+judged or not (log runs included), and over the golden queries (``cluster_evaluation``,
+unique-clusters@k and cluster-recall@k in the metrics answer); which runs have judgments.
+
+What any k needs is traced at import (``app.eval.cluster_profile.trace_ranking``) and stored
+compactly: a row per query (its result count and the ranks at which a result repeats a cluster
+already seen) and one row of per-rank totals per run. The figures are then computed by the same
+pure code as ``misstriage clusters`` (``profile_of_traces``), at any k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import polars as pl
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from app.eval.cluster_profile import (
+    TOKEN_ESTIMATE,
+    ClusterCorpus,
+    ClusterTraces,
+    CorpusSource,
+    QueryTrace,
+    RankTotals,
+    profile_of_traces,
+    tokens_of_lengths,
+)
+from app.eval.clusters import ClusterEvaluation, evaluate_clusters
+from app.eval.conventions import MAX_CUTOFF, parse_depths
+from app.models import (
+    LOG,
+    Document,
+    GoldenSet,
+    Run,
+    RunClusterQuery,
+    RunClusterTotals,
+    RunHead,
+    RunJudged,
+)
+from app.models.runs import RunClustersPublic
+from app.services.bulk import bulk_insert
+from app.services.errors import Conflict, Invalid
+from app.services.golden_sets import eval_golden_set
+
+#: How many values of k one request may ask for.
+MAX_KS = 20
+
+
+def require_judged(run: Run) -> None:
+    """Recall, nDCG, misses and triage need judgments: 409 ``log_run`` for a log run."""
+    if run.kind == LOG:
+        raise Conflict(
+            f"run {run.name!r} is a log run (production query-log results imported without "
+            "judgments): it has cluster measures only, not recall, nDCG, misses or triage",
+            code="log_run",
+        )
+
+
+def stored_top(
+    *, session: Session, run: Run, depth: int, qids: Iterable[str] | None = None
+) -> pl.DataFrame:
+    """The run's first ``depth`` results per query (qid, doc_id, rank), as far as stored: the
+    kept head of each ranking (``keep_depth``) and, deeper, the judged documents."""
+    where: list[Any] = [RunHead.run_id == run.id]
+    judged_where: list[Any] = [RunJudged.run_id == run.id, RunJudged.rank <= depth]
+    if qids is not None:
+        wanted = sorted(set(qids))
+        where.append(col(RunHead.qid).in_(wanted))
+        judged_where.append(col(RunJudged.qid).in_(wanted))
+    rows = [
+        (qid, doc_id, rank)
+        for qid, ranking in session.exec(select(RunHead.qid, RunHead.ranking).where(*where))
+        for rank, doc_id in enumerate(ranking["doc_ids"][:depth], start=1)
+    ]
+    schema = {"qid": pl.String, "doc_id": pl.String, "rank": pl.Int64}
+    head = pl.DataFrame(rows, schema=schema, orient="row")
+    judged = pl.DataFrame(
+        session.exec(
+            select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(*judged_where)
+        ).all(),
+        schema=schema,
+        orient="row",
+    )
+    return pl.concat([head, judged]).unique(["qid", "doc_id"]).sort("qid", "rank")
+
+
+def cluster_evaluation(
+    *, session: Session, run: Run, golden: GoldenSet, k: int
+) -> ClusterEvaluation | None:
+    """unique-clusters@k and cluster-recall@k of a stored run; None when ``k`` is deeper than
+    the kept head of its rankings (the unjudged results there are not stored)."""
+    require_judged(run)
+    if k > run.keep_depth:
+        return None
+    gold = eval_golden_set(session=session, golden=golden)
+    clusters = pl.DataFrame(
+        session.exec(
+            select(Document.doc_id, Document.cluster_id).where(
+                Document.golden_set_id == golden.id, col(Document.cluster_id).is_not(None)
+            )
+        ).all(),
+        schema={"doc_id": pl.String, "cluster_id": pl.String},
+        orient="row",
+    )
+    top = stored_top(session=session, run=run, depth=k)
+    return evaluate_clusters(gold, top, clusters, k)
+
+
+#: Document ids per IN list (bounded, as every backend accepts).
+IN_CHUNK = 5000
+
+
+def corpus_source(*, session: Session, golden: GoldenSet) -> CorpusSource:
+    """The golden set's corpus as the cluster measures see it, asked only for the documents a
+    run returns: their cluster ids and, where any document has text, their estimated tokens
+    (from the lengths the database counts: the texts themselves are not read)."""
+    in_golden = Document.golden_set_id == golden.id
+    clustered = golden.documents > 0 and _any(
+        session, in_golden, col(Document.cluster_id).is_not(None)
+    )
+    has_text = golden.documents > 0 and _any(session, in_golden, func.length(Document.text) > 0)
+
+    def lookup(doc_ids: list[str]) -> ClusterCorpus:
+        # A corpus smaller than the run's documents is read whole, in one query.
+        wheres = (
+            [[in_golden]]
+            if golden.documents <= len(doc_ids)
+            else [
+                [in_golden, col(Document.doc_id).in_(doc_ids[i : i + IN_CHUNK])]
+                for i in range(0, len(doc_ids), IN_CHUNK)
+            ]
+        )
+        frames = [
+            pl.DataFrame(
+                session.exec(
+                    select(
+                        Document.doc_id,
+                        Document.cluster_id,
+                        func.length(Document.title),
+                        func.length(Document.text),
+                    ).where(*where)
+                ).all(),
+                schema={
+                    "doc_id": pl.String,
+                    "cluster_id": pl.String,
+                    "title_chars": pl.Int64,
+                    "text_chars": pl.Int64,
+                },
+                orient="row",
+            )
+            for where in wheres
+        ]
+        documents = pl.concat(frames).select(
+            "doc_id",
+            pl.when(pl.col("cluster_id") != "").then(pl.col("cluster_id")).alias("cluster_id"),
+            tokens_of_lengths(
+                pl.col("title_chars").fill_null(0), pl.col("text_chars").fill_null(0)
+            ).alias("tokens"),
+        )
+        return ClusterCorpus(documents=documents, has_text=has_text)
+
+    return CorpusSource(matters=clustered or has_text, has_text=has_text, lookup=lookup)
+
+
+def _any(session: Session, *where: Any) -> bool:
+    return session.exec(select(Document.id).where(*where).limit(1)).first() is not None
+
+
+def store_traces(*, session: Session, run_id: int, traces: ClusterTraces) -> None:
+    """Write a run's traces (inside the caller's ``writing`` block)."""
+    queries = traces.queries
+    bulk_insert(
+        session,
+        RunClusterQuery,
+        pl.DataFrame(
+            {
+                "run_id": [run_id] * len(queries),
+                "qid": list(queries),
+                "returned": [t.returned for t in queries.values()],
+                # JSON text, as the column holds it on both backends
+                "repeats": ["[" + ",".join(map(str, t.repeats)) + "]" for t in queries.values()],
+            },
+            schema={
+                "run_id": pl.Int64,
+                "qid": pl.String,
+                "returned": pl.Int64,
+                "repeats": pl.String,
+            },
+        ),
+    )
+    totals = traces.totals
+    session.add(
+        RunClusterTotals(
+            run_id=run_id,
+            totals={"clustered": totals.clustered, "known": totals.known, "tokens": totals.tokens},
+        )
+    )
+
+
+def stored_traces(*, session: Session, run: Run) -> ClusterTraces:
+    """A run's traces as stored; 409 ``clusters_not_stored`` for a run imported before."""
+    row = session.get(RunClusterTotals, run.id)
+    if row is None:
+        raise Conflict(
+            f"run {run.name!r} was imported before cluster traces were stored: import it "
+            "again to measure its clusters",
+            code="clusters_not_stored",
+        )
+    queries = {
+        qid: QueryTrace(returned, tuple(repeats))
+        for qid, returned, repeats in session.exec(
+            select(RunClusterQuery.qid, RunClusterQuery.returned, RunClusterQuery.repeats).where(
+                RunClusterQuery.run_id == run.id
+            )
+        )
+    }
+    totals = row.totals
+    return ClusterTraces(
+        queries,
+        RankTotals(
+            clustered=list(totals.get("clustered") or []),
+            known=list(totals.get("known") or []),
+            tokens=None if totals.get("tokens") is None else list(totals["tokens"]),
+        ),
+    )
+
+
+def parse_ks(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    """``"10,20,30"`` as sorted distinct cutoffs; empty: ``default``. 422 ``invalid_k``."""
+    if not (text or "").strip():
+        return default
+    try:
+        ks = parse_depths(text or "")
+    except ValueError as exc:
+        message = str(exc).replace("depth", "k", 1)
+        raise Invalid(message, code="invalid_k") from None
+    if len(ks) > MAX_KS:
+        raise Invalid(f"at most {MAX_KS} values of k, got {len(ks)}", code="invalid_k")
+    return ks
+
+
+def run_clusters(
+    *,
+    session: Session,
+    run: Run,
+    ks: tuple[int, ...],
+    threshold: int,
+    price_per_mtok: float | None = None,
+    queries_per_day: float | None = None,
+) -> RunClustersPublic:
+    """unique-clusters@k over every query the run answers at each k of ``ks`` (any k up to
+    ``MAX_CUTOFF``; beyond a query's results, it counts what it returned), with the prompt
+    cost where the corpus has text."""
+    if not ks or ks[0] < 1 or ks[-1] > MAX_CUTOFF:
+        raise Invalid(f"every k must be between 1 and {MAX_CUTOFF}", code="invalid_k")
+    traces = stored_traces(session=session, run=run)
+    profile = profile_of_traces(
+        traces,
+        ks=ks,
+        threshold=threshold,
+        price_per_million=price_per_mtok,
+        queries_per_day=queries_per_day,
+    )
+    assert run.id is not None
+    return RunClustersPublic.of(
+        profile,
+        run_id=run.id,
+        kind=run.kind,
+        depth=traces.depth,
+        token_estimate=TOKEN_ESTIMATE if traces.totals.tokens is not None else None,
+    )
