@@ -44,7 +44,13 @@ from app.eval.conventions import (
     check_cutoffs,
     parse_depths,
 )
-from app.eval.depth_cost import DEFAULT_TOLERANCE, DepthAdvice, advise_depth
+from app.eval.depth_cost import (
+    DEFAULT_TOLERANCE,
+    DepthAdvice,
+    advise_depth,
+    fill_retrieval_p95,
+    parse_retrieval_p95,
+)
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.jsonl import read_corpus, read_manifest
 from app.eval.textio import DecompressionLimit, ProgressFn, decompression_limit
@@ -96,6 +102,16 @@ def _parse_runs(specs: tuple[str, ...]) -> list[tuple[str, Path]]:
             raise click.BadParameter(f"run name {name!r} is used twice", param_hint="--run")
         runs.append((name, Path(path)))
     return runs
+
+
+def _retrieval_p95(text: str | None) -> dict[int, float] | None:
+    """``--retrieval-p95``: a usage error (exit 2) when it is not depth:ms pairs."""
+    if not text:
+        return None
+    try:
+        return parse_retrieval_p95(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--retrieval-p95'") from None
 
 
 def _parse_fail_under(specs: tuple[str, ...]) -> list[tuple[Measure, float]]:
@@ -246,6 +262,12 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
     "recall per added ms and the depth where depth stops paying.",
 )
 @click.option(
+    "--retrieval-p95",
+    callback=lambda _ctx, _param, value: _retrieval_p95(value),
+    help="With --cost-ms: the first stage's p95 in ms measured at some depths, "
+    "'10:12,100:30,1000:95' (linear in between, the nearest beyond), added to the cost.",
+)
+@click.option(
     "--tolerance",
     type=FiniteFloatRange(0, 1, max_open=True),
     default=DEFAULT_TOLERANCE,
@@ -321,6 +343,7 @@ def evaluate(
     depth: int,
     depths: str,
     cost_ms: float | None,
+    retrieval_p95: dict[int, float] | None,
     tolerance: float,
     gain: str,
     min_grade: int,
@@ -429,7 +452,14 @@ def evaluate(
             r.name: a
             for r in results
             if (
-                a := advise_depth(r.depth_curve, cost_per_candidate_ms=cost_ms, tolerance=tolerance)
+                a := advise_depth(
+                    r.depth_curve,
+                    cost_per_candidate_ms=cost_ms,
+                    tolerance=tolerance,
+                    retrieval_p95_ms=fill_retrieval_p95(sorted(r.depth_curve), retrieval_p95)
+                    if retrieval_p95
+                    else None,
+                )
             )
         },
     )

@@ -32,6 +32,48 @@ DEFAULT_TOLERANCE = 0.01
 _NOISE = 1e-12
 
 
+def parse_retrieval_p95(text: str) -> dict[int, float]:
+    """``"10:12,100:30,1000:95"``: the retrieval p95 in ms measured at some depths. Raises
+    ValueError naming the bad part (a depth below 1, a negative or non-finite time, a depth
+    given twice)."""
+    measured: dict[int, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        depth_text, sep, ms_text = part.partition(":")
+        try:
+            depth, ms = int(depth_text), float(ms_text)
+        except ValueError:
+            raise ValueError(f"{part[:40]!r} is not depth:ms (as in 10:12,100:30)") from None
+        if not sep or depth < 1 or not math.isfinite(ms) or ms < 0:
+            raise ValueError(f"{part[:40]!r} is not depth:ms with depth >= 1 and ms >= 0")
+        if depth in measured:
+            raise ValueError(f"depth {depth} is given twice")
+        measured[depth] = ms
+    if not measured:
+        raise ValueError("no depth:ms pair (as in 10:12,100:30)")
+    return measured
+
+
+def fill_retrieval_p95(depths: list[int], measured: Mapping[int, float]) -> dict[int, float]:
+    """The retrieval p95 at every depth of a curve from the depths it was measured at: linear
+    in depth between two measured depths, the nearest measured value beyond them (a p95 is
+    rarely measured at every depth a curve has)."""
+    known = sorted(measured)
+    filled: dict[int, float] = {}
+    for depth in depths:
+        if depth <= known[0]:
+            filled[depth] = measured[known[0]]
+        elif depth >= known[-1]:
+            filled[depth] = measured[known[-1]]
+        else:
+            upper = next(d for d in known if d >= depth)
+            lower = max(d for d in known if d <= depth)
+            share = 0.0 if upper == lower else (depth - lower) / (upper - lower)
+            filled[depth] = measured[lower] + share * (measured[upper] - measured[lower])
+    return filled
+
+
 def format_ms(value: float) -> str:
     """Milliseconds as a person reads them: 31, 465, 0.31 (no float noise such as
     31.000000000000004)."""
@@ -142,7 +184,7 @@ def advise_depth(
     depths = sorted(curve)
     if depths[0] < 1:
         raise ValueError(f"depths must be >= 1, got {depths[0]}")
-    p95 = retrieval_p95_ms or {}
+    p95 = dict(retrieval_p95_ms or {})
     if retrieval_p95_ms is not None:
         missing = [d for d in depths if d not in p95]
         if missing:

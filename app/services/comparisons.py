@@ -5,13 +5,14 @@ reviewers gave them."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
 from app.eval import Gain, misses_frame
 from app.eval.conventions import DEFAULT_DEPTHS
-from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
+from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth, fill_retrieval_p95
 from app.models import JUDGED, UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
 from app.models.runs import RunPublic
 from app.services import triages as triage_service
@@ -110,6 +111,7 @@ def run_board(
     cost_ms: float | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     all_judged_queries: bool = False,
+    retrieval_p95: Mapping[int, float] | None = None,
 ) -> RunBoard:
     """Every run of ``golden`` evaluated at (k, depth) with ``gain`` (its depth curve at the
     default depths too), with the reranker checks of each pair of runs; with a reranking cost
@@ -140,7 +142,14 @@ def run_board(
         )
         metrics = Metrics.of(evaluation)
         curve = {d: metrics.depth_curve[d] for d in DEFAULT_DEPTHS}
-        advice = advise_depth(curve, cost_per_candidate_ms=cost_ms, tolerance=tolerance)
+        advice = advise_depth(
+            curve,
+            cost_per_candidate_ms=cost_ms,
+            tolerance=tolerance,
+            retrieval_p95_ms=fill_retrieval_p95(sorted(curve), retrieval_p95)
+            if retrieval_p95
+            else None,
+        )
         rows.append(
             RunRow(
                 run=RunPublic.of(run), metrics=metrics, triage_id=triage, cost=depth_cost(advice)

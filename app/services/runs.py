@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from app.eval.conventions import (
     CutoffError,
     check_cutoffs,
 )
-from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
+from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth, fill_retrieval_p95
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
 from app.eval.sources import load_log_traces
@@ -388,15 +389,23 @@ def run_metrics(
     evaluation: RunEvaluation,
     cost_ms: float | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
+    retrieval_p95: Mapping[int, float] | None = None,
 ) -> RunMetrics:
     """The metrics of an evaluated stored run, with its duplicate clusters at k (null when k
     is deeper than the kept head of its rankings) and, for a reranking cost per candidate
-    ``cost_ms``, the depth advisor over its depth curve (null without a cost)."""
+    ``cost_ms``, the depth advisor over its depth curve (null without a cost), with the
+    retrieval p95 measured at some depths (``retrieval_p95``, filled in between) added."""
     assert context.run.id is not None
     clusters = cluster_evaluation(
         session=session, run=context.run, golden=context.golden, k=evaluation.k
     )
+    curve = evaluation.depth_curve
     advice = advise_depth(
-        evaluation.depth_curve, cost_per_candidate_ms=cost_ms, tolerance=tolerance
+        curve,
+        cost_per_candidate_ms=cost_ms,
+        tolerance=tolerance,
+        retrieval_p95_ms=fill_retrieval_p95(sorted(curve), retrieval_p95)
+        if retrieval_p95
+        else None,
     )
     return RunMetrics.of_run(evaluation, run_id=context.run.id, clusters=clusters, cost=advice)

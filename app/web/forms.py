@@ -17,7 +17,7 @@ from app.eval.conventions import (
     Gain,
     check_cutoffs,
 )
-from app.eval.depth_cost import DEFAULT_TOLERANCE
+from app.eval.depth_cost import DEFAULT_TOLERANCE, parse_retrieval_p95
 from app.services.clusters import parse_ks
 from app.services.errors import Invalid
 
@@ -75,6 +75,17 @@ class Fields:
             return default
         return value
 
+    def retrieval_p95(self, name: str, raw: str | None) -> dict[int, float] | None:
+        """Depth:ms pairs (``10:12,100:30``); empty means none."""
+        text = (raw or "").strip()
+        if not text:
+            return None
+        try:
+            return parse_retrieval_p95(text)
+        except ValueError as exc:
+            self.refuse(name, f"{name}: {exc}")
+            return None
+
     def flag(self, name: str, raw: str | None) -> bool:
         """A checkbox: absent or empty is off; ``true``, ``on`` or ``1`` is on."""
         text = (raw or "").strip().lower()
@@ -107,6 +118,8 @@ class View:
     depth: int = DEFAULT_DEPTH
     gain: Gain = Gain.EXP
     cost_ms: float | None = None
+    #: The first stage's p95 measured at some depths (``10:12,100:30``), added to the cost.
+    retrieval_p95: dict[int, float] | None = None
     tolerance: float = DEFAULT_TOLERANCE
     #: trec_eval -c: the judged queries without a relevant document averaged too.
     all_judged_queries: bool = False
@@ -120,6 +133,7 @@ def read_view(
     gain: str | None = None,
     cost_ms: str | None = None,
     tolerance: str | None = None,
+    retrieval_p95: str | None = None,
     all_judged_queries: str | None = None,
 ) -> View:
     """Parse the controls; empty means the default (no cost for ``cost_ms``; the depth
@@ -134,13 +148,15 @@ def read_view(
             "tolerance", tolerance, default=DEFAULT_TOLERANCE, minimum=0, below=1
         ),
         all_judged_queries=fields.flag("all_judged_queries", all_judged_queries),
+        retrieval_p95=fields.retrieval_p95("retrieval_p95", retrieval_p95),
         entered={
-            name: (value or "")[:40]
+            name: (value or "")[:200]
             for name, value in (
                 ("k", k),
                 ("depth", depth),
                 ("gain", gain),
                 ("cost_ms", cost_ms),
+                ("retrieval_p95", retrieval_p95),
                 ("tolerance", tolerance),
                 ("all_judged_queries", all_judged_queries),
             )

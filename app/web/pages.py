@@ -169,6 +169,7 @@ def _golden_set_page(
         cost_ms=view.cost_ms,
         tolerance=view.tolerance,
         all_judged_queries=view.all_judged_queries,
+        retrieval_p95=view.retrieval_p95,
     )
     advice = board.rows[0].cost if board.rows else None
     chart = depth_curve_chart(
@@ -194,6 +195,7 @@ def _golden_set_page(
             "cost_ms": view.cost_ms,
             "tolerance": view.tolerance,
             "all_judged_queries": view.all_judged_queries,
+            "retrieval_p95": view.retrieval_p95,
             "entered": view.entered,
             "errors": view.errors,
             "chart": chart,

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.eval.depth_cost import advise_depth, format_ms, reranking_cost
+from app.eval.depth_cost import (
+    advise_depth,
+    fill_retrieval_p95,
+    format_ms,
+    parse_retrieval_p95,
+    reranking_cost,
+)
 
 #: The method's table: depths 10, 50, 100, 200 at 3.1 ms per candidate.
 CURVE = {10: 0.700, 50: 0.850, 100: 0.880, 200: 0.910}
@@ -128,3 +134,34 @@ def test_gain_per_ms_is_zero_on_flat_steps(curve: dict[int, float], cost: float)
         else:
             assert point.gain_per_ms is not None
             assert point.gain_per_ms > 0
+
+
+def test_a_retrieval_p95_measured_at_some_depths_fills_the_curve() -> None:
+    measured = parse_retrieval_p95(" 10:12, 100:30 ,1000:90")
+    assert measured == {10: 12.0, 100: 30.0, 1000: 90.0}
+    filled = fill_retrieval_p95([5, 10, 50, 100, 200, 1000, 2000], measured)
+    # nearest beyond the ends; linear in depth in between: 12 + 40/90 * 18 = 20
+    assert filled == {5: 12.0, 10: 12.0, 50: 20.0, 100: 30.0, 200: 30 + 60 / 9, 1000: 90.0,
+                      2000: 90.0}  # fmt: skip
+    advice = advise_depth({10: 0.5, 50: 0.7}, cost_per_candidate_ms=1.0,
+                          retrieval_p95_ms=fill_retrieval_p95([10, 50], measured))  # fmt: skip
+    assert advice is not None
+    assert [p.cost_ms for p in advice.points] == [22.0, 70.0]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no depth:ms pair"),
+        ("10", "is not depth:ms"),
+        ("0:5", "depth >= 1"),
+        ("10:-1", "ms >= 0"),
+        ("10:nan", "ms >= 0"),
+        ("10:1,10:2", "given twice"),
+        ("x" * 5000, "is not depth:ms"),
+    ],
+)
+def test_a_bad_retrieval_p95_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as refused:
+        parse_retrieval_p95(text)
+    assert len(str(refused.value)) < 200  # never echoes a huge value

@@ -16,7 +16,7 @@ from app.eval.conventions import (
     MAX_CUTOFF,
     parse_depths,
 )
-from app.eval.depth_cost import DEFAULT_TOLERANCE
+from app.eval.depth_cost import DEFAULT_TOLERANCE, parse_retrieval_p95
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
 from app.http.params import Id, Page, PerPage
 from app.models import RunClustersPublic
@@ -39,6 +39,15 @@ CostMs = Annotated[float | None, Query(ge=0, lt=1e6)]
 Tolerance = Annotated[float, Query(ge=0, lt=1)]
 #: Average the judged queries without a relevant document too (trec_eval -c); off by default.
 AllJudgedQueries = Annotated[bool, Query()]
+
+
+def _retrieval_p95(text: str | None) -> dict[int, float] | None:
+    if not text:
+        return None
+    try:
+        return parse_retrieval_p95(text)
+    except ValueError as exc:
+        raise Invalid(f"retrieval_p95: {exc}", code="invalid_retrieval_p95") from None
 
 
 def _depths(depths: str | None) -> tuple[int, ...]:
@@ -73,6 +82,7 @@ def run_metrics(
     cost_ms: CostMs = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     all_judged_queries: AllJudgedQueries = False,
+    retrieval_p95: Annotated[str | None, Query(max_length=2000)] = None,
 ) -> RunMetrics:
     """Recall@k, recall@depth, nDCG@k (macro and micro), the depth curve and the misses at
     depth, with the conventions they were computed under; with duplicate clusters,
@@ -81,7 +91,8 @@ def run_metrics(
     the curve, the recall per added ms and the smallest depth within ``tolerance`` of the best
     recall (``cost``, null without a cost). ``all_judged_queries=true`` also averages the
     judged queries without a relevant document, as trec_eval ``-c`` (``conventions`` says
-    which)."""
+    which). ``retrieval_p95`` (``10:12,100:30,1000:95``: ms measured at some depths, linear in
+    between, the nearest beyond) adds the first stage's p95 to the cost at every depth."""
     context = service.run_context(session=session, run_id=run_id)
     evaluation = service.evaluate_stored_run(
         session=session,
@@ -99,6 +110,7 @@ def run_metrics(
         evaluation=evaluation,
         cost_ms=cost_ms,
         tolerance=tolerance,
+        retrieval_p95=_retrieval_p95(retrieval_p95),
     )
 
 
