@@ -76,5 +76,7 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     expect(lead.locator("#empty")).to_be_visible()
     lead.goto(f"{live_server.url}/triages/{triage.id}")
     expect(lead.locator("#closure")).to_have_text(
-        "1 + 0 + 1 = 2 of 2 misses accounted for: the categories close; 1 agreed, 1 adjudicated"
+        "1 + 0 + 1 = 2 of 2 misses accounted for: the categories close; 1 agreed, 1 adjudicated; "
+        "Fleiss' kappa n/a (every label is the same cause: chance agreement is 1, the "
+        "coefficient is 0/0)"
     )
