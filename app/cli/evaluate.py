@@ -48,7 +48,6 @@ from app.eval.depth_cost import (
     DEFAULT_TOLERANCE,
     DepthAdvice,
     advise_depth,
-    fill_retrieval_p95,
     parse_retrieval_p95,
 )
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
@@ -456,9 +455,7 @@ def evaluate(
                     r.depth_curve,
                     cost_per_candidate_ms=cost_ms,
                     tolerance=tolerance,
-                    retrieval_p95_ms=fill_retrieval_p95(sorted(r.depth_curve), retrieval_p95)
-                    if retrieval_p95
-                    else None,
+                    retrieval_p95_ms=retrieval_p95 or None,
                 )
             )
         },

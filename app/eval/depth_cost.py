@@ -168,11 +168,12 @@ def advise_depth(
     retrieval_p95_ms: Mapping[int, float] | None = None,
 ) -> DepthAdvice | None:
     """The depth advice for a recall curve (depth -> macro recall) and a reranking cost per
-    candidate in ms (with, optionally, the retrieval p95 in ms at each depth of the curve).
+    candidate in ms (with, optionally, the retrieval p95 in ms measured at some depths:
+    ``fill_retrieval_p95`` gives it at every depth of the curve).
 
     None when the cost is None or 0 (nothing to trade). Raises ValueError on a negative or
-    non-finite cost, a negative tolerance, an empty curve, a depth below 1 or a p95 missing
-    for a depth of the curve."""
+    non-finite cost, a negative tolerance, an empty curve, a depth below 1, or an empty or
+    negative p95."""
     if cost_per_candidate_ms is None or cost_per_candidate_ms == 0:
         return None
     if not math.isfinite(cost_per_candidate_ms) or cost_per_candidate_ms < 0:
@@ -184,11 +185,13 @@ def advise_depth(
     depths = sorted(curve)
     if depths[0] < 1:
         raise ValueError(f"depths must be >= 1, got {depths[0]}")
-    p95 = dict(retrieval_p95_ms or {})
+    p95: dict[int, float] = {}
     if retrieval_p95_ms is not None:
-        missing = [d for d in depths if d not in p95]
-        if missing:
-            raise ValueError(f"no retrieval p95 for depth {', '.join(map(str, missing))}")
+        if not retrieval_p95_ms:
+            raise ValueError("no retrieval p95 was given (depth -> ms)")
+        if any(not math.isfinite(ms) or ms < 0 for ms in retrieval_p95_ms.values()):
+            raise ValueError("a retrieval p95 must be a finite number of ms >= 0")
+        p95 = fill_retrieval_p95(depths, retrieval_p95_ms)
     costs = {d: reranking_cost(d, cost_per_candidate_ms, p95.get(d, 0.0)) for d in depths}
     steps = [
         DepthStep(

@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 
 from app.eval import Gain, misses_frame
 from app.eval.conventions import DEFAULT_DEPTHS
-from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth, fill_retrieval_p95
+from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.models import JUDGED, UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
 from app.models.runs import RunPublic
 from app.services import triages as triage_service
@@ -146,9 +146,7 @@ def run_board(
             curve,
             cost_per_candidate_ms=cost_ms,
             tolerance=tolerance,
-            retrieval_p95_ms=fill_retrieval_p95(sorted(curve), retrieval_p95)
-            if retrieval_p95
-            else None,
+            retrieval_p95_ms=retrieval_p95 or None,
         )
         rows.append(
             RunRow(

@@ -33,7 +33,7 @@ from app.eval.conventions import (
     CutoffError,
     check_cutoffs,
 )
-from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth, fill_retrieval_p95
+from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
 from app.eval.sources import load_log_traces
@@ -404,8 +404,6 @@ def run_metrics(
         curve,
         cost_per_candidate_ms=cost_ms,
         tolerance=tolerance,
-        retrieval_p95_ms=fill_retrieval_p95(sorted(curve), retrieval_p95)
-        if retrieval_p95
-        else None,
+        retrieval_p95_ms=retrieval_p95 or None,
     )
     return RunMetrics.of_run(evaluation, run_id=context.run.id, clusters=clusters, cost=advice)

@@ -83,7 +83,8 @@ def test_no_cost_no_advisor(cost: float | None) -> None:
         (CURVE, 3.1, -0.1, None, "tolerance"),
         ({}, 3.1, 0.01, None, "empty"),
         ({0: 0.1, 10: 0.2}, 3.1, 0.01, None, "depths must be"),
-        (CURVE, 3.1, 0.01, {10: 1.0}, "no retrieval p95 for depth 50, 100, 200"),
+        (CURVE, 3.1, 0.01, {}, "no retrieval p95"),
+        (CURVE, 3.1, 0.01, {10: -1.0}, "retrieval p95"),
     ],
 )
 def test_bad_arguments_raise(
@@ -143,8 +144,8 @@ def test_a_retrieval_p95_measured_at_some_depths_fills_the_curve() -> None:
     # nearest beyond the ends; linear in depth in between: 12 + 40/90 * 18 = 20
     assert filled == {5: 12.0, 10: 12.0, 50: 20.0, 100: 30.0, 200: 30 + 60 / 9, 1000: 90.0,
                       2000: 90.0}  # fmt: skip
-    advice = advise_depth({10: 0.5, 50: 0.7}, cost_per_candidate_ms=1.0,
-                          retrieval_p95_ms=fill_retrieval_p95([10, 50], measured))  # fmt: skip
+    # advise_depth fills the curve's depths itself from the depths measured
+    advice = advise_depth({10: 0.5, 50: 0.7}, cost_per_candidate_ms=1.0, retrieval_p95_ms=measured)
     assert advice is not None
     assert [p.cost_ms for p in advice.points] == [22.0, 70.0]
 
