@@ -318,6 +318,28 @@ def decide(
     outbox.after_label(session, miss)
 
 
+def take_back(
+    session: Session, miss: Miss, user: User, *, now: datetime, lease: timedelta
+) -> MissPublic | None:
+    """Inside the caller's writing block (the miss locked): the caller's own label on an
+    overlap miss still waiting for another reviewer's goes, and the miss is leased to them
+    again, as an undo does; None when there is nothing of theirs to take back (the miss has
+    all its labels, or their label is gone already). The miss itself is unchanged: a
+    reviewer's label never showed on it."""
+    if miss.state != MissState.OPEN.value:
+        return None
+    assert miss.id is not None
+    mine = _mine(reviews_of(session, miss.id), user)
+    if mine is None or mine.category is None:
+        return None
+    before = snapshot(miss) | {"category": mine.category, "note": mine.note}
+    mine.category, mine.note, mine.labelled_at = None, "", None
+    mine.lease_expires_at = now + lease
+    session.add(mine)
+    record_event(session, miss, user, LabelAction.UNDO, now=now, before=before)
+    return viewed(miss, mine)
+
+
 def my_review(session: Session, miss: Miss, user: User) -> Review | None:
     """The caller's unlabelled review (their lease, live or expired) on an open overlap miss."""
     assert miss.id is not None

@@ -262,30 +262,37 @@ def undo(
     *, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta
 ) -> MissPublic:
     """Undo the caller's most recent label that is still in force; the miss goes back to
-    its previous state and, if that was unlabelled, to the caller's lease."""
+    its previous state and, if that was unlabelled, to the caller's lease. With double review,
+    a reviewer's own label on a miss still waiting for another reviewer's is taken back the
+    same way (a miss whose labels are all in is decided by them, or by an adjudicator)."""
     with writing(session):
         undone = _undo_latest(session, triage=triage, user=user, now=now, lease=lease)
         if undone is None:
             raise NotFound("you have no label to undo in this triage", code="nothing_to_undo")
-    return MissPublic.of(undone)
+    return undone
 
 
 def _undo_latest(
     session: Session, *, triage: Triage, user: User, now: datetime, lease: timedelta
-) -> Miss | None:
+) -> MissPublic | None:
     """Inside the caller's writing block: undo the latest label still in force."""
     events = session.exec(
         select(LabelEvent)
         .where(
             LabelEvent.triage_id == triage.id,
             LabelEvent.user_id == user.id,
-            col(LabelEvent.action).in_(LABEL_ACTIONS),
+            col(LabelEvent.action).in_([*LABEL_ACTIONS, LabelAction.REVIEW]),
         )
         .order_by(col(LabelEvent.id).desc())
         .limit(UNDO_LOOKBACK)
     ).all()
     for event in events:
         miss = locked_miss(session, event.miss_id)
+        if event.action == LabelAction.REVIEW.value:
+            taken_back = overlap.take_back(session, miss, user, now=now, lease=lease)
+            if taken_back is not None:
+                return taken_back
+            continue  # all its labels are in (or undone already): not the caller's to undo
         if miss.version != event.after.get("version"):
             continue  # changed since (undone already, or relabelled by a lead)
         before = snapshot(miss)
@@ -302,7 +309,7 @@ def _undo_latest(
         session.add(miss)
         record_event(session, miss, user, LabelAction.UNDO, now=now, before=before)
         outbox.after_label(session, miss)
-        return miss
+        return MissPublic.of(miss)
     return None
 
 

@@ -156,3 +156,41 @@ def test_the_review_page_hides_earlier_labels_from_overlap_reviewers(
     cant_tell = cards["double"].find(id="cant-tell")
     assert cant_tell is not None
     assert (cant_tell["value"], cant_tell["data-key"]) == ("cant-tell", "c")
+
+
+def test_a_reviewer_takes_back_their_own_overlap_label_until_the_miss_is_resolved(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+) -> None:
+    _, run, _ = make_triage(engine, tmp_path, queries=1, per_query=1)
+    lead, ann = accounts[Role.LEAD].headers, accounts[Role.REVIEWER].headers
+    _, bob = _second_reviewer(engine)
+    made = client.post(
+        f"/api/v1/runs/{run.id}/triages", headers=lead, json={"depth": 20, "overlap": TWO}
+    ).json()
+    base = f"/api/v1/triages/{made['id']}"
+    miss = client.post(f"{base}/claim", headers=ann).json()
+    url = f"/api/v1/misses/{miss['id']}"
+    said = client.post(f"{url}/label", headers=ann, json={"category": "other", "note": "x",
+                                                          "version": 1})  # fmt: skip
+    assert said.status_code == 200
+    undone = client.post(f"{base}/undo", headers=ann)
+    assert undone.status_code == 200, undone.text
+    # the label is gone and the miss is leased to ann again, unchanged otherwise (blind)
+    assert (undone.json()["state"], undone.json()["category"], undone.json()["version"]) == (
+        "open",
+        None,
+        1,
+    )
+    assert undone.json()["lease_holder"] == miss["lease_holder"]
+    actions = [e["action"] for e in client.get(f"{url}/events", headers=ann).json()["items"]]
+    assert actions[-2:] == ["review", "undo"]
+    # ann labels again, differently; bob agrees: the miss is resolved, nothing left to undo
+    again = client.post(f"{url}/label", headers=ann, json={"category": "not-indexed",
+                                                           "version": 1})  # fmt: skip
+    assert again.status_code == 200
+    assert client.post(f"{base}/claim", headers=bob).json()["id"] == miss["id"]
+    agreed = client.post(f"{url}/label", headers=bob, json={"category": "not-indexed",
+                                                            "version": 1})  # fmt: skip
+    assert (agreed.json()["state"], agreed.json()["category"]) == ("labelled", "not-indexed")
+    late = client.post(f"{base}/undo", headers=ann)
+    assert (late.status_code, late.json()["error"]["code"]) == (404, "nothing_to_undo")
