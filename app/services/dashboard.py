@@ -15,7 +15,7 @@ from sqlmodel.sql.expression import Select
 
 from app.eval.hints import HINT_CAUSES
 from app.eval.placement import where_the_run_put_it
-from app.models import OTHER, UNLABELLED, Miss, MissState, RunQuery, Triage, User
+from app.models import OTHER, UNLABELLED, Miss, MissState, Review, RunQuery, Triage, User
 from app.models.triage_public import HintAccuracy, HintReport, MissPublic
 from app.services import skips as skips_service
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
@@ -118,21 +118,46 @@ class Lease:
 
 
 def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Lease]:
-    rows = session.exec(
-        select(Miss, User.email)
+    """Who holds which miss now, soonest expiry first: reviewers' leases (on the miss, or with
+    double review on their own review of it) and adjudicators' leases on disputed misses."""
+    # five columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
+    held = session.execute(
+        sa_select(
+            col(Miss.id),
+            col(Miss.qid),
+            col(Miss.doc_id),
+            col(User.email),
+            col(Miss.lease_expires_at),
+        )
         .join(User, col(User.id) == col(Miss.lease_holder_id))
         .where(
-            Miss.triage_id == triage.id,
-            Miss.state == MissState.OPEN.value,
+            col(Miss.triage_id) == triage.id,
+            col(Miss.state).in_([MissState.OPEN.value, MissState.DISPUTED.value]),
             col(Miss.lease_expires_at) > now,
         )
-        .order_by(col(Miss.lease_expires_at))
     ).all()
-    return [
-        Lease(m.id, m.qid, m.doc_id, email, m.lease_expires_at)
-        for m, email in rows
-        if m.id is not None and m.lease_expires_at is not None
+    reviewing = session.execute(
+        sa_select(
+            col(Miss.id),
+            col(Miss.qid),
+            col(Miss.doc_id),
+            col(User.email),
+            col(Review.lease_expires_at),
+        )
+        .join(Miss, col(Miss.id) == col(Review.miss_id))
+        .join(User, col(User.id) == col(Review.reviewer_id))
+        .where(
+            col(Review.triage_id) == triage.id,
+            col(Review.category).is_(None),
+            col(Review.lease_expires_at) > now,
+        )
+    ).all()
+    leases = [
+        Lease(miss_id, qid, doc_id, email, expires)
+        for miss_id, qid, doc_id, email, expires in [*held, *reviewing]
+        if miss_id is not None and expires is not None
     ]
+    return sorted(leases, key=lambda lease: lease.expires_at)
 
 
 @dataclass(frozen=True)

@@ -194,3 +194,20 @@ def test_a_reviewer_takes_back_their_own_overlap_label_until_the_miss_is_resolve
     assert (agreed.json()["state"], agreed.json()["category"]) == ("labelled", "not-indexed")
     late = client.post(f"{base}/undo", headers=ann)
     assert (late.status_code, late.json()["error"]["code"]) == (404, "nothing_to_undo")
+
+
+def test_the_dashboard_lists_each_reviewers_lease_on_an_overlap_miss(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+) -> None:
+    _, run, _ = make_triage(engine, tmp_path, queries=1, per_query=1)
+    lead, ann = accounts[Role.LEAD].headers, accounts[Role.REVIEWER].headers
+    _, bob = _second_reviewer(engine)
+    made = client.post(
+        f"/api/v1/runs/{run.id}/triages", headers=lead, json={"depth": 20, "overlap": TWO}
+    ).json()
+    for reviewer in (ann, bob):
+        assert client.post(f"/api/v1/triages/{made['id']}/claim", headers=reviewer).status_code
+    login(client, accounts[Role.LEAD].email)
+    page = BeautifulSoup(client.get(f"/triages/{made['id']}").text, "html.parser")
+    holders = sorted(row.find_all("td")[1].get_text() for row in page.select("#leases tbody tr"))
+    assert holders == sorted([accounts[Role.REVIEWER].email, "second@example.com"])
