@@ -15,7 +15,17 @@ from sqlmodel.sql.expression import Select
 
 from app.eval.hints import HINT_CAUSES
 from app.eval.placement import where_the_run_put_it
-from app.models import OTHER, UNLABELLED, Miss, MissState, Review, RunQuery, Triage, User
+from app.models import (
+    OTHER,
+    UNLABELLED,
+    Miss,
+    MissState,
+    Resolution,
+    Review,
+    RunQuery,
+    Triage,
+    User,
+)
 from app.models.triage_public import HintAccuracy, HintReport, MissPublic
 from app.services import skips as skips_service
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
@@ -79,28 +89,57 @@ def _duration(seconds: float) -> str:
 
 def throughput(*, session: Session, triage: Triage) -> list[Throughput]:
     """Current labels per reviewer, read from the misses (ix_miss_labelled_by): a label that
-    was undone or relabelled by someone else no longer counts for its author."""
-    per_user = (
+    was undone or relabelled by someone else no longer counts for its author. With double
+    review, each reviewer's own labels on overlap misses (``Review``) count, and an
+    adjudication counts for the adjudicator (an agreed miss's ``labelled_by`` is merely the
+    last of its reviewers)."""
+    own = session.exec(
         select(
-            col(Miss.labelled_by_id).label("user_id"),
-            func.count().label("labels"),
-            func.min(Miss.labelled_at).label("first"),
-            func.max(Miss.labelled_at).label("last"),
+            col(Miss.labelled_by_id),
+            func.count(),
+            func.min(Miss.labelled_at),
+            func.max(Miss.labelled_at),
         )
         .where(
             Miss.triage_id == triage.id,
             Miss.state == MissState.LABELLED.value,
             col(Miss.labelled_by_id).is_not(None),
+            (col(Miss.reviewers) == 1) | (col(Miss.resolution) == Resolution.ADJUDICATED.value),
         )
         .group_by(col(Miss.labelled_by_id))
-        .subquery()
-    )
-    rows = session.exec(
-        select(User.email, per_user.c.labels, per_user.c.first, per_user.c.last)
-        .join(per_user, per_user.c.user_id == col(User.id))
-        .order_by(per_user.c.labels.desc(), col(User.email))
     ).all()
-    return [Throughput(email, n, _aware(first), _aware(last)) for email, n, first, last in rows]
+    reviewed = session.exec(
+        select(
+            col(Review.reviewer_id),
+            func.count(),
+            func.min(Review.labelled_at),
+            func.max(Review.labelled_at),
+        )
+        .where(
+            Review.triage_id == triage.id,
+            col(Review.category).is_not(None),
+            col(Review.reviewer_id).is_not(None),
+        )
+        .group_by(col(Review.reviewer_id))
+    ).all()
+    totals: dict[int, tuple[int, datetime, datetime]] = {}
+    for user_id, n, first, last in [*own, *reviewed]:
+        if user_id is None or first is None or last is None:
+            continue
+        first, last = _aware(first), _aware(last)
+        if user_id in totals:
+            m, f, la = totals[user_id]
+            n, first, last = n + m, min(first, f), max(last, la)
+        totals[user_id] = (n, first, last)
+    emails = dict(
+        session.exec(select(User.id, User.email).where(col(User.id).in_(list(totals)))).all()
+    )
+    rows = [
+        Throughput(emails[user_id], n, first, last)
+        for user_id, (n, first, last) in totals.items()
+        if user_id in emails
+    ]
+    return sorted(rows, key=lambda t: (-t.labels, t.email))
 
 
 def _aware(value: Any) -> datetime:
