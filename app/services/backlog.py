@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import literal
 from sqlalchemy import select as sa_select
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 
 from app.eval.placement import where_the_run_put_it
 from app.models import (
@@ -25,6 +25,7 @@ from app.models import (
     Miss,
     MissState,
     Resolution,
+    Review,
     RunQuery,
     User,
 )
@@ -114,7 +115,12 @@ def rows(
             skipped.setdefault(skip.miss_id, []).append(
                 {"by": skip.by, "reason": skip.reason, "at": skip.at.isoformat()}
             )
+        reviewers = _agreeing_reviewers(
+            session, [row[0].id for row in batch if row[0].resolution == Resolution.AGREED.value]
+        )
         for miss, text, title, email, retrieved in batch:
+            # an agreed label is its reviewers' (the miss records only the last of them)
+            email = reviewers.get(miss.id or 0, email)
             yield {
                 "golden_set": golden.name,
                 "run": run.name,
@@ -147,6 +153,22 @@ def rows(
         if len(batch) < BATCH:
             return
         last = batch[-1][0].position
+
+
+def _agreeing_reviewers(session: Session, miss_ids: list[int | None]) -> dict[int, str]:
+    """The reviewers of agreed overlap misses, "ann@…, bob@…" by miss id."""
+    ids = [i for i in miss_ids if i is not None]
+    if not ids:
+        return {}
+    found: dict[int, list[str]] = {}
+    for miss_id, email in session.exec(
+        select(Review.miss_id, User.email)
+        .join(User, col(User.id) == col(Review.reviewer_id))
+        .where(col(Review.miss_id).in_(ids), col(Review.category).is_not(None))
+        .order_by(col(Review.miss_id), col(Review.labelled_at))
+    ).all():
+        found.setdefault(miss_id, []).append(email)
+    return {miss_id: ", ".join(emails) for miss_id, emails in found.items()}
 
 
 def as_jsonl(items: Iterator[dict[str, Any]]) -> Iterator[str]:

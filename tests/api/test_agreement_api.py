@@ -160,6 +160,10 @@ def test_agreement_figures_closure_and_dashboard(
     backlog = client.get(f"{base}/backlog?format=json", headers=lead).json()
     rests = {m["miss_id"]: m["rests_on"] for group in backlog["causes"] for m in group["misses"]}
     assert rests == {m: "adjudicated" if m in disputed else "agreed" for m in given}
+    by = {m["miss_id"]: m["labelled_by"] for group in backlog["causes"] for m in group["misses"]}
+    for miss_id, labels in given.items():  # an agreed label is both reviewers'
+        want = accounts[Role.LEAD].email if miss_id in disputed else set(labels)
+        assert (by[miss_id] if miss_id in disputed else set(by[miss_id].split(", "))) == want
     preview = client.post(
         f"{base}/exports",
         headers=lead,
