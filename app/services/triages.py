@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import polars as pl
-from sqlalchemy import func, update
+from sqlalchemy import exists, func, update
 from sqlmodel import Session, col, select
 
 from app.db import writing
 from app.eval import misses_frame
 from app.eval.conventions import CutoffError, check_cutoffs
 from app.eval.overlap import overlap_sample
-from app.models import OTHER, GoldenSet, Miss, MissState, Resolution, Run, Triage, User
+from app.models import OTHER, GoldenSet, Miss, MissState, Resolution, Review, Run, Triage, User
 from app.models.triage_public import (
     ClosureReport,
     CoveredMoved,
@@ -128,8 +128,8 @@ def create_triage(
 
 def include_covered(*, session: Session, triage_id: int, include: bool) -> CoveredMoved:
     """Put the misses covered by a duplicate on the queue (``include``), or take those not yet
-    labelled back off it. Answers how many misses moved and the triage's new counts.
-    Labelled misses keep their label."""
+    labelled, leased or (with double review) reviewed back off it. Answers how many misses
+    moved and the triage's new counts. Labelled misses keep their label."""
     triage = get_triage(session=session, triage_id=triage_id)
     if include:
         moved = (
@@ -145,6 +145,8 @@ def include_covered(*, session: Session, triage_id: int, include: bool) -> Cover
                 col(Miss.state) == MissState.OPEN.value,
                 col(Miss.covered_by).is_not(None),
                 col(Miss.lease_holder_id).is_(None),
+                # double review under way (a reviewer's label or lease): it stays on the queue
+                ~exists().where(col(Review.miss_id) == col(Miss.id)),
             )
             .values(state=MissState.COVERED.value)
         )

@@ -13,6 +13,7 @@ from sqlmodel import Session
 from app.clock import FrozenClock
 from app.models import Role
 from app.services import users
+from tests.support.hints import import_hint_fixture
 from tests.support.service import HTMX, PASSWORD, Account, login
 from tests.support.triage import make_triage
 
@@ -211,3 +212,31 @@ def test_the_dashboard_lists_each_reviewers_lease_on_an_overlap_miss(
     page = BeautifulSoup(client.get(f"/triages/{made['id']}").text, "html.parser")
     holders = sorted(row.find_all("td")[1].get_text() for row in page.select("#leases tbody tr"))
     assert holders == sorted([accounts[Role.REVIEWER].email, "second@example.com"])
+
+
+def test_a_covered_miss_under_double_review_stays_on_the_queue(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    lead, ann = accounts[Role.LEAD].headers, accounts[Role.REVIEWER].headers
+    ids = import_hint_fixture(client, lead, tmp_path)
+    made = client.post(
+        f"/api/v1/runs/{ids['run']}/triages", headers=lead, json={"depth": 3, "k": 1,
+                                                                 "overlap": TWO},
+    ).json()  # fmt: skip
+    base = f"/api/v1/triages/{made['id']}"
+    assert client.post(f"{base}/covered", headers=lead, json={"include": True}).json()["moved"] == 1
+    # ann labels every miss, the covered one included: each waits for a second reviewer
+    while (claimed := client.post(f"{base}/claim", headers=ann)).status_code == 200:
+        miss = claimed.json()
+        said = client.post(
+            f"/api/v1/misses/{miss['id']}/label",
+            headers=ann,
+            json={"category": "other", "note": "n", "version": miss["version"]},
+        )
+        assert said.status_code == 200  # fmt: skip
+    took_off = client.post(f"{base}/covered", headers=lead, json={"include": False}).json()
+    assert took_off["moved"] == 0  # its double review is under way: ann's label is kept
+    covered = [
+        m for m in client.get(f"{base}/misses", headers=lead).json()["items"] if m["covered_by"]
+    ]
+    assert [m["state"] for m in covered] == ["open"]
