@@ -27,6 +27,7 @@ COMMANDS = {
     "import-run": "app.cli.service:import_run",
     "triage": "app.cli.service:triage",
     "export": "app.cli.service:export",
+    "agreement": "app.cli.agreement:agreement",
     "backup": "app.cli.backup:backup",
 }
 

@@ -6,6 +6,7 @@ the dashboard say how often they agreed. The figures are held to the textbook fo
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from app.models import Role
 from app.models.triage_public import Overlap
 from app.services import users
 from tests.support import agreement_textbook as textbook
+from tests.support.cli import service_cli
 from tests.support.service import PASSWORD, Account, login
 from tests.support.triage import make_triage
 
@@ -50,7 +52,11 @@ def label_for(email: str, miss_id: int) -> str:
 
 
 def test_agreement_figures_closure_and_dashboard(
-    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+    client: TestClient,
+    accounts: dict[Role, Account],
+    engine: Engine,
+    tmp_path: Path,
+    database_url: str,
 ) -> None:
     _, _, triage = make_triage(
         engine, tmp_path, queries=6, per_query=3, overlap=Overlap(reviewers=2)
@@ -124,6 +130,16 @@ def test_agreement_figures_closure_and_dashboard(
         mine = {m: labels[email] for m, labels in given.items() if email in labels}
         assert row["labelled"] == len(mine)
         assert row["equal"] == sum(label == finals[m] for m, label in mine.items())
+
+    # the command line says the same
+    printed = service_cli(database_url, "agreement", "--triage", str(triage.id), "--format", "json")
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout) == found
+    table = service_cli(database_url, "agreement", "--triage", str(triage.id))
+    assert f"Fleiss' kappa        {found['fleiss_kappa']['value']:.2f} [" in table.stdout
+    missing = service_cli(database_url, "agreement", "--triage", "999")
+    assert missing.returncode == 1
+    assert "Traceback" not in missing.stderr
 
     # the closure sentence quotes Fleiss' kappa with its interval, on the API and the page
     kappa = found["fleiss_kappa"]
