@@ -24,6 +24,7 @@ from app.http.uploads import saved_uploads
 from app.models import JUDGED, LOG, Role
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
+from app.models.triage_public import Overlap
 from app.services import comparisons, events
 from app.services import golden_sets as golden_service
 from app.services import runs as run_service
@@ -330,15 +331,19 @@ def create_triage(
     run_id: Id,
     depth: Annotated[str, Form()] = "",
     k: Annotated[str, Form()] = "",
+    reviewers: Annotated[str, Form()] = "",
 ) -> Response:
-    """A triage at the depth and k the golden-set page showed (its hidden fields)."""
+    """A triage at the depth and k the golden-set page showed (its hidden fields), with
+    ``reviewers`` distinct reviewers on every miss (double review; 1 when empty)."""
     context = run_service.run_context(session=session, run_id=run_id)
     fields = Fields()
     cut_k = fields.integer("k", k, default=DEFAULT_K, minimum=1, maximum=MAX_CUTOFF)
     cut_depth = fields.integer("depth", depth, default=DEFAULT_DEPTH, minimum=1, maximum=MAX_CUTOFF)
+    per_miss = fields.integer("reviewers", reviewers, default=1, minimum=1, maximum=3)
     try:
         if fields.errors:
-            raise Invalid(next(iter(fields.errors.values())), code="invalid_cutoff")
+            code = "invalid_overlap" if "reviewers" in fields.errors else "invalid_cutoff"
+            raise Invalid(next(iter(fields.errors.values())), code=code)
         triage = triage_service.create_triage(
             session=session,
             run=context.run,
@@ -346,6 +351,7 @@ def create_triage(
             depth=cut_depth,
             k=cut_k,
             user=principal.user,
+            overlap=Overlap(reviewers=per_miss),
         )
     except ServiceError as exc:
         return _back_to_golden_set(
@@ -359,7 +365,8 @@ def create_triage(
     return redirect(
         request,
         request.url_for("triage_page", triage_id=triage.id).path,
-        flash=f"triage created: depth {triage.depth}, k {triage.k}, {triage.misses:,} misses",
+        flash=f"triage created: depth {triage.depth}, k {triage.k}, {triage.misses:,} misses"
+        + (f", {triage.reviewers} reviewers per miss" if triage.reviewers > 1 else ""),
     )
 
 

@@ -3,51 +3,11 @@ credentials in Chromium, as the lead and as the reviewer, and label every miss."
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
-import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.live import free_port
 from tests.support.screens import screenshot
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    log = tmp_path / "demo.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app", "demo", "--port", str(port)],
-            cwd=tmp_path,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail(f"the demo did not start: {log.read_text()[-2000:]}")
-        yield url, log.read_text()
-    finally:
-        process.terminate()
-        process.wait(10)
-    assert (tmp_path / "var" / "demo.db").exists()
 
 
 def _log_in(page: Page, url: str, email: str, password: str) -> None:

@@ -192,6 +192,41 @@ def test_create_triage_uses_the_depth_and_k_shown(
 
 
 @SQLITE
+def test_create_triage_with_reviewers_per_miss(
+    client: TestClient, golden_url: str, accounts: dict[Role, Account]
+) -> None:
+    """A lead sets double review on the page, without the API: the form's reviewers per miss
+    become the triage's overlap (every miss); a value outside 1..3 creates nothing."""
+    page = BeautifulSoup(client.get(golden_url).text, "html.parser")
+    form = page.select_one('#runs-table form[action*="/triages"]')
+    assert form is not None
+    choice = form.select_one('select[name="reviewers"]')
+    assert choice is not None
+    assert [o["value"] for o in choice.select("option")] == ["1", "2", "3"]
+    assert choice.select_one("option[selected]")["value"] == "1"
+    action = urlsplit(form["action"]).path
+    refused = post(client, action, {"k": "10", "depth": "50", "reviewers": "4"})
+    assert refused.headers["x-error-code"] == "invalid_overlap"
+    kind, text = flash_of(client, see_other(refused)) or ("", "")
+    assert (kind, text) == ("error", "triage not created: reviewers must be between 1 and 3, not 4")
+    lead = accounts[Role.LEAD].headers
+    run_id = action.split("/")[2]
+    listed = client.get(f"/api/v1/runs/{run_id}/triages", headers=lead).json()
+    assert (listed["items"] if isinstance(listed, dict) else listed) == []
+
+    triage_url = see_other(post(client, action, {"k": "10", "depth": "50", "reviewers": "2"}))
+    triage = client.get(f"/api/v1{triage_url}", headers=lead).json()
+    assert triage["overlap"] == {"reviewers": 2, "fraction": 1.0, "seed": 0}
+    assert flash_of(client, triage_url) == (
+        "ok",
+        f"triage created: depth 50, k 10, {triage['misses']} misses, 2 reviewers per miss",
+    )
+    facts = BeautifulSoup(client.get(triage_url).text, "html.parser").select_one("p.facts")
+    assert facts is not None
+    assert "; double review: 2 reviewers on every miss." in facts.get_text()
+
+
+@SQLITE
 def test_k_above_depth_is_refused_on_every_face(
     client: TestClient, golden_url: str, accounts: dict[Role, Account]
 ) -> None:
