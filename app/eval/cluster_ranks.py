@@ -55,17 +55,21 @@ def judged_cluster_ranks(
     judged_clustered = judged.select("qid", "doc_id").unique().join(clustered, on="doc_id")
     if not judged_clustered.height:
         return no_cluster_ranks()
-    results = ranked.select("qid", "doc_id", pl.col("rank").cast(pl.Int64)).filter(
-        pl.col("qid").is_in(judged_clustered.get_column("qid").unique().implode())
+    # The members of each judged document's cluster, per query: a small frame, so that the
+    # run's results (millions of rows) are only probed, never copied or joined whole.
+    members = (
+        judged_clustered.select("qid", "cluster_id")
+        .unique()
+        .join(clustered, on="cluster_id")
+        .select("qid", "doc_id", "cluster_id")
     )
-    first = (
-        results.join(clustered, on="doc_id")
-        .group_by("qid", "cluster_id")
-        .agg(pl.col("rank").min().alias("cluster_rank"))
+    met = ranked.select("qid", "doc_id", "rank").join(members, on=["qid", "doc_id"])
+    first = met.group_by("qid", "cluster_id").agg(
+        pl.col("rank").min().cast(pl.Int64).alias("cluster_rank")
     )
     return (
         judged_clustered.join(first, on=["qid", "cluster_id"])
-        .join(results, on=["qid", "doc_id"], how="left")
+        .join(met.select("qid", "doc_id", "rank"), on=["qid", "doc_id"], how="left")
         .filter(pl.col("rank").is_null() | (pl.col("cluster_rank") < pl.col("rank")))
         .select("qid", "doc_id", "cluster_rank")
         .sort("qid", "doc_id")
