@@ -61,7 +61,8 @@ Field names are fixed; fields may be added.
 - Metrics (`GET /api/v1/runs/{id}/metrics`): `{"run_id", "k", "depth", "conventions": {"order",
   "gain", "ideal", "min_grade", "averaging"}, "queries", "measures": {"R@10", "R@50",
   "nDCG@10"}, "micro": {...}, "depth_curve": {"10": ..., ...}, "misses", "clusters"}`
-  (`clusters` is null where k is deeper than the kept results).
+  (`clusters` at any k; null only where k is deeper than the kept results of a run imported
+  before cluster ranks were stored).
 - A triage: `{"id", "run_id", "depth", "k", "misses", "counts": {"<cause>": n}, "other",
   "unlabelled", "covered", "closes", "closure": "<sentence>"}`.
 - A miss: `{"id", "qid", "doc_id", "grade", "rank", "state", "category", "note", "version",

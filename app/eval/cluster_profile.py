@@ -199,6 +199,9 @@ class ClusterTraces:
 
     queries: dict[str, QueryTrace]
     totals: RankTotals
+    #: the judged documents' cluster ranks where they differ from their own rank
+    #: (app.eval.cluster_ranks): None when not traced (log runs, runs imported before)
+    cluster_ranks: pl.DataFrame | None = None
 
     @property
     def depth(self) -> int:

@@ -9,12 +9,13 @@ keep the head of each ranking.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 import polars as pl
 
 from app.eval.cluster_profile import ClusterTraces, CorpusSource, trace_ranking
+from app.eval.cluster_ranks import judged_cluster_ranks, no_cluster_ranks
 from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten
 from app.eval.golden import Judgments, count
@@ -151,7 +152,15 @@ def rank_run(
         results=kept if keep_results else None,
         traces=None
         if corpus is None
-        else _traces(frame, per_query, dropped, dropped_per_query, order, corpus),
+        else _traces(
+            frame,
+            per_query,
+            dropped,
+            dropped_per_query,
+            order,
+            corpus,
+            judged=golden.judgments.select("qid", "doc_id"),
+        ),
     )
 
 
@@ -162,16 +171,26 @@ def _traces(
     dropped_per_query: dict[str, int],
     order: Order,
     corpus: CorpusSource,
+    judged: pl.DataFrame | None = None,
 ) -> ClusterTraces:
-    """Every query's cluster trace; the whole run is sorted only when a corpus makes the
-    documents' places matter (clusters or text), and the corpus is asked only for the
-    documents the run returned."""
+    """Every query's cluster trace and, given the ``judged`` documents (qid, doc_id), their
+    cluster ranks (app.eval.cluster_ranks); the whole run is sorted only when a corpus makes
+    the documents' places matter (clusters or text), and the corpus is asked once, only for
+    the documents the run returned and the judged ones."""
     answered = {qid: n - dropped_per_query.get(qid, 0) for qid, n in per_query.iter_rows()}
     if not corpus.matters:
-        return trace_ranking(None, answered)
+        traces = trace_ranking(None, answered)
+        # No clusters: every judged document's cluster rank is its own rank.
+        return traces if judged is None else replace(traces, cluster_ranks=no_cluster_ranks())
     ranked = _rank_all(frame, dropped, order)
-    found = corpus.lookup(ranked.get_column("doc_id").unique().to_list())
-    return trace_ranking(ranked, answered, found)
+    wanted = ranked.get_column("doc_id")
+    if judged is not None:
+        wanted = pl.concat([wanted, judged.get_column("doc_id")])
+    found = corpus.lookup(wanted.unique().to_list())
+    traces = trace_ranking(ranked, answered, found)
+    if judged is None:
+        return traces
+    return replace(traces, cluster_ranks=judged_cluster_ranks(ranked, judged, found.documents))
 
 
 def rank_log_run(

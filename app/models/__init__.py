@@ -13,6 +13,7 @@ from app.models.runs import (
     RunClusterTotals,
     RunHead,
     RunJudged,
+    RunJudgedCluster,
     RunQuery,
 )
 from app.models.triage import (
@@ -59,6 +60,7 @@ __all__ = [
     "RunClustersPublic",
     "RunHead",
     "RunJudged",
+    "RunJudgedCluster",
     "RunQuery",
     "Triage",
     "User",

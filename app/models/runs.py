@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     Integer,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlmodel import Field, SQLModel
 
@@ -94,6 +96,22 @@ class RunJudged(SQLModel, table=True):
     rank: int
 
 
+class RunJudgedCluster(SQLModel, table=True):
+    """A judged document's cluster rank (app.eval.cluster_ranks) where it differs from its own
+    rank: the first rank at which a member of its duplicate cluster appears in the query's
+    ranking, when a member comes before it or it was not returned itself. Every other judged
+    document's cluster rank is its rank in ``run_judged`` (or none). Stored at import when
+    ``RunClusterTotals.cluster_ranks`` says so: cluster-recall at any k."""
+
+    __tablename__ = "run_judged_cluster"
+    __table_args__ = (PrimaryKeyConstraint("run_id", "qid", "doc_id"),)
+
+    run_id: int = Field(sa_column=_run_fk())
+    qid: str = Field(sa_column=Column(String(200), nullable=False))
+    doc_id: str = Field(sa_column=Column(String(300), nullable=False))
+    cluster_rank: int
+
+
 class RunHead(SQLModel, table=True):
     """The head of one query's ranking (ranks 1..keep_depth), for review context.
 
@@ -137,6 +155,11 @@ class RunClusterTotals(SQLModel, table=True):
         )
     )
     totals: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    #: True when the judged documents' cluster ranks were stored (``run_judged_cluster``):
+    #: cluster-recall at any k; false for runs imported before (up to keep_depth only)
+    cluster_ranks: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
 
 
 class RunPublic(ReadModel):

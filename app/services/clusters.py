@@ -5,7 +5,9 @@ unique-clusters@k and cluster-recall@k in the metrics answer); which runs have j
 What any k needs is traced at import (``app.eval.cluster_profile.trace_ranking``) and stored
 compactly: a row per query (its result count and the ranks at which a result repeats a cluster
 already seen) and one row of per-rank totals per run. The figures are then computed by the same
-pure code as ``misstriage clusters`` (``profile_of_traces``), at any k.
+pure code as ``misstriage clusters`` (``profile_of_traces``), at any k. For cluster-recall, the
+judged documents' cluster ranks (``app.eval.cluster_ranks``) are stored beside them, where they
+differ from the documents' own ranks (``run_judged_cluster``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from app.eval.cluster_profile import (
     profile_of_traces,
     tokens_of_lengths,
 )
+from app.eval.cluster_ranks import CLUSTER_RANKS_SCHEMA, evaluate_cluster_ranks
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import MAX_CUTOFF, parse_depths
 from app.models import (
@@ -38,6 +41,7 @@ from app.models import (
     RunClusterTotals,
     RunHead,
     RunJudged,
+    RunJudgedCluster,
 )
 from app.models.runs import RunClustersPublic
 from app.services.bulk import bulk_insert
@@ -89,10 +93,14 @@ def stored_top(
 def cluster_evaluation(
     *, session: Session, run: Run, golden: GoldenSet, k: int
 ) -> ClusterEvaluation | None:
-    """unique-clusters@k and cluster-recall@k of a stored run; None when ``k`` is deeper than
-    the kept head of its rankings (the unjudged results there are not stored)."""
+    """unique-clusters@k and cluster-recall@k of a stored run, at any k from the cluster
+    ranks and traces stored at import (``app.eval.cluster_ranks``); for a run imported before
+    they were, from the kept head of its rankings, so None when ``k`` is deeper than it (the
+    unjudged results there are not stored)."""
     require_judged(run)
-    if k > run.keep_depth:
+    totals = session.get(RunClusterTotals, run.id)
+    ranked = totals is not None and totals.cluster_ranks
+    if not ranked and k > run.keep_depth:
         return None
     gold = eval_golden_set(session=session, golden=golden)
     clusters = pl.DataFrame(
@@ -104,8 +112,50 @@ def cluster_evaluation(
         schema={"doc_id": pl.String, "cluster_id": pl.String},
         orient="row",
     )
+    if ranked:
+        return evaluate_cluster_ranks(
+            gold,
+            _query_traces(session=session, run=run, qids=set(gold.evaluated_qids)),
+            _frame(
+                session.exec(
+                    select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(
+                        RunJudged.run_id == run.id
+                    )
+                ).all(),
+                {"qid": pl.String, "doc_id": pl.String, "rank": pl.Int64},
+            ),
+            _frame(
+                session.exec(
+                    select(
+                        RunJudgedCluster.qid, RunJudgedCluster.doc_id, RunJudgedCluster.cluster_rank
+                    ).where(RunJudgedCluster.run_id == run.id)
+                ).all(),
+                CLUSTER_RANKS_SCHEMA,
+            ),
+            clusters,
+            k,
+        )
     top = stored_top(session=session, run=run, depth=k)
     return evaluate_clusters(gold, top, clusters, k)
+
+
+def _frame(rows: Any, schema: dict[str, Any]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _query_traces(
+    *, session: Session, run: Run, qids: set[str] | None = None
+) -> dict[str, QueryTrace]:
+    """The stored traces of the run's queries (of ``qids`` alone when given)."""
+    return {
+        qid: QueryTrace(returned, tuple(repeats))
+        for qid, returned, repeats in session.exec(
+            select(RunClusterQuery.qid, RunClusterQuery.returned, RunClusterQuery.repeats).where(
+                RunClusterQuery.run_id == run.id
+            )
+        )
+        if qids is None or qid in qids
+    }
 
 
 #: Document ids per IN list (bounded, as every backend accepts).
@@ -169,7 +219,8 @@ def _any(session: Session, *where: Any) -> bool:
 
 
 def store_traces(*, session: Session, run_id: int, traces: ClusterTraces) -> None:
-    """Write a run's traces (inside the caller's ``writing`` block)."""
+    """Write a run's traces and, when traced, its judged documents' cluster ranks (inside the
+    caller's ``writing`` block)."""
     queries = traces.queries
     bulk_insert(
         session,
@@ -190,11 +241,20 @@ def store_traces(*, session: Session, run_id: int, traces: ClusterTraces) -> Non
             },
         ),
     )
+    if traces.cluster_ranks is not None:
+        bulk_insert(
+            session,
+            RunJudgedCluster,
+            traces.cluster_ranks.select(
+                pl.lit(run_id, dtype=pl.Int64).alias("run_id"), "qid", "doc_id", "cluster_rank"
+            ),
+        )
     totals = traces.totals
     session.add(
         RunClusterTotals(
             run_id=run_id,
             totals={"clustered": totals.clustered, "known": totals.known, "tokens": totals.tokens},
+            cluster_ranks=traces.cluster_ranks is not None,
         )
     )
 
@@ -208,14 +268,7 @@ def stored_traces(*, session: Session, run: Run) -> ClusterTraces:
             "again to measure its clusters",
             code="clusters_not_stored",
         )
-    queries = {
-        qid: QueryTrace(returned, tuple(repeats))
-        for qid, returned, repeats in session.exec(
-            select(RunClusterQuery.qid, RunClusterQuery.returned, RunClusterQuery.repeats).where(
-                RunClusterQuery.run_id == run.id
-            )
-        )
-    }
+    queries = _query_traces(session=session, run=run)
     totals = row.totals
     return ClusterTraces(
         queries,

@@ -278,9 +278,10 @@ class Metrics(ReadModel):
 
 
 class RunMetrics(Metrics):
-    """The API's metrics of a stored run (API.md); ``clusters`` null when k is deeper than
-    the kept head of its rankings; ``cost`` (the depth advisor) null when no reranking cost
-    per candidate was given."""
+    """The API's metrics of a stored run (API.md); ``clusters`` at any k (from the cluster
+    ranks stored at import), null only for a run imported before they were stored when k is
+    deeper than the kept head of its rankings; ``cost`` (the depth advisor) null when no
+    reranking cost per candidate was given."""
 
     run_id: int
     clusters: ClusterMetrics | None

@@ -96,8 +96,9 @@ def import_run(
     kind: str = JUDGED,
 ) -> Run:
     """Parse and rank the file first, then write in one transaction: a bad file leaves no
-    rows. Keeps the rank of every judged document and the first ``keep_depth`` results, and
-    the cluster traces of every query the run answers. A ``log`` run (production query-log
+    rows. Keeps the rank of every judged document and the first ``keep_depth`` results, the
+    cluster traces of every query the run answers and the judged documents' cluster ranks
+    (cluster measures at any k). A ``log`` run (production query-log
     results, no judgments) keeps every query and only its cluster traces.
     ``progress`` is called with the bytes read as the file is read."""
     name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
@@ -391,8 +392,9 @@ def run_metrics(
     tolerance: float = DEFAULT_TOLERANCE,
     retrieval_p95: Mapping[int, float] | None = None,
 ) -> RunMetrics:
-    """The metrics of an evaluated stored run, with its duplicate clusters at k (null when k
-    is deeper than the kept head of its rankings) and, for a reranking cost per candidate
+    """The metrics of an evaluated stored run, with its duplicate clusters at k (null only
+    for a run imported before cluster ranks were stored, when k is deeper than the kept head
+    of its rankings) and, for a reranking cost per candidate
     ``cost_ms``, the depth advisor over its depth curve (null without a cost), with the
     retrieval p95 measured at some depths (``retrieval_p95``, filled in between) added."""
     assert context.run.id is not None

@@ -137,7 +137,12 @@ def test_cluster_measures_in_the_metrics(
     assert metrics["measures"]["R@2"] == 0.0
     assert clusters["unique-clusters@2"] == {"median": 2.0, "share_at_most_4": 1.0}
     deep = client.get(f"/api/v1/runs/{ids['run']}/metrics?k=500&depth=500", headers=lead.headers)
-    assert deep.json()["clusters"] is None  # deeper than the kept heads
+    # Deeper than the kept heads: from the cluster ranks stored at import. Every ranking is
+    # shorter than 500, so the figures are those of the whole rankings.
+    deep_clusters = deep.json()["clusters"]
+    assert deep_clusters["cluster-R@500"] == 0.25
+    assert deep_clusters["micro"] == {"cluster-R@500": 0.25}
+    assert deep_clusters["unique-clusters@500"] == {"median": 2.0, "share_at_most_4": 1.0}
 
 
 def test_export_leaves_covered_misses_out(
