@@ -15,7 +15,7 @@ from sqlmodel.sql.expression import Select
 
 from app.eval.hints import HINT_CAUSES
 from app.eval.placement import where_the_run_put_it
-from app.models import OTHER, UNLABELLED, Miss, MissState, RunQuery, Triage, User
+from app.models import OTHER, UNLABELLED, Miss, MissState, Review, RunQuery, Triage, User
 from app.models.triage_public import HintAccuracy, HintReport, MissPublic
 from app.services import skips as skips_service
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
@@ -118,21 +118,41 @@ class Lease:
 
 
 def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Lease]:
-    rows = session.exec(
-        select(Miss, User.email)
+    """The live leases on the triage's open misses, the soonest to expire first: a
+    single-review miss's (on the miss) and each overlap reviewer's (their unlabelled review;
+    two reviewers may hold one miss)."""
+    # five columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
+    columns = (col(Miss.id), col(Miss.qid), col(Miss.doc_id), col(User.email))
+    single = session.execute(
+        sa_select(*columns, col(Miss.lease_expires_at))
         .join(User, col(User.id) == col(Miss.lease_holder_id))
         .where(
-            Miss.triage_id == triage.id,
-            Miss.state == MissState.OPEN.value,
+            col(Miss.triage_id) == triage.id,
+            col(Miss.state) == MissState.OPEN.value,
             col(Miss.lease_expires_at) > now,
         )
-        .order_by(col(Miss.lease_expires_at))
     ).all()
-    return [
-        Lease(m.id, m.qid, m.doc_id, email, m.lease_expires_at)
-        for m, email in rows
-        if m.id is not None and m.lease_expires_at is not None
+    double = (
+        session.execute(
+            sa_select(*columns, col(Review.lease_expires_at))
+            .select_from(Review)
+            .join(Miss, col(Miss.id) == col(Review.miss_id))
+            .join(User, col(User.id) == col(Review.reviewer_id))
+            .where(
+                col(Review.triage_id) == triage.id,
+                col(Review.category).is_(None),
+                col(Review.lease_expires_at) > now,
+                col(Miss.state) == MissState.OPEN.value,
+            )
+        ).all()
+        if triage.reviewers > 1
+        else []
+    )
+    leases = [
+        Lease(miss_id, qid, doc_id, email, _aware(expires))
+        for miss_id, qid, doc_id, email, expires in [*single, *double]
     ]
+    return sorted(leases, key=lambda lease: (lease.expires_at, lease.miss_id))
 
 
 @dataclass(frozen=True)
