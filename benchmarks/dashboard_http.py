@@ -105,7 +105,7 @@ from app.main import create_app
 from app.migrate import upgrade
 from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, Review, Role
 from app.models.triage_public import Overlap
-from app.services import agreement, dashboard, golden_sets, runs, triages, users
+from app.services import agreement, dashboard, golden_sets, runs, skips, triages, users
 from app.settings import Settings
 
 BACKENDS = ("postgresql", "sqlite")
@@ -147,6 +147,7 @@ PAGE_SERVICES = {
         "hint_accuracy",
         "live_leases",
         "covered_on_queue",
+        "skips (open misses)",
         "agreement (cached)",
     ),
     "backlog": ("backlog", "reviewers"),
@@ -567,6 +568,7 @@ def service_calls(session: Session, data: Data) -> dict[str, Callable[[], object
             session=session, triage=triage, cause=OTHER
         ),
         "reviewers": lambda: dashboard.reviewers(session=session, triage=triage),
+        "skips (open misses)": lambda: skips.skips(session=session, triage=triage, open_only=True),
     }
     if data.overlap > 1:
         units = agreement.units_of(agreement.review_labels(session=session, triage=triage))
