@@ -16,15 +16,30 @@ the work queue would have left it:
   with ``before``/``after`` snapshots like the queue service writes;
 * the first --leases open misses carry a live lease (a reviewer, now + 10 minutes).
 
+With --overlap 2 the triage is double-reviewed (created through the services with overlap 2
+for every miss) and the labelled misses carry two reviewers' labels instead (``review`` rows
+and 'review', 'agree', 'dispute' and 'adjudicate' events: ~85% agreed, the rest disputed, most
+of those adjudicated by the lead since, some still waiting; see dashboard_labels.py); 5% of
+the misses hold one label of two, and the live leases are unlabelled ``review`` rows.
+
 PostgreSQL gets a VACUUM ANALYZE after the load (what autovacuum does soon after it);
 SQLite gets none (the app never runs it). Then the real server (`misstriage serve --workers
 1`) answers, to one keep-alive httpx client, the dashboard ``GET /triages/{id}``, the first
 backlog page ``GET /triages/{id}/backlog``, ``GET /triages/{id}/backlog?cause=other`` (HTML,
 logged in as the lead with the browser session cookie of ``POST /login``) and the JSON summary
-``GET /api/v1/triages/{id}`` (the lead's bearer token): 3 warm-up requests, then --requests
-timed requests per page, one after the other. Every answer must be 200; the dashboard must
-carry the closure sentence ("does not close") and the live leases, the backlog pages 50 rows,
-the JSON summary the counts written.
+``GET /api/v1/triages/{id}`` (the lead's bearer token), and at overlap 2 the agreement
+``GET /api/v1/triages/{id}/agreement`` (the lead's bearer token): 3 warm-up requests, then
+--requests timed requests per page, one after the other. Every answer must be 200; the
+dashboard must carry the closure sentence ("does not close") and the live leases (at overlap
+2 also "Fleiss' kappa" and the agreement panel), the backlog pages 50 rows, the JSON summary
+the counts written, the agreement as many units (and compared units) as misses with both
+labels in.
+
+The agreement is computed once per change of the triage's labels and kept per process, so
+its cost is reported apart, without a target: the first request of the dashboard and the
+first of the agreement, each on a fresh server right after the load (the agreement and the
+process are cold), and at overlap 2 the dashboard and the agreement each right after a new
+label event on the warm server (the agreement is computed again, as while reviewers work).
 
 Prints p50/p95/p99/max per page and backend, the answer size, the target "p95 < 150 ms", the
 setup times, and the service functions behind the pages timed in-process on the same database
@@ -34,15 +49,14 @@ database after the first measurement and measures every page again, to test a fi
 touching the app. Loopback only; the script stops itself after --timeout seconds; servers,
 temporary folders and the misstriage_bench_* databases it creates are removed even on failure.
 
-Usage: python benchmarks/dashboard_http.py [--misses 100000] [--events N] [--requests 50]
-       [--backends postgresql,sqlite] [--extra-index SQL ...] [--timeout 1800]
+Usage: python benchmarks/dashboard_http.py [--misses 100000] [--overlap 1|2] [--events N]
+       [--requests 50] [--backends postgresql,sqlite] [--extra-index SQL ...] [--timeout 1800]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import statistics
 import subprocess
@@ -52,11 +66,21 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+from dashboard_labels import (
+    HALF_LABELLED_SHARE,
+    LABELLED_SHARE,
+    LEASE,
+    Data,
+    Rows,
+    label_rows,
+    other_events_at_overlap_1,
+    overlap_rows,
+)
 from sqlalchemy import bindparam, event, insert, select, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -76,10 +100,12 @@ from support import (
 )
 
 from app.db import make_engine
+from app.eval.agreement import measure_agreement
 from app.main import create_app
 from app.migrate import upgrade
-from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, MissState, Role
-from app.services import dashboard, golden_sets, runs, triages, users
+from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, Review, Role
+from app.models.triage_public import Overlap
+from app.services import agreement, dashboard, golden_sets, runs, skips, triages, users
 from app.settings import Settings
 
 BACKENDS = ("postgresql", "sqlite")
@@ -89,21 +115,7 @@ DEPTH = 50
 K = 10
 RELEVANT_PER_QUERY = 4
 RETURNED_PER_QUERY = 3
-LABELLED_SHARE = 0.8
-RELABEL_SHARE = 0.1  # of the labelled misses
-#: The other events (skip, release, conflict) share what --events leaves after label/relabel.
-OTHER_EVENTS = (("skip", 0.5), ("release", 0.3), ("conflict", 0.2))
-#: Causes of a label and their weights ('other' always with a note).
-CATEGORY_WEIGHTS = (
-    ("not-indexed", 0.35),
-    ("vocabulary-mismatch", 0.30),
-    ("chunk-boundary", 0.25),
-    (OTHER, 0.10),
-)
-LABEL_WINDOW = timedelta(hours=8)
-LEASE = timedelta(minutes=10)
 BATCH = 5000
-SEED = 20261130
 WARMUP = 3
 PER_PAGE = 50
 P95_TARGET_MS = 150.0
@@ -112,36 +124,45 @@ REQUEST_TIMEOUT = 60.0
 SERVICE_REPEATS = 5
 PROFILE_REQUESTS = 10
 EXPLAIN_STATEMENTS = 3
+#: Overlap 2: requests of the dashboard and of the agreement each right after a new label.
+AFTER_LABEL_REPEATS = 3
+KAPPA_TEXT = "Fleiss' kappa"
 PAGES = (
     ("dashboard", "/triages/{id}"),
     ("backlog", "/triages/{id}/backlog"),
     ("backlog cause=other", "/triages/{id}/backlog?cause=other"),
     ("API summary", "/api/v1/triages/{id}"),
 )
-#: The service functions behind each page (timed in-process), by page name.
+#: Overlap 2 only: the agreement (the lead's bearer token, like the API summary).
+AGREEMENT_PAGE = ("agreement", "/api/v1/triages/{id}/agreement")
+API_PAGES = ("API summary", "agreement")
+#: The service functions behind each page (timed in-process), by page name. The dashboard,
+#: the API summary and the agreement ask for the agreement too at overlap 2 (cached per
+#: process: "agreement (cached)"; computed afresh after a label: its two parts).
 PAGE_SERVICES = {
-    "dashboard": ("summarise", "residue", "throughput", "live_leases"),
+    "dashboard": (
+        "closure_report",
+        "residue",
+        "throughput",
+        "hint_accuracy",
+        "live_leases",
+        "covered_on_queue",
+        "skips (open misses)",
+        "agreement (cached)",
+    ),
     "backlog": ("backlog", "reviewers"),
     "backlog cause=other": ("backlog cause=other", "reviewers"),
-    "API summary": ("summarise",),
+    "API summary": ("closure_report", "agreement (cached)"),
+    "agreement": ("agreement (cached)",),
 }
+OVERLAP_SERVICES = (
+    "agreement (cached)",
+    "agreement: review_labels (SQL)",
+    "agreement: measure_agreement (statistics)",
+)
 QUERY = re.compile(r"\bFROM\b", re.IGNORECASE)
 BACKLOG_ROW = re.compile(r'<tr data-miss="\d+">')
 BACKLOG_TOTAL = re.compile(r'id="paging">(\d+) misses')
-
-
-@dataclass
-class Data:
-    """What the setup wrote, to check the pages against."""
-
-    triage_id: int = 0
-    lead_token: str = ""
-    misses: int = 0
-    labelled: int = 0
-    other: int = 0
-    leases: int = 0
-    events: Counter[str] = field(default_factory=Counter)
-    phases: dict[str, float] = field(default_factory=dict)  # seconds
 
 
 @dataclass
@@ -153,6 +174,17 @@ class PageResult:
     times: list[float] = field(default_factory=list)
     size: int = 0
     problems: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class ColdResult:
+    """Requests that compute the agreement (seconds each), when, and what was wrong."""
+
+    name: str
+    path: str
+    when: str
+    times: list[float] = field(default_factory=list)
+    problem: str | None = None
 
 
 @dataclass
@@ -191,6 +223,7 @@ class BackendResult:
     backend: str
     data: Data | None = None
     pages: list[PageResult] = field(default_factory=list)
+    cold: list[ColdResult] = field(default_factory=list)
     indexed_pages: list[PageResult] = field(default_factory=list)
     services: list[ServiceTiming] = field(default_factory=list)
     indexed_services: list[ServiceTiming] = field(default_factory=list)
@@ -219,132 +252,9 @@ def write_files(tmp: Path, n_misses: int) -> tuple[Path, Path]:
     return qrels, run
 
 
-def snapshot(state: str, category: str | None, note: str, version: int) -> dict[str, Any]:
-    """A miss as the queue service records it in an event's ``before``/``after``."""
-    return {"state": state, "category": category, "note": note, "version": version}
-
-
-def label_rows(
-    misses: list[int], reviewers: list[int], lead_id: int, n_events: int, n_leases: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], Data]:
-    """The miss updates, the events and the leases (dicts for executemany) for the miss ids
-    in queue order; and the counts they add up to."""
-    rng = random.Random(SEED)
-    now = datetime.now(UTC)
-    start = now - LABEL_WINDOW
-    n_labelled = round(len(misses) * LABELLED_SHARE)
-    n_relabel = round(n_labelled * RELABEL_SHARE)
-    categories = [c for c, _ in CATEGORY_WEIGHTS]
-    weights = [w for _, w in CATEGORY_WEIGHTS]
-    facts = Data(misses=len(misses), labelled=n_labelled)
-    updates: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
-    #: miss id -> category, note, time of the first label
-    labelled: dict[int, tuple[str, str, datetime]] = {}
-
-    def add_event(
-        miss_id: int, user: int, at: datetime, action: str, before: Any, after: Any, note: str
-    ) -> None:
-        events.append(
-            {
-                "miss_id": miss_id,
-                "triage_id": 0,  # set by the caller
-                "user_id": user,
-                "at": min(max(at, start), now),
-                "action": action,
-                "before": before,
-                "after": after,
-                "note": note,
-            }
-        )
-        facts.events[action] += 1
-
-    opened = snapshot(MissState.OPEN.value, None, "", 1)
-    for index, miss_id in enumerate(misses[:n_labelled]):
-        category = rng.choices(categories, weights)[0]
-        note = f"duplicate of a judged document ({index % 7})" if category == OTHER else ""
-        at = start + LABEL_WINDOW * ((index + rng.random()) / n_labelled) * 0.98
-        reviewer = reviewers[rng.randrange(len(reviewers))]
-        labelled[miss_id] = (category, note, at)
-        after = snapshot(MissState.LABELLED.value, category, note, 2)
-        updates.append(
-            {
-                "b_id": miss_id,
-                "state": MissState.LABELLED.value,
-                "category": category,
-                "note": note,
-                "version": 2,
-                "labelled_by_id": reviewer,
-                "labelled_at": at,
-            }
-        )
-        add_event(miss_id, reviewer, at, "label", opened, after, note)
-
-    for row in rng.sample(updates, n_relabel):
-        miss_id = row["b_id"]
-        old_category, old_note, at = labelled[miss_id]
-        category = rng.choice([c for c in categories if c != old_category])
-        note = "relabelled by the lead" if category == OTHER else ""
-        # After the conflicts on the first label (below: at most 60 s after it).
-        relabelled_at = min(now, at + timedelta(minutes=2) + (now - at) * rng.random())
-        before = snapshot(MissState.LABELLED.value, old_category, old_note, 2)
-        after = snapshot(MissState.LABELLED.value, category, note, 3)
-        row |= {
-            "category": category,
-            "note": note,
-            "version": 3,
-            "labelled_by_id": lead_id,
-            "labelled_at": relabelled_at,
-        }
-        add_event(miss_id, lead_id, relabelled_at, "relabel", before, after, note)
-    facts.other = sum(1 for row in updates if row["category"] == OTHER)
-
-    rest = max(0, n_events - n_labelled - n_relabel)
-    counts = [round(rest * share) for _, share in OTHER_EVENTS]
-    counts[0] += rest - sum(counts)
-    first_label = snapshot(MissState.LABELLED.value, None, "", 2)
-    for (action, _), count in zip(OTHER_EVENTS, counts, strict=True):
-        for _ in range(count):
-            miss_id = misses[rng.randrange(len(misses))]
-            user = reviewers[rng.randrange(len(reviewers))]
-            known = labelled.get(miss_id)
-            if action == "conflict":
-                # A stale label attempt (version 1) on a miss labelled meanwhile.
-                miss_id = misses[rng.randrange(n_labelled)]
-                category, note, at = labelled[miss_id]
-                before = first_label | {"category": category, "note": note}
-                attempt = snapshot(MissState.LABELLED.value, rng.choice(categories), "", 1)
-                if attempt["category"] == OTHER:
-                    attempt["note"] = "stale attempt"
-                at += timedelta(seconds=rng.uniform(1, 60))
-                add_event(miss_id, user, at, action, before, attempt, "")
-                continue
-            # Skips and releases happen while the miss is open (before its label, if any).
-            latest = known[2] if known else now
-            at = latest - (latest - start) * rng.random() * 0.2 - timedelta(seconds=1)
-            if action == "skip":
-                add_event(miss_id, user, at, action, opened, opened, "not sure, skipping")
-            else:
-                add_event(miss_id, user, at, action, opened | {"lease_holder": user}, opened, "")
-
-    leases = [
-        {
-            "b_id": miss_id,
-            "lease_holder_id": reviewers[i % len(reviewers)],
-            "lease_expires_at": now + LEASE,
-        }
-        for i, miss_id in enumerate(misses[n_labelled : n_labelled + n_leases])
-    ]
-    facts.leases = len(leases)
-    events.sort(key=lambda e: e["at"])  # ids in time order, as the app appends them
-    return updates, events, leases, facts
-
-
-def build_data(
-    settings: Settings, tmp: Path, n_misses: int, n_events: int, n_reviewers: int, n_leases: int
-) -> Data:
-    """Migrate; accounts; golden set, run and triage through the services; then the labels,
-    events and leases with bulk SQL (see the module docstring)."""
+def build_data(settings: Settings, tmp: Path, args: argparse.Namespace) -> Data:
+    """Migrate; accounts; golden set, run and triage (with its overlap) through the services;
+    then the labels, reviews, events and leases with bulk SQL (see the module docstring)."""
     began = time.perf_counter()
     upgrade(settings)
     engine = make_engine(settings)
@@ -355,7 +265,7 @@ def build_data(
             )
             lead_token = users.create_token(session=session, user=lead, name="bench").secret
             reviewers = []
-            for index in range(n_reviewers):
+            for index in range(args.reviewers):
                 user = users.create_user(
                     session=session,
                     email=f"reviewer{index:02d}@example.com",
@@ -367,16 +277,22 @@ def build_data(
             assert lead.id is not None
             accounts = time.perf_counter()
 
-            qrels, run_path = write_files(tmp, n_misses)
+            qrels, run_path = write_files(tmp, args.misses)
             golden = golden_sets.import_golden_set(session=session, name="bench", qrels=qrels)
             stored = runs.import_run(
                 session=session, golden=golden, name="run", path=run_path, source_name="run.trec"
             )
             triage = triages.create_triage(
-                session=session, run=stored, golden=golden, depth=DEPTH, k=K, user=None
+                session=session,
+                run=stored,
+                golden=golden,
+                depth=DEPTH,
+                k=K,
+                user=None,
+                overlap=Overlap(reviewers=args.overlap, fraction=1.0, seed=0),
             )
-            if triage.misses != n_misses:
-                raise RuntimeError(f"the triage has {triage.misses} misses, expected {n_misses}")
+            if triage.misses != args.misses:
+                raise RuntimeError(f"the triage has {triage.misses} misses, expected {args.misses}")
             assert triage.id is not None
             built = time.perf_counter()
 
@@ -389,46 +305,17 @@ def build_data(
                     .order_by(table.c.position)
                 ).scalars()
             )
-            updates, events, leases, data = label_rows(
-                misses, reviewers, lead.id, n_events, n_leases
-            )
-            labels = (
-                update(table)
-                .where(table.c.id == bindparam("b_id"))
-                .values(
-                    state=bindparam("state"),
-                    category=bindparam("category"),
-                    note=bindparam("note"),
-                    version=bindparam("version"),
-                    labelled_by_id=bindparam("labelled_by_id"),
-                    labelled_at=bindparam("labelled_at"),
-                )
-            )
-            for offset in range(0, len(updates), BATCH):
-                connection.execute(labels, updates[offset : offset + BATCH])
-            for row in events:
-                row["triage_id"] = triage.id
-            event_table = LabelEvent.__table__  # type: ignore[attr-defined]
-            for offset in range(0, len(events), BATCH):
-                connection.execute(insert(event_table), events[offset : offset + BATCH])
-            now = datetime.now(UTC)
-            for row in leases:  # fresh expiry: the server's clock is the real one
-                row["lease_expires_at"] = now + LEASE
-            if leases:
-                connection.execute(
-                    update(table)
-                    .where(table.c.id == bindparam("b_id"))
-                    .values(
-                        lease_holder_id=bindparam("lease_holder_id"),
-                        lease_expires_at=bindparam("lease_expires_at"),
-                    ),
-                    leases,
-                )
+            if args.overlap > 1:
+                rows, data = overlap_rows(misses, reviewers, lead.id, args.events, args.leases)
+            else:
+                rows, data = label_rows(misses, reviewers, lead.id, args.events, args.leases)
+            write_rows(connection, triage.id, rows)
             session.commit()
             labelled = time.perf_counter()
             if engine.dialect.name == "postgresql":
                 vacuum_analyze(engine)
-            data.triage_id, data.lead_token = triage.id, lead_token
+            data.triage_id, data.lead_token, data.open_miss = triage.id, lead_token, misses[-1]
+            data.lead_id = lead.id
             data.phases = {
                 "schema + accounts": accounts - began,
                 "golden set + run + triage (services)": built - accounts,
@@ -439,6 +326,51 @@ def build_data(
     finally:
         engine.dispose()
     return data
+
+
+def write_rows(connection: Any, triage_id: int, rows: Rows) -> None:
+    """The miss updates, the reviews, the events and the live leases, in batches."""
+    table = Miss.__table__  # type: ignore[attr-defined]
+    labels = (
+        update(table)
+        .where(table.c.id == bindparam("b_id"))
+        .values(
+            state=bindparam("state"),
+            category=bindparam("category"),
+            note=bindparam("note"),
+            version=bindparam("version"),
+            labelled_by_id=bindparam("labelled_by_id"),
+            labelled_at=bindparam("labelled_at"),
+            resolution=bindparam("resolution"),
+        )
+    )
+    for offset in range(0, len(rows.updates), BATCH):
+        connection.execute(labels, rows.updates[offset : offset + BATCH])
+    for inserted, model in ((rows.reviews, Review), (rows.events, LabelEvent)):
+        for row in inserted:
+            row["triage_id"] = triage_id
+        for offset in range(0, len(inserted), BATCH):
+            connection.execute(
+                insert(model.__table__),  # type: ignore[union-attr]
+                inserted[offset : offset + BATCH],
+            )
+    expires = datetime.now(UTC) + LEASE  # fresh expiry: the server's clock is the real one
+    for row in rows.leases:
+        row["lease_expires_at"] = expires
+    if rows.leases and "b_id" in rows.leases[0]:  # overlap 1: on the miss rows
+        connection.execute(
+            update(table)
+            .where(table.c.id == bindparam("b_id"))
+            .values(
+                lease_holder_id=bindparam("lease_holder_id"),
+                lease_expires_at=bindparam("lease_expires_at"),
+            ),
+            rows.leases,
+        )
+    elif rows.leases:  # overlap 2: unlabelled reviews, as the overlap queue leases
+        for row in rows.leases:
+            row["triage_id"] = triage_id
+        connection.execute(insert(Review.__table__), rows.leases)  # type: ignore[attr-defined]
 
 
 def vacuum_analyze(engine: Engine) -> None:
@@ -461,10 +393,24 @@ def check_answer(name: str, answer: httpx.Response, data: Data) -> str | None:
         ):
             return "JSON counts differ from the data written"
         return None
+    if name == "agreement":
+        body = answer.json()
+        # every overlap miss whose two labels are in: final, or waiting for adjudication
+        units = data.agreed + data.adjudicated + data.disputed
+        if (body.get("units"), body.get("compared_units")) != (units, data.compared):
+            return (
+                f"units {body.get('units')}/{body.get('compared_units')} compared, "
+                f"expected {units}/{data.compared}"
+            )
+        if (body.get("fleiss_kappa") or {}).get("value") is None:
+            return "no Fleiss' kappa"
+        return None
     page = answer.text
     if name == "dashboard":
         if CLOSURE_TEXT not in page:
             return "no closure sentence"
+        if data.overlap > 1 and (KAPPA_TEXT not in page or 'id="agreement"' not in page):
+            return "no Fleiss' kappa or no agreement panel"
         if page.count("/leases/") != data.leases:
             return f"{page.count('/leases/')} live leases shown, expected {data.leases}"
         return None
@@ -492,28 +438,92 @@ def login(client: httpx.Client | TestClient, base: str, triage_id: int) -> None:
         raise RuntimeError(f"login: {answer.status_code}, cookies {list(client.cookies)}")
 
 
+def pages_of(data: Data) -> tuple[tuple[str, str], ...]:
+    """The pages timed: the agreement too at overlap 2."""
+    return (*PAGES, AGREEMENT_PAGE) if data.overlap > 1 else PAGES
+
+
+def get_page(
+    client: httpx.Client, name: str, path: str, data: Data
+) -> tuple[float, httpx.Response]:
+    """One request, timed (seconds); the API with the lead's bearer token."""
+    headers = {"Authorization": f"Bearer {data.lead_token}"} if name in API_PAGES else None
+    sent = time.perf_counter()
+    answer = client.get(path, headers=headers)
+    return time.perf_counter() - sent, answer
+
+
 def time_pages(base: str, data: Data, n_requests: int) -> list[PageResult]:
     """Each page: warm-up requests, then ``n_requests`` timed ones, one after the other, on
     one keep-alive client (HTML with the session cookie, the JSON API with the token)."""
     results = []
-    bearer = {"Authorization": f"Bearer {data.lead_token}"}
     with httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT) as client:
         login(client, base, data.triage_id)
-        for name, pattern in PAGES:
+        for name, pattern in pages_of(data):
             result = PageResult(name, pattern.format(id=data.triage_id))
-            headers = bearer if name == "API summary" else None
             for _ in range(WARMUP):
-                answer = client.get(result.path, headers=headers)
+                _, answer = get_page(client, name, result.path, data)
                 if problem := check_answer(name, answer, data):
                     result.problems[f"warm-up: {problem}"] += 1
             for _ in range(n_requests):
-                sent = time.perf_counter()
-                answer = client.get(result.path, headers=headers)
-                result.times.append(time.perf_counter() - sent)
+                seconds, answer = get_page(client, name, result.path, data)
+                result.times.append(seconds)
                 result.size = len(answer.content)
                 if problem := check_answer(name, answer, data):
                     result.problems[problem] += 1
             results.append(result)
+    return results
+
+
+def first_request(base: str, data: Data, name: str, path: str) -> ColdResult:
+    """The first request of a page on a server that has answered nothing else (its login
+    aside): at overlap 2 the agreement is computed then, and the process is cold."""
+    with httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT) as client:
+        if name not in API_PAGES:
+            login(client, base, data.triage_id)
+        seconds, answer = get_page(client, name, path, data)
+    return ColdResult(
+        name,
+        path,
+        "first request after the load (fresh server)",
+        [seconds],
+        check_answer(name, answer, data),
+    )
+
+
+def after_labels(base: str, settings: Settings, data: Data, repeats: int) -> list[ColdResult]:
+    """The dashboard and the agreement on the warm server, each right after a new label event
+    (a skip, written with SQL): the newest event changes, so the agreement is computed again,
+    as it is after every label while reviewers work."""
+    engine = make_engine(settings)
+    results = [
+        ColdResult(name, pattern.format(id=data.triage_id), "right after a label (warm server)")
+        for name, pattern in (PAGES[0], AGREEMENT_PAGE)
+    ]
+    try:
+        with httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT) as client:
+            login(client, base, data.triage_id)
+            for _ in range(repeats):
+                for result in results:
+                    with engine.begin() as connection:
+                        connection.execute(
+                            insert(LabelEvent.__table__),  # type: ignore[attr-defined]
+                            {
+                                "miss_id": data.open_miss,
+                                "triage_id": data.triage_id,
+                                "user_id": data.lead_id,
+                                "at": datetime.now(UTC),
+                                "action": "skip",
+                                "before": {},
+                                "after": {},
+                                "note": "bench: a new event",
+                            },
+                        )
+                    seconds, answer = get_page(client, result.name, result.path, data)
+                    result.times.append(seconds)
+                    result.problem = result.problem or check_answer(result.name, answer, data)
+    finally:
+        engine.dispose()
     return results
 
 
@@ -539,32 +549,53 @@ def statement_log(engine: Engine) -> Iterator[list[Statement]]:
         event.remove(engine, "after_cursor_execute", after)
 
 
-def service_calls(session: Session, triage_id: int) -> dict[str, Callable[[], object]]:
+def service_calls(session: Session, data: Data) -> dict[str, Callable[[], object]]:
     """The service functions behind the pages, ready to call on ``session``."""
-    triage = triages.get_triage(session=session, triage_id=triage_id)
+    triage = triages.get_triage(session=session, triage_id=data.triage_id)
     causes = list(DEFAULT_CAUSES)
     now = datetime.now(UTC)
-    return {
-        "summarise": lambda: triages.summarise(session=session, triage=triage, causes=causes),
+    calls: dict[str, Callable[[], object]] = {
+        "closure_report": lambda: triages.closure_report(
+            session=session, triage=triage, causes=causes
+        ),
         "residue": lambda: dashboard.residue(session=session, triage=triage),
         "throughput": lambda: dashboard.throughput(session=session, triage=triage),
+        "hint_accuracy": lambda: dashboard.hint_accuracy(session=session, triage=triage),
         "live_leases": lambda: dashboard.live_leases(session=session, triage=triage, now=now),
+        "covered_on_queue": lambda: triages.covered_on_queue(session=session, triage=triage),
         "backlog": lambda: dashboard.backlog(session=session, triage=triage),
         "backlog cause=other": lambda: dashboard.backlog(
             session=session, triage=triage, cause=OTHER
         ),
         "reviewers": lambda: dashboard.reviewers(session=session, triage=triage),
+        "skips (open misses)": lambda: skips.skips(session=session, triage=triage, open_only=True),
     }
+    if data.overlap > 1:
+        units = agreement.units_of(agreement.review_labels(session=session, triage=triage))
+        calls |= {
+            # the first call (the warm-up) computes it; the timed ones check the key only
+            "agreement (cached)": lambda: agreement.triage_agreement(
+                session=session, triage=triage, causes=causes
+            ),
+            # what a request after a label computes again: the labels, then the statistics
+            "agreement: review_labels (SQL)": lambda: agreement.review_labels(
+                session=session, triage=triage
+            ),
+            "agreement: measure_agreement (statistics)": lambda: measure_agreement(
+                units, categories=causes, resamples=agreement.RESAMPLES, seed=agreement.SEED
+            ),
+        }
+    return calls
 
 
-def time_services(settings: Settings, triage_id: int) -> list[ServiceTiming]:
+def time_services(settings: Settings, data: Data) -> list[ServiceTiming]:
     """Each service function: one warm-up call, then the median of SERVICE_REPEATS calls;
     the statements of the last call with their durations."""
     engine = make_engine(settings)
     timings = []
     try:
         with Session(engine, expire_on_commit=False) as session:
-            for name, call in service_calls(session, triage_id).items():
+            for name, call in service_calls(session, data).items():
                 call()
                 session.rollback()
                 seconds = []
@@ -593,9 +624,9 @@ def profile_pages(settings: Settings, data: Data) -> list[PageProfile]:
     try:
         with TestClient(create_app(settings, engine=engine), base_url=base) as client:
             login(client, base, data.triage_id)
-            for name, pattern in PAGES:
+            for name, pattern in pages_of(data):
                 path = pattern.format(id=data.triage_id)
-                headers = bearer if name == "API summary" else None
+                headers = bearer if name in API_PAGES else None
                 for _ in range(WARMUP):
                     client.get(path, headers=headers)
                 totals, sqls, queries = [], [], 0
@@ -644,7 +675,8 @@ def slow_statements(
         if (percentile(page.times, 95) or 0) < P95_TARGET_MS:
             continue
         for service in PAGE_SERVICES[page.name]:
-            for statement in by_name[service].statements:
+            timing = by_name.get(service)
+            for statement in timing.statements if timing else []:
                 known = chosen.get(statement.sql)
                 if known is None or known[1].seconds < statement.seconds:
                     chosen[statement.sql] = (service, statement)
@@ -703,24 +735,33 @@ def bench_backend(
             settings = Settings(DATABASE_URL=url, environment="test", secret_key=secret)
             process: subprocess.Popen[bytes] | None = None
             try:
-                data = build_data(
-                    settings, tmp, args.misses, args.events, args.reviewers, args.leases
-                )
+                data = build_data(settings, tmp, args)
                 result.data = data
                 print(
-                    f"  triage {data.triage_id}: {data.misses:,} misses, "
-                    f"{sum(data.events.values()):,} events, ready in "
+                    f"  triage {data.triage_id}: {data.misses:,} misses, overlap {data.overlap}, "
+                    f"{data.reviews:,} reviews, {sum(data.events.values()):,} events, ready in "
                     f"{data.phases['total']:.1f} s; timing the pages ...",
                     flush=True,
                 )
-                process, base = serve(env, tmp, log, processes)
+                # The first request of the dashboard, then of the agreement, each on a server
+                # that has answered nothing else: at overlap 2 each computes the agreement.
+                firsts = [PAGES[0], AGREEMENT_PAGE] if data.overlap > 1 else [PAGES[0]]
+                for name, pattern in firsts:
+                    if process is not None:
+                        stop_server(process)
+                        processes.remove(process)
+                    process, base = serve(env, tmp, log, processes)
+                    path = pattern.format(id=data.triage_id)
+                    result.cold.append(first_request(base, data, name, path))
                 result.pages = time_pages(base, data, args.requests)
-                result.services = time_services(settings, data.triage_id)
+                if data.overlap > 1:
+                    result.cold += after_labels(base, settings, data, AFTER_LABEL_REPEATS)
+                result.services = time_services(settings, data)
                 result.profiles = profile_pages(settings, data)
                 for service, statement in slow_statements(result, result.services):
                     plan = explain(settings, statement)
                     result.plans.append((service, statement.seconds, statement.sql, plan))
-                if args.extra_index:
+                if args.extra_index and process is not None:
                     stop_server(process)
                     processes.remove(process)
                     process = None
@@ -736,7 +777,7 @@ def bench_backend(
                     print(f"  {len(args.extra_index)} extra index(es); timing again ...")
                     process, base = serve(env, tmp, log, processes)
                     result.indexed_pages = time_pages(base, data, args.requests)
-                    result.indexed_services = time_services(settings, data.triage_id)
+                    result.indexed_services = time_services(settings, data)
                     result.indexed_profiles = profile_pages(settings, data)
             except Exception as error:
                 result.error = f"{type(error).__name__}: {error}"
@@ -786,6 +827,22 @@ def page_table(title: str, rows: list[tuple[str, PageResult]]) -> bool:
     return ok
 
 
+def cold_table(rows: list[tuple[str, ColdResult]]) -> bool:
+    """Print the requests that compute the agreement (no target: reported as they are);
+    True when every answer was right."""
+    print(
+        "\nRequests that compute the agreement (at overlap 1: the dashboard's first request)"
+        "\n\n| backend | page | when | ms (each) | answers wrong |"
+    )
+    print("|---|---|---|---|---|")
+    ok = True
+    for backend, cold in rows:
+        ok = ok and cold.problem is None
+        each = ", ".join(f"{t * 1000:.0f}" for t in cold.times)
+        print(f"| {backend} | `{cold.path}` | {cold.when} | {each} | {cold.problem or 0} |")
+    return ok
+
+
 def service_table(title: str, rows: list[tuple[str, ServiceTiming]]) -> None:
     """Print the in-process service timings, statement by statement."""
     print(
@@ -820,7 +877,8 @@ def one_line(statement: str, limit: int = 400) -> str:
 def report(results: list[BackendResult], extra: list[str]) -> bool:
     """Print the tables and the targets; True when every page met the target everywhere."""
     print(
-        "\n| backend | misses | labelled | other | open | live leases | events by action "
+        "\n| backend | misses | final labels | other | no final label | live leases "
+        "| events by action "
         "| setup s: schema+accounts / golden+run+triage / labels+events / VACUUM ANALYZE / total |"
     )
     print("|---|---|---|---|---|---|---|---|")
@@ -837,11 +895,25 @@ def report(results: list[BackendResult], extra: list[str]) -> bool:
             f"(total {sum(d.events.values()):,}) | {phases} |"
         )
 
+    if any(r.data and r.data.overlap > 1 for r in results):
+        print(
+            "\n| backend | overlap | reviews | final: agreed / adjudicated | disputed "
+            '| units compared (no "can\'t tell") |'
+        )
+        print("|---|---|---|---|---|---|")
+        for r in results:
+            if (d := r.data) is not None:
+                print(
+                    f"| {r.backend} | {d.overlap} | {d.reviews:,} | {d.agreed:,} / "
+                    f"{d.adjudicated:,} | {d.disputed:,} | {d.compared:,} |"
+                )
     ok = page_table(
-        "Pages (HTML with the lead's session cookie; the API with the lead's bearer token)",
+        "Pages, warm (HTML with the lead's session cookie; the API with the lead's bearer "
+        f"token): {WARMUP} warm-up requests, then the timed ones",
         [(r.backend, p) for r in results for p in r.pages],
     )
     ok = ok and all(r.error is None and r.pages for r in results)
+    ok = cold_table([(r.backend, c) for r in results for c in r.cold]) and ok
     profile_table(
         f"Pages in-process (TestClient, no HTTP server), median of {PROFILE_REQUESTS}",
         [(r.backend, p) for r in results for p in r.profiles],
@@ -883,7 +955,16 @@ def main() -> None:
     """Parse arguments, arm the time limit, run every backend, print the report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--misses", type=int, default=100_000, help="a multiple of 4")
-    parser.add_argument("--events", type=int, default=None, help="default: 2 x misses")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=None,
+        help="overlap 1: all events (default 2 x misses); overlap 2: the skips, releases and "
+        "conflicts beside the label path (default: as many as overlap 1 writes)",
+    )
+    parser.add_argument(
+        "--overlap", type=int, default=1, choices=(1, 2), help="distinct reviewers per miss"
+    )
     parser.add_argument("--reviewers", type=int, default=20)
     parser.add_argument("--leases", type=int, default=30, help="open misses with a live lease")
     parser.add_argument("--requests", type=int, default=50, help="timed requests per page")
@@ -903,17 +984,23 @@ def main() -> None:
     if args.misses < 100 or args.misses % RELEVANT_PER_QUERY:
         parser.error(f"--misses must be a multiple of {RELEVANT_PER_QUERY}, at least 100")
     if args.events is None:
-        args.events = 2 * args.misses
+        args.events = (
+            other_events_at_overlap_1(args.misses) if args.overlap > 1 else 2 * args.misses
+        )
+    if args.reviewers < args.overlap:
+        parser.error("--reviewers must be at least --overlap")
     if args.reviewers < 1 or args.requests < 1 or args.leases < 0:
         parser.error("--reviewers and --requests must be >= 1, --leases >= 0")
-    if args.leases > args.misses - round(args.misses * LABELLED_SHARE):
-        parser.error("--leases must not exceed the open misses (20%)")
+    waiting = round(args.misses * HALF_LABELLED_SHARE) if args.overlap > 1 else 0
+    if args.leases > args.misses - round(args.misses * LABELLED_SHARE) - waiting:
+        parser.error("--leases must not exceed the open misses without a label")
 
     def body(processes: list[subprocess.Popen[bytes]]) -> bool:
         results = []
         for backend in backends:
             print(
-                f"{backend}: {args.misses:,} misses, {args.events:,} events, "
+                f"{backend}: {args.misses:,} misses, overlap {args.overlap}, "
+                f"{args.events:,} events, "
                 f"{args.requests} requests per page ...",
                 flush=True,
             )

@@ -157,17 +157,13 @@ class Lease:
 
 
 def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Lease]:
-    """Who holds which miss now, soonest expiry first: reviewers' leases (on the miss, or with
-    double review on their own review of it) and adjudicators' leases on disputed misses."""
+    """The live leases on the triage's misses, the soonest to expire first: a single-review
+    miss's (on the miss), each overlap reviewer's (their unlabelled review; two reviewers may
+    hold one miss) and an adjudicator's on a disputed miss."""
     # five columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
-    held = session.execute(
-        sa_select(
-            col(Miss.id),
-            col(Miss.qid),
-            col(Miss.doc_id),
-            col(User.email),
-            col(Miss.lease_expires_at),
-        )
+    columns = (col(Miss.id), col(Miss.qid), col(Miss.doc_id), col(User.email))
+    single = session.execute(
+        sa_select(*columns, col(Miss.lease_expires_at))
         .join(User, col(User.id) == col(Miss.lease_holder_id))
         .where(
             col(Miss.triage_id) == triage.id,
@@ -175,28 +171,28 @@ def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Leas
             col(Miss.lease_expires_at) > now,
         )
     ).all()
-    reviewing = session.execute(
-        sa_select(
-            col(Miss.id),
-            col(Miss.qid),
-            col(Miss.doc_id),
-            col(User.email),
-            col(Review.lease_expires_at),
-        )
-        .join(Miss, col(Miss.id) == col(Review.miss_id))
-        .join(User, col(User.id) == col(Review.reviewer_id))
-        .where(
-            col(Review.triage_id) == triage.id,
-            col(Review.category).is_(None),
-            col(Review.lease_expires_at) > now,
-        )
-    ).all()
+    # From the open misses (ix_miss_queue) to their reviews (the unique miss/reviewer index):
+    # a triage's reviews, mostly labelled ones, are many more than its open misses.
+    double = (
+        session.execute(
+            sa_select(*columns, col(Review.lease_expires_at))
+            .join(Review, col(Review.miss_id) == col(Miss.id))
+            .join(User, col(User.id) == col(Review.reviewer_id))
+            .where(
+                col(Miss.triage_id) == triage.id,
+                col(Miss.state) == MissState.OPEN.value,
+                col(Review.category).is_(None),
+                col(Review.lease_expires_at) > now,
+            )
+        ).all()
+        if triage.reviewers > 1
+        else []
+    )
     leases = [
-        Lease(miss_id, qid, doc_id, email, expires)
-        for miss_id, qid, doc_id, email, expires in [*held, *reviewing]
-        if miss_id is not None and expires is not None
+        Lease(miss_id, qid, doc_id, email, _aware(expires))
+        for miss_id, qid, doc_id, email, expires in [*single, *double]
     ]
-    return sorted(leases, key=lambda lease: lease.expires_at)
+    return sorted(leases, key=lambda lease: (lease.expires_at, lease.miss_id))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from app.eval import misses_frame
 from app.eval.conventions import CutoffError, check_cutoffs
 from app.eval.overlap import overlap_sample
 from app.models import OTHER, GoldenSet, Miss, MissState, Resolution, Review, Run, Triage, User
+from app.models.agreement_public import AgreementPublic
 from app.models.triage_public import (
     ClosureReport,
     CoveredMoved,
@@ -286,13 +287,19 @@ def rests_on(final: FinalCounts) -> str:
 
 
 def closure_report(
-    *, session: Session, triage: Triage, causes: list[str], agreement: bool = False
+    *,
+    session: Session,
+    triage: Triage,
+    causes: list[str],
+    agreement: bool = False,
+    measured: AgreementPublic | None = None,
 ) -> ClosureReport:
     """Counts per cause, other, unlabelled and covered, and whether the categories close:
     the one place that decides closure (the API, the dashboard, the backlog download and the
     ``triage.closed`` webhook all ask it). One aggregate query: misses by state and category.
     With ``agreement`` (pages and downloads, not the label's own path), a double-reviewed
-    triage's sentence also quotes its reviewers' agreement (Fleiss' kappa and its interval).
+    triage's sentence also quotes its reviewers' agreement (Fleiss' kappa and its interval):
+    ``measured`` when the caller has it already (the dashboard's panel), else asked for.
 
     The categories close when no miss is unlabelled (open, on the queue) and none is in
     "other"; misses covered by a duplicate and left off the queue are counted apart."""
@@ -322,7 +329,8 @@ def closure_report(
     final = FinalCounts(**rests)
     kappa = ""
     if agreement and triage.reviewers > 1:
-        measured = triage_agreement(session=session, triage=triage, causes=causes)
+        if measured is None:
+            measured = triage_agreement(session=session, triage=triage, causes=causes)
         kappa = kappa_phrase(measured.fleiss_kappa)
     return ClosureReport(
         misses=triage.misses,

@@ -73,8 +73,14 @@ def _dashboard(
     error_code: str | None = None,
 ) -> HTMLResponse:
     triage = ctx.triage
+    # asked for once: the closure sentence quotes it, the lead's panel shows it
+    measured = (
+        agreement.triage_agreement(session=session, triage=triage, causes=ctx.causes)
+        if triage.reviewers > 1
+        else None
+    )
     summary = triage_service.closure_report(
-        session=session, triage=triage, causes=ctx.causes, agreement=True
+        session=session, triage=triage, causes=ctx.causes, agreement=True, measured=measured
     )
     residue, residue_total = dashboard.residue(session=session, triage=triage)
     texts = golden_service.query_texts(
@@ -97,11 +103,7 @@ def _dashboard(
             "throughput": dashboard.throughput(session=session, triage=triage),
             "hints": dashboard.hint_accuracy(session=session, triage=triage),
             # leads only: it names reviewers and their disagreements
-            "agreement": agreement.triage_agreement(
-                session=session, triage=triage, causes=ctx.causes
-            )
-            if triage.reviewers > 1 and principal.role.allows(Role.LEAD)
-            else None,
+            "agreement": measured if principal.role.allows(Role.LEAD) else None,
             "covered_on_queue": triage_service.covered_on_queue(session=session, triage=triage),
             "leases": dashboard.live_leases(session=session, triage=triage, now=now),
             "labelled": triage.misses - summary.unlabelled - summary.covered,

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
+from app.clock import FrozenClock
 from app.models import Role
+from app.models.triage_public import Overlap
+from app.services import queue
 from tests.support.service import ORIGIN, Account, get, label_some, login
-from tests.support.triage import make_triage
+from tests.support.triage import make_people, make_triage
 
 
 @pytest.fixture(params=["page", "fragment"])
@@ -48,6 +53,45 @@ def test_dashboard(
     lease = [td.get_text() for td in soup.select("#leases tbody tr td")][:2]
     assert lease[1] == "lead@example.com"
     assert soup.select("#leases form")  # a lead can release it
+
+
+def test_dashboard_lists_the_overlap_reviewers_leases(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path, mode: str
+) -> None:
+    """Double review leases a miss to each of its reviewers (their review rows, not the
+    miss): the lead sees both, and not the one that expired."""
+    _, _, triage = make_triage(
+        engine, tmp_path, queries=1, per_query=2, overlap=Overlap(reviewers=2)
+    )
+    people = make_people(
+        engine, ("ann", Role.REVIEWER), ("bob", Role.REVIEWER), ("cy", Role.REVIEWER)
+    )
+    clock = FrozenClock()
+    with Session(engine, expire_on_commit=False) as session:
+        held = {}
+        for name, lease in (("cy", timedelta(seconds=-1)), ("ann", timedelta(minutes=10))):
+            miss = queue.claim(
+                session=session, triage=triage, user=people[name], now=clock.now(), lease=lease
+            )
+            assert miss is not None
+            held[name] = miss.id
+        bob = queue.claim(
+            session=session,
+            triage=triage,
+            user=people["bob"],
+            now=clock.now(),
+            lease=timedelta(minutes=5),
+        )
+        assert bob is not None
+        assert bob.id == held["ann"]  # cy's lease expired: room for two live ones
+    login(client, accounts[Role.LEAD].email)
+    soup = get(client, f"/triages/{triage.id}", mode)
+    rows = [
+        [td.get_text() for td in tr.select("td")][1:2] for tr in soup.select("#leases tbody tr")
+    ]
+    assert rows == [["bob@example.com"], ["ann@example.com"]]  # the soonest to expire first
+    forms = [form["action"] for form in soup.select("#leases form")]
+    assert forms == [f"/triages/{triage.id}/leases/{held['ann']}/release"] * 2
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

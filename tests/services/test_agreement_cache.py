@@ -1,0 +1,79 @@
+"""The agreement kept per process is measured again whenever a label of the triage changes,
+and only then."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.clock import FrozenClock
+from app.models import Role, Triage, User
+from app.models.triage_public import Overlap
+from app.services import adjudication, agreement, queue
+from tests.support.triage import make_people, make_triage
+
+LEASE = timedelta(minutes=10)
+CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+
+
+def _label(s: Session, triage: Triage, user: User, category: str, clock: FrozenClock) -> None:
+    miss = queue.claim(session=s, triage=triage, user=user, now=clock.now(), lease=LEASE)
+    assert miss is not None
+    queue.label(
+        session=s,
+        miss_id=miss.id,
+        user=user,
+        category=category,
+        note="",
+        version=miss.version,
+        causes=CAUSES,
+        now=clock.now(),
+    )
+
+
+def test_the_agreement_follows_the_labels(engine: Engine, tmp_path: Path) -> None:
+    _, _, triage = make_triage(
+        engine, tmp_path, queries=1, per_query=3, overlap=Overlap(reviewers=2)
+    )
+    people = make_people(engine, ("ann", Role.REVIEWER), ("bob", Role.REVIEWER), ("lea", Role.LEAD))
+    clock = FrozenClock()
+    with Session(engine, expire_on_commit=False) as s:
+        for name in ("ann", "bob"):  # the first miss: they agree
+            _label(s, triage, people[name], CAUSES[0], clock)
+        first = agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
+        assert (first.units, first.confusion_pairs) == (1, 1)
+        # nothing changed: the same answer, not measured again
+        assert agreement.triage_agreement(session=s, triage=triage, causes=CAUSES) is first
+        # one label of two on the next miss, at the same instant: no unit yet, kept
+        _label(s, triage, people["ann"], CAUSES[0], clock)
+        assert agreement.triage_agreement(session=s, triage=triage, causes=CAUSES) is first
+        # the second label disagrees, still at the same instant: the miss leaves the queue
+        # (disputed), and the counts of the misses off it tell the change
+        _label(s, triage, people["bob"], CAUSES[1], clock)
+        second = agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
+        assert (second.units, second.confusion_pairs) == (2, 2)
+        assert second.confusion[CAUSES[0]][CAUSES[1]] == 1
+        # a later event, the lead's adjudication: measured again, the same two units
+        clock.advance(seconds=1)
+        case = adjudication.claim(
+            session=s, triage=triage, user=people["lea"], now=clock.now(), lease=LEASE
+        )
+        assert case is not None
+        adjudication.adjudicate(
+            session=s,
+            miss_id=case.id,
+            user=people["lea"],
+            category=CAUSES[1],
+            note="",
+            version=case.version,
+            causes=CAUSES,
+            now=clock.now(),
+        )
+        third = agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
+        assert third is not second
+        assert third.units == 2
+        bob = next(r for r in third.per_reviewer if r.reviewer == "bob@example.com")
+        assert (bob.compared, bob.equal) == (2, 2)  # the final labels are his
