@@ -133,8 +133,8 @@ class Miss(SQLModel, table=True):
         UniqueConstraint("triage_id", "qid", "doc_id"),
         # claim: the next open miss in queue order
         Index("ix_miss_queue", "triage_id", "state", "position"),
-        # the dashboard's counts per state and cause, read from the index alone
-        Index("ix_miss_summary", "triage_id", "state", "category"),
+        # the dashboard's counts per state, cause and resolution, read from the index alone
+        Index("ix_miss_summary", "triage_id", "state", "category", "resolution"),
         # the backlog's first page, and its filters by cause and by reviewer
         Index("ix_miss_position", "triage_id", "position"),
         Index("ix_miss_category", "triage_id", "category", "position"),
