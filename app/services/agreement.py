@@ -30,9 +30,17 @@ SEED = 0
 #: Triages whose agreement each process keeps.
 CACHED_TRIAGES = 32
 
-_Key = tuple[datetime | None, int, int]
-_cache: OrderedDict[int, tuple[_Key, AgreementPublic]] = OrderedDict()
+_Key = tuple[datetime | None, datetime, int, int]
+#: (database, triage id) -> (key, answer): a process may serve more than one database (the
+#: tests do), and triage ids repeat across databases.
+_cache: OrderedDict[tuple[str, int], tuple[_Key, AgreementPublic]] = OrderedDict()
 _lock = threading.Lock()
+
+
+def forget() -> None:
+    """Drop every kept answer (a database emptied and filled again under the same ids)."""
+    with _lock:
+        _cache.clear()
 
 
 def review_labels(*, session: Session, triage: Triage) -> list[UnitLabels]:
@@ -102,18 +110,20 @@ def _key(session: Session, triage: Triage) -> _Key:
             Miss.state != MissState.OPEN.value,
         )
     ).one()
-    return newest, int(resolved[0]), int(resolved[1])
+    # the triage's creation too: ids repeat when a database is emptied and filled again
+    return newest, triage.created_at, int(resolved[0]), int(resolved[1])
 
 
 def triage_agreement(*, session: Session, triage: Triage, causes: list[str]) -> AgreementPublic:
     """How often the reviewers of ``triage`` agreed (``GET /triages/{id}/agreement``), over
     its overlap misses whose labels are all in; ``causes``: the taxonomy, in display order."""
     assert triage.id is not None
+    slot = (session.get_bind().engine.url.render_as_string(hide_password=True), triage.id)
     key = _key(session, triage)
     with _lock:
-        hit = _cache.get(triage.id)
+        hit = _cache.get(slot)
         if hit is not None and hit[0] == key:
-            _cache.move_to_end(triage.id)
+            _cache.move_to_end(slot)
             return hit[1]
     units = units_of(review_labels(session=session, triage=triage))
     measured = measure_agreement(units, categories=causes, resamples=RESAMPLES, seed=SEED)
@@ -125,8 +135,8 @@ def triage_agreement(*, session: Session, triage: Triage, causes: list[str]) -> 
         names.update((user_id, email) for user_id, email in found)
     answer = AgreementPublic.of(measured, triage_id=triage.id, names=names)
     with _lock:
-        _cache[triage.id] = (key, answer)
-        _cache.move_to_end(triage.id)
+        _cache[slot] = (key, answer)
+        _cache.move_to_end(slot)
         while len(_cache) > CACHED_TRIAGES:
             _cache.popitem(last=False)
     return answer

@@ -77,3 +77,32 @@ def test_the_agreement_follows_the_labels(engine: Engine, tmp_path: Path) -> Non
         assert third.units == 2
         bob = next(r for r in third.per_reviewer if r.reviewer == "bob@example.com")
         assert (bob.compared, bob.equal) == (2, 2)  # the final labels are his
+
+
+def test_two_databases_with_the_same_triage_id_keep_apart(tmp_path: Path) -> None:
+    """Triage ids repeat across databases (and when one is emptied): with the same labels'
+    time and counts, each database still gets its own agreement."""
+    from app.db import make_engine
+    from app.migrate import upgrade
+    from tests.support.service import make_settings
+
+    found = []
+    for name, second in (("one", CAUSES[0]), ("two", CAUSES[1])):
+        settings = make_settings(f"sqlite:///{tmp_path / name}.db")
+        upgrade(settings)
+        engine = make_engine(settings)
+        folder = tmp_path / name
+        folder.mkdir()
+        _, _, triage = make_triage(
+            engine, folder, queries=1, per_query=1, overlap=Overlap(reviewers=2)
+        )
+        people = make_people(engine, ("ann", Role.REVIEWER), ("bob", Role.REVIEWER))
+        clock = FrozenClock()
+        with Session(engine, expire_on_commit=False) as s:
+            _label(s, triage, people["ann"], CAUSES[0], clock)
+            _label(s, triage, people["bob"], second, clock)
+            found.append(agreement.triage_agreement(session=s, triage=triage, causes=CAUSES))
+        engine.dispose()
+    assert [a.triage_id for a in found] == [1, 1]
+    assert found[0].confusion[CAUSES[0]][CAUSES[0]] == 1  # they agreed in one
+    assert found[1].confusion[CAUSES[0]][CAUSES[1]] == 1  # and disagreed in the other
