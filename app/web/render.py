@@ -18,6 +18,7 @@ from jinja2_fragments.fastapi import Jinja2Blocks
 
 from app.http.deps import Principal
 from app.migrate import resource_dir
+from app.web import copy
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,11 @@ def _format_measure(value: float | None) -> str:
 
 
 templates.env.filters["measure"] = _format_measure
+templates.env.filters["number"] = copy.number
+templates.env.filters["label"] = copy.label
+templates.env.filters["meaning"] = copy.meaning
+templates.env.globals["count"] = copy.count
+templates.env.globals["agree"] = copy.agree
 
 
 @pass_context

@@ -1,0 +1,136 @@
+"""Words for people: singular and plural, numbers formatted one way, and the human name and
+meaning of each identifier the product stores (diagnoses, miss states, causes). Registered as
+Jinja filters in app/web/render.py; pure, so tests call them directly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Plurals that are not the singular + "s".
+IRREGULAR = {
+    "miss": "misses",
+    "query": "queries",
+    "is": "are",
+    "was": "were",
+    "has": "have",
+    "this": "these",
+    "match": "matches",
+    "batch": "batches",
+    "index": "indexes",
+}
+
+
+def plural_of(word: str) -> str:
+    """The plural of an English noun or verb form the product uses."""
+    if word in IRREGULAR:
+        return IRREGULAR[word]
+    if word.endswith(("s", "x", "sh", "ch")):
+        return word + "es"
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def count(n: int, singular: str, plural: str | None = None) -> str:
+    """``n`` and the noun in the right number: ``count(1, "miss")`` is "1 miss",
+    ``count(1200, "miss")`` is "1,200 misses"."""
+    return f"{number(n)} {agree(n, singular, plural)}"
+
+
+def agree(n: int, singular: str, plural: str | None = None) -> str:
+    """The word alone, in the number ``n`` asks for ("are" for 2, "is" for 1)."""
+    if n == 1:
+        return singular
+    return plural if plural is not None else plural_of(singular)
+
+
+def number(value: int | float | None, digits: int = 0) -> str:
+    """A count with thousands separators ("12,577"); a float with ``digits`` decimals;
+    None as an en dash (no value, not zero)."""
+    if value is None:
+        return "\N{EN DASH}"
+    if digits:
+        return f"{value:,.{digits}f}"
+    return f"{round(value):,}"
+
+
+@dataclass(frozen=True)
+class Term:
+    """How an identifier reads on a page: its name and what it means."""
+
+    label: str
+    meaning: str
+
+
+TERMS: dict[str, Term] = {
+    # per-query diagnosis (app/eval/diagnosis.py)
+    "ranking": Term(
+        "Ranking",
+        "The relevant documents are in the candidates but ordered badly: "
+        "look at the reranker or the fusion weights.",
+    ),
+    "candidate_generation": Term(
+        "Candidate generation",
+        "Relevant documents are missing from the candidates while the top is good: "
+        "look at the analyzer, chunking, query expansion or the dense retriever.",
+    ),
+    "ingestion": Term(
+        "Ingestion",
+        "Both recall and nDCG are low: check first whether the documents are in the index.",
+    ),
+    "fine": Term("Fine", "Recall and nDCG are both high: nothing to do for this query."),
+    # miss states (app/models/triage.py)
+    "open": Term("Unlabelled", "On the queue, waiting for a reviewer's label."),
+    "labelled": Term("Labelled", "A reviewer gave this miss its cause."),
+    "covered": Term(
+        "Covered by a duplicate",
+        "A copy of the document (same duplicate cluster) is in the candidates: "
+        "the run delivered its evidence. Off the queue unless a lead puts it on.",
+    ),
+    "disputed": Term(
+        "Disputed",
+        "Its reviewers disagree (or one could not tell): it waits for an adjudicator.",
+    ),
+    "unlabelled": Term("Unlabelled", "No reviewer has labelled this miss yet."),
+    # the default causes and the fallback
+    "not-indexed": Term(
+        "Not indexed", "The document never reached the index: ingestion skipped it."
+    ),
+    "vocabulary-mismatch": Term(
+        "Vocabulary mismatch",
+        'The query and the document use different words for one thing ("throttling" and '
+        '"rate limiting").',
+    ),
+    "chunk-boundary": Term(
+        "Chunk boundary",
+        "The answer is split across chunks and no chunk scores well alone.",
+    ),
+    "other": Term("Other", "None of the named causes; the note says what it is."),
+    "cant-tell": Term("Can't tell", "The reviewer could not decide; an adjudicator will."),
+    # what a final label rests on
+    "single": Term("One reviewer", "The label of the only reviewer asked."),
+    "agreed": Term("Agreed", "Every reviewer asked gave the same label."),
+    "adjudicated": Term("Adjudicated", "An adjudicator chose the label after a disagreement."),
+}
+
+
+def term(identifier: str | None) -> Term:
+    """The human name and meaning of an identifier; an unknown one (a golden set's own
+    cause) reads as itself with underscores and hyphens as spaces, capitalised."""
+    if identifier is None:
+        return TERMS["unlabelled"]
+    known = TERMS.get(identifier)
+    if known is not None:
+        return known
+    words = identifier.replace("_", " ").replace("-", " ").strip()
+    return Term(words[:1].upper() + words[1:], "")
+
+
+def label(identifier: str | None) -> str:
+    """The human name of an identifier (see ``term``)."""
+    return term(identifier).label
+
+
+def meaning(identifier: str | None) -> str:
+    """What an identifier means (empty for a golden set's own cause)."""
+    return term(identifier).meaning
