@@ -49,7 +49,8 @@ def test_every_identifier_the_product_stores_has_a_name_and_a_meaning() -> None:
     for identifier in identifiers:
         term = copy.term(str(identifier))
         assert term.meaning, identifier
-        assert "_" not in term.label and term.label != identifier, identifier
+        assert "_" not in term.label, identifier
+        assert term.label != identifier, identifier
         assert term.label[0].isupper(), identifier
 
 
