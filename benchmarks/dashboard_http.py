@@ -103,10 +103,11 @@ from app.db import make_engine
 from app.eval.agreement import measure_agreement
 from app.main import create_app
 from app.migrate import upgrade
-from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, Review, Role
+from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, MissSkip, Review, Role
 from app.models.triage_public import Overlap
 from app.services import agreement, dashboard, golden_sets, runs, skips, triages, users
 from app.settings import Settings
+from app.web.triage import SKIPS_SHOWN
 
 BACKENDS = ("postgresql", "sqlite")
 LEAD_EMAIL = "lead@example.com"
@@ -354,6 +355,26 @@ def write_rows(connection: Any, triage_id: int, rows: Rows) -> None:
                 insert(model.__table__),  # type: ignore[union-attr]
                 inserted[offset : offset + BATCH],
             )
+    # The skips in force, as queue.skip keeps them beside its events: the last skip of each
+    # (miss, reviewer) in event order (the generated events have no take-backs).
+    in_force: dict[tuple[int, int], dict[str, Any]] = {}
+    for row in rows.events:
+        if row["action"] == "skip":
+            key = (row["miss_id"], row["user_id"])
+            in_force.pop(key, None)
+            in_force[key] = {
+                "miss_id": row["miss_id"],
+                "triage_id": triage_id,
+                "user_id": row["user_id"],
+                "reason": row["note"],
+                "at": row["at"],
+            }
+    skip_rows = list(in_force.values())
+    for offset in range(0, len(skip_rows), BATCH):
+        connection.execute(
+            insert(MissSkip.__table__),  # type: ignore[attr-defined]
+            skip_rows[offset : offset + BATCH],
+        )
     expires = datetime.now(UTC) + LEASE  # fresh expiry: the server's clock is the real one
     for row in rows.leases:
         row["lease_expires_at"] = expires
@@ -568,7 +589,9 @@ def service_calls(session: Session, data: Data) -> dict[str, Callable[[], object
             session=session, triage=triage, cause=OTHER
         ),
         "reviewers": lambda: dashboard.reviewers(session=session, triage=triage),
-        "skips (open misses)": lambda: skips.skips(session=session, triage=triage, open_only=True),
+        "skips (open misses)": lambda: skips.open_skips(
+            session=session, triage=triage, limit=SKIPS_SHOWN
+        ),
     }
     if data.overlap > 1:
         units = agreement.units_of(agreement.review_labels(session=session, triage=triage))

@@ -138,7 +138,16 @@ class Miss(SQLModel, table=True):
         # the backlog's first page, and its filters by cause and by reviewer
         Index("ix_miss_position", "triage_id", "position"),
         Index("ix_miss_category", "triage_id", "category", "position"),
-        Index("ix_miss_labelled_by", "triage_id", "labelled_by_id"),
+        # reviewer throughput from the index alone: who labelled, what the label rests on, when
+        Index(
+            "ix_miss_labelled_by",
+            "triage_id",
+            "labelled_by_id",
+            "state",
+            "reviewers",
+            "resolution",
+            "labelled_at",
+        ),
         # the dashboard's hint accuracy, grouped from the index alone
         Index(
             "ix_miss_hints",
@@ -210,7 +219,7 @@ class Review(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("miss_id", "reviewer_id"),
         # the agreement seam and per-reviewer figures: a triage's labels by reviewer
-        Index("ix_review_triage", "triage_id", "reviewer_id"),
+        Index("ix_review_triage", "triage_id", "reviewer_id", "labelled_at", "category"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -259,3 +268,32 @@ class LabelEvent(SQLModel, table=True):
     before: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     after: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+
+
+class MissSkip(SQLModel, table=True):
+    """A skip in force: a reviewer passed a miss on (``queue.skip``) and has not taken it
+    back. Kept by skip and take-back beside their events (the events stay the audit trail),
+    so the queue, the dashboard and the backlog read the skips in force instead of folding
+    every skip event of the triage. One row per (miss, reviewer): a later skip replaces the
+    reason."""
+
+    __tablename__ = "miss_skip"
+    __table_args__ = (
+        UniqueConstraint("miss_id", "user_id"),
+        # the queue's "misses this reviewer skipped" and the dashboard's list in skip order
+        Index("ix_miss_skip_triage", "triage_id", "user_id", "miss_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    miss_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("miss.id", ondelete="CASCADE"), nullable=False)
+    )
+    triage_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("triage.id", ondelete="CASCADE"), nullable=False)
+    )
+    user_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    reason: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)

@@ -41,7 +41,7 @@ from app.services.audit import (
 )
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
 from app.services.paging import page_rows
-from app.services.skips import skipped_ids
+from app.services.skips import record_skip, skipped_ids
 
 #: Undo looks this far back in the caller's labels for one still in force.
 UNDO_LOOKBACK = 50
@@ -248,6 +248,7 @@ def skip(*, session: Session, miss_id: int, user: User, reason: str, now: dateti
             if not overlap.give_up(session, miss, user):
                 raise Forbidden("this miss is not leased to you", code="lease_not_held")
             record_event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
+            record_skip(session, miss, user, reason=reason, now=now)
             return MissPublic.of(miss)
         if not _holds(miss, user):
             raise Forbidden("this miss is not leased to you", code="lease_not_held")
@@ -255,6 +256,7 @@ def skip(*, session: Session, miss_id: int, user: User, reason: str, now: dateti
         miss.lease_expires_at = None
         session.add(miss)
         record_event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
+        record_skip(session, miss, user, reason=reason, now=now)
     return MissPublic.of(miss)
 
 

@@ -8,34 +8,39 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func
+from sqlalchemy import delete, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
 from app.db import writing
-from app.models import LabelAction, LabelEvent, Miss, MissState, Triage, User
+from app.models import LabelAction, LabelEvent, Miss, MissSkip, MissState, Triage, User
 from app.models.triage_public import TakenBack
-
-#: The events that make and unmake a skip.
-SKIP_ACTIONS = (LabelAction.SKIP, LabelAction.TAKE_BACK)
 
 
 def skipped_ids(*, triage_id: int, user_id: int | None = None) -> SelectOfScalar[int]:
-    """The ids of misses with a skip still in force (not taken back), by ``user_id`` or by
-    anyone: a subquery. A skip counts +1 and a take-back -1 per (miss, reviewer)."""
-    balance = func.sum(case((col(LabelEvent.action) == LabelAction.SKIP.value, 1), else_=-1))
-    where: list[Any] = [
-        LabelEvent.triage_id == triage_id,
-        col(LabelEvent.action).in_(SKIP_ACTIONS),
-    ]
+    """The ids of misses with a skip in force (not taken back), by ``user_id`` or by
+    anyone: a subquery over the kept rows (``MissSkip``)."""
+    query = select(MissSkip.miss_id).where(MissSkip.triage_id == triage_id)
     if user_id is not None:
-        where.append(LabelEvent.user_id == user_id)
-    return (
-        select(LabelEvent.miss_id)
-        .where(*where)
-        .group_by(col(LabelEvent.miss_id), col(LabelEvent.user_id))
-        .having(balance > 0)
+        query = query.where(MissSkip.user_id == user_id)
+    return query
+
+
+def record_skip(session: Session, miss: Miss, user: User, *, reason: str, now: datetime) -> None:
+    """Keep the caller's skip of ``miss`` in force (a later skip replaces the reason), in the
+    caller's transaction, beside its event."""
+    session.execute(
+        delete(MissSkip).where(col(MissSkip.miss_id) == miss.id, col(MissSkip.user_id) == user.id)
+    )
+    session.add(
+        MissSkip(
+            miss_id=miss.id,  # type: ignore[arg-type]
+            triage_id=miss.triage_id,
+            user_id=user.id,
+            reason=reason,
+            at=now,
+        )
     )
 
 
@@ -85,6 +90,14 @@ def take_back(*, session: Session, triage: Triage, user: User, now: datetime) ->
                     after=state,
                 )
             )
+        if misses:
+            session.execute(
+                delete(MissSkip).where(
+                    col(MissSkip.triage_id) == triage.id,
+                    col(MissSkip.user_id) == user.id,
+                    col(MissSkip.miss_id).in_([m.id for m in misses]),
+                )
+            )
     return TakenBack(taken_back=len(misses))
 
 
@@ -101,50 +114,45 @@ class Skip:
     at: datetime
 
 
-def skips(
-    *,
-    session: Session,
-    triage: Triage,
-    miss_ids: list[int] | None = None,
-    open_only: bool = False,
-) -> list[Skip]:
-    """Skips in force (not taken back), in the order they happened; ``miss_ids`` narrows
-    to some misses, ``open_only`` to misses still unlabelled."""
-    where: list[Any] = [
-        LabelEvent.triage_id == triage.id,
-        col(LabelEvent.action).in_(SKIP_ACTIONS),
-    ]
-    if miss_ids is not None:
-        if not miss_ids:
-            return []
-        where.append(col(LabelEvent.miss_id).in_(miss_ids))
-    if open_only:
-        where.append(Miss.state == MissState.OPEN.value)
-    # Columns, not events: a large triage has thousands of skips, and an event object
-    # (with its before/after JSON) costs ~50 us each; more columns than sqlmodel's typed
-    # select() takes, so SQLAlchemy's.
-    rows = session.execute(
+def _skip_rows(triage: Triage) -> Any:
+    # more columns than sqlmodel's typed select() takes, so SQLAlchemy's
+    return (
         sa_select(
-            col(LabelEvent.miss_id),
-            col(LabelEvent.user_id),
-            col(LabelEvent.action),
-            col(LabelEvent.note),
-            col(LabelEvent.at),
+            col(MissSkip.miss_id),
             col(Miss.qid),
             col(Miss.doc_id),
             col(Miss.state),
             col(User.email),
+            col(MissSkip.reason),
+            col(MissSkip.at),
         )
-        .join(Miss, col(Miss.id) == col(LabelEvent.miss_id))
-        .join(User, col(User.id) == col(LabelEvent.user_id), isouter=True)
-        .where(*where)
-        .order_by(col(LabelEvent.id))
+        .join(Miss, col(Miss.id) == col(MissSkip.miss_id))
+        .join(User, col(User.id) == col(MissSkip.user_id), isouter=True)
+        .where(col(MissSkip.triage_id) == triage.id)
+    )
+
+
+def skips(*, session: Session, triage: Triage, miss_ids: list[int]) -> list[Skip]:
+    """The skips in force on some misses of the triage, in the order they were made."""
+    if not miss_ids:
+        return []
+    rows = session.execute(
+        _skip_rows(triage).where(col(MissSkip.miss_id).in_(miss_ids)).order_by(col(MissSkip.id))
     ).all()
-    current: dict[tuple[int, int | None], Skip] = {}
-    take_back = LabelAction.TAKE_BACK.value
-    for miss_id, user_id, action, note, at, qid, doc_id, state, email in rows:
-        key = (miss_id, user_id)
-        current.pop(key, None)  # a take-back ends it; a later skip replaces the reason
-        if action != take_back:
-            current[key] = Skip(miss_id, qid, doc_id, state, email, note, at)
-    return list(current.values())
+    return [Skip(*row) for row in rows]
+
+
+def open_skips(*, session: Session, triage: Triage, limit: int) -> tuple[list[Skip], int]:
+    """The first ``limit`` skips in force on misses still unlabelled, in the order they were
+    made, and how many there are."""
+    still_open = col(Miss.state) == MissState.OPEN.value
+    rows = session.execute(
+        _skip_rows(triage).where(still_open).order_by(col(MissSkip.id)).limit(limit)
+    ).all()
+    total = session.execute(
+        sa_select(func.count())
+        .select_from(MissSkip)
+        .join(Miss, col(Miss.id) == col(MissSkip.miss_id))
+        .where(col(MissSkip.triage_id) == triage.id, still_open)
+    ).scalar_one()
+    return [Skip(*row) for row in rows], int(total)

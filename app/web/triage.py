@@ -86,7 +86,7 @@ def _dashboard(
     texts = golden_service.query_texts(
         session=session, golden=ctx.golden, qids={r.miss.qid for r in residue}
     )
-    skipped = skips.skips(session=session, triage=triage, open_only=True)
+    skipped, skipped_total = skips.open_skips(session=session, triage=triage, limit=SKIPS_SHOWN)
     largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
     return render(
         request,
@@ -117,8 +117,8 @@ def _dashboard(
             "export": export or ExportPanel(),
             "credentials": {t: REGISTRY[t].credentials for t in Tracker},
             "missing": {t: missing_credentials(t, settings) for t in Tracker},
-            "skipped": skipped[:SKIPS_SHOWN],
-            "skipped_total": len(skipped),
+            "skipped": skipped,
+            "skipped_total": skipped_total,
         },
         principal=principal,
         status=status,
