@@ -127,6 +127,8 @@ PROFILE_REQUESTS = 10
 EXPLAIN_STATEMENTS = 3
 #: Overlap 2: requests of the dashboard and of the agreement each right after a new label.
 AFTER_LABEL_REPEATS = 3
+#: Seconds after each request right after a label: the background computation finishes.
+BACKGROUND_PAUSE = 4.0
 KAPPA_TEXT = "Fleiss' kappa"
 PAGES = (
     ("dashboard", "/triages/{id}"),
@@ -186,6 +188,8 @@ class ColdResult:
     when: str
     times: list[float] = field(default_factory=list)
     problem: str | None = None
+    #: dashboards that showed the kept agreement while the new one was computed
+    kept: int = 0
 
 
 @dataclass
@@ -515,7 +519,9 @@ def first_request(base: str, data: Data, name: str, path: str) -> ColdResult:
 def after_labels(base: str, settings: Settings, data: Data, repeats: int) -> list[ColdResult]:
     """The dashboard and the agreement on the warm server, each right after a new label event
     (a skip, written with SQL): the newest event changes, so the agreement is computed again,
-    as it is after every label while reviewers work."""
+    as it is after every label while reviewers work. The API computes it in the request; the
+    dashboard, once a computation took over half a second, shows the kept figures (saying so)
+    while a thread computes the new ones: a pause after each request lets it finish."""
     engine = make_engine(settings)
     results = [
         ColdResult(name, pattern.format(id=data.triage_id), "right after a label (warm server)")
@@ -543,6 +549,8 @@ def after_labels(base: str, settings: Settings, data: Data, repeats: int) -> lis
                     seconds, answer = get_page(client, result.name, result.path, data)
                     result.times.append(seconds)
                     result.problem = result.problem or check_answer(result.name, answer, data)
+                    result.kept += 'id="agreement-pending"' in answer.text
+                    time.sleep(BACKGROUND_PAUSE)
     finally:
         engine.dispose()
     return results
@@ -855,14 +863,17 @@ def cold_table(rows: list[tuple[str, ColdResult]]) -> bool:
     True when every answer was right."""
     print(
         "\nRequests that compute the agreement (at overlap 1: the dashboard's first request)"
-        "\n\n| backend | page | when | ms (each) | answers wrong |"
+        "\n\n| backend | page | when | ms (each) | kept figures shown | answers wrong |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     ok = True
     for backend, cold in rows:
         ok = ok and cold.problem is None
         each = ", ".join(f"{t * 1000:.0f}" for t in cold.times)
-        print(f"| {backend} | `{cold.path}` | {cold.when} | {each} | {cold.problem or 0} |")
+        kept = f"{cold.kept} of {len(cold.times)}"
+        print(
+            f"| {backend} | `{cold.path}` | {cold.when} | {each} | {kept} | {cold.problem or 0} |"
+        )
     return ok
 
 

@@ -3,44 +3,42 @@
 sentence quotes.
 
 Computing them at 100,000 misses takes about a second (the bootstrap's 1,000 resamples), so
-each process keeps the last answer per triage and computes again only when the triage's labels
-have changed: every label, agreement, dispute and adjudication writes a label event, so the
-newest event's time and the final-label counts say whether anything changed.
+each process keeps the last answer per triage until its labels change (app/services/kept.py).
+The API always answers with the current figures; the dashboard, once a computation has taken
+longer than ``BACKGROUND_AFTER``, shows the figures it has while the new ones are computed in
+the background, and says so.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import OrderedDict
-from datetime import datetime
+import time
 
-from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.eval.agreement import Unit, measure_agreement
-from app.models import CANT_TELL, LabelEvent, Miss, MissState, Review, Triage, User
+from app.models import CANT_TELL, Miss, MissState, Review, Triage, User
 from app.models.agreement_public import AgreementPublic, EstimatePublic
 from app.models.triage_public import UnitLabels
+from app.services.kept import Kept, LabelKey, Slot, label_key, slot_of
+
+log = logging.getLogger(__name__)
 
 #: Bootstrap replicates behind every interval, and their seed: the same labels always give
 #: the same intervals.
 RESAMPLES = 1000
 SEED = 0
-#: Triages whose agreement each process keeps.
-CACHED_TRIAGES = 32
+#: A computation that took longer than this (seconds) is done in the background for the
+#: dashboard next time (``dashboard_agreement``).
+BACKGROUND_AFTER = 0.5
 
-_Key = tuple[datetime | None, datetime, int, int]
-#: (database, triage id) -> (key, answer): a process may serve more than one database (the
-#: tests do), and triage ids repeat across databases.
-_cache: OrderedDict[tuple[str, int], tuple[_Key, AgreementPublic]] = OrderedDict()
-_lock = threading.Lock()
-
-
-def forget() -> None:
-    """Drop every kept answer (a database emptied and filled again under the same ids)."""
-    with _lock:
-        _cache.clear()
+#: The answers, and how long each took to compute.
+_kept: Kept[tuple[AgreementPublic, float]] = Kept()
+#: Slots whose answer is being computed in the background.
+_computing: set[Slot] = set()
+_computing_lock = threading.Lock()
 
 
 def review_labels(*, session: Session, triage: Triage) -> list[UnitLabels]:
@@ -95,36 +93,42 @@ def units_of(labels: list[UnitLabels]) -> list[Unit]:
     ]
 
 
-def _key(session: Session, triage: Triage) -> _Key:
-    """What changes whenever a label of the triage does (see the module docstring). The
-    counts take every miss off the queue, not only the overlap ones: read from an index
-    alone (ix_miss_summary), they cost a few ms at 100,000 misses where the overlap ones
-    cost a scan of the table on every page; a single review's label changes the key too,
-    which only costs a computation the newest event's time asked for anyway."""
-    newest = session.exec(
-        select(func.max(LabelEvent.at)).where(LabelEvent.triage_id == triage.id)
-    ).one()
-    resolved = session.exec(
-        select(func.count(), func.count(col(Miss.category))).where(
-            Miss.triage_id == triage.id,
-            Miss.state != MissState.OPEN.value,
-        )
-    ).one()
-    # the triage's creation too: ids repeat when a database is emptied and filled again
-    return newest, triage.created_at, int(resolved[0]), int(resolved[1])
-
-
 def triage_agreement(*, session: Session, triage: Triage, causes: list[str]) -> AgreementPublic:
     """How often the reviewers of ``triage`` agreed (``GET /triages/{id}/agreement``), over
-    its overlap misses whose labels are all in; ``causes``: the taxonomy, in display order."""
+    its overlap misses whose labels are all in; ``causes``: the taxonomy, in display order.
+    Always the current figures."""
+    slot, key = slot_of(session, triage), label_key(session, triage)
+    hit = _kept.get(slot, key)
+    if hit is not None:
+        return hit[0]
+    return _compute(session, triage, causes, slot, key)
+
+
+def dashboard_agreement(
+    *, session: Session, triage: Triage, causes: list[str], key: LabelKey | None = None
+) -> tuple[AgreementPublic, bool]:
+    """The agreement for the dashboard and whether it is current. When the labels changed
+    since the kept answer and computing it took longer than ``BACKGROUND_AFTER``, the kept
+    answer is shown (not current) while a thread computes the new one. ``key``: the
+    triage's ``label_key`` when the caller has it."""
+    slot = slot_of(session, triage)
+    key = key if key is not None else label_key(session, triage)
+    latest = _kept.latest(slot)
+    if latest is not None:
+        kept_key, (answer, seconds) = latest
+        if kept_key == key:
+            return answer, True
+        if seconds > BACKGROUND_AFTER:
+            _start_background(session, triage, causes, slot)
+            return answer, False
+    return _compute(session, triage, causes, slot, key), True
+
+
+def _compute(
+    session: Session, triage: Triage, causes: list[str], slot: Slot, key: LabelKey
+) -> AgreementPublic:
     assert triage.id is not None
-    slot = (session.get_bind().engine.url.render_as_string(hide_password=True), triage.id)
-    key = _key(session, triage)
-    with _lock:
-        hit = _cache.get(slot)
-        if hit is not None and hit[0] == key:
-            _cache.move_to_end(slot)
-            return hit[1]
+    began = time.perf_counter()
     units = units_of(review_labels(session=session, triage=triage))
     measured = measure_agreement(units, categories=causes, resamples=RESAMPLES, seed=SEED)
     ids = [r for r in measured.reviewers if isinstance(r, int) and r > 0]
@@ -134,12 +138,43 @@ def triage_agreement(*, session: Session, triage: Triage, causes: list[str]) -> 
         found = session.exec(select(User.id, User.email).where(col(User.id).in_(chunk))).all()
         names.update((user_id, email) for user_id, email in found)
     answer = AgreementPublic.of(measured, triage_id=triage.id, names=names)
-    with _lock:
-        _cache[slot] = (key, answer)
-        _cache.move_to_end(slot)
-        while len(_cache) > CACHED_TRIAGES:
-            _cache.popitem(last=False)
+    _kept.put(slot, key, (answer, time.perf_counter() - began))
     return answer
+
+
+def _start_background(session: Session, triage: Triage, causes: list[str], slot: Slot) -> None:
+    """Compute the triage's agreement in a thread of its own (one per triage at a time)."""
+    with _computing_lock:
+        if slot in _computing:
+            return
+        _computing.add(slot)
+    engine, triage_id = session.get_bind().engine, triage.id
+
+    def run() -> None:
+        try:
+            with Session(engine) as own:
+                current = own.get(Triage, triage_id)
+                if current is not None:
+                    _compute(own, current, causes, slot, label_key(own, current))
+        except Exception:  # the next request computes it, or tries again
+            log.exception("agreement of triage %s: the background computation failed", triage_id)
+        finally:
+            with _computing_lock:
+                _computing.discard(slot)
+
+    threading.Thread(target=run, name=f"agreement-{triage_id}", daemon=True).start()
+
+
+def wait_for_background(timeout: float = 30.0) -> bool:
+    """Wait until no agreement is being computed in the background (tests, benchmarks):
+    whether that happened within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with _computing_lock:
+            if not _computing:
+                return True
+        time.sleep(0.01)
+    return False
 
 
 def kappa_phrase(kappa: EstimatePublic) -> str:

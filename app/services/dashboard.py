@@ -28,7 +28,9 @@ from app.models import (
 )
 from app.models.triage_public import HintAccuracy, HintReport, MissPublic
 from app.services import skips as skips_service
+from app.services.kept import Kept, LabelKey, label_key, slot_of
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
+from app.services.triages import covered_on_queue
 
 #: The backlog's state filter for misses with a skip in force (not a state of the miss).
 SKIPPED = "skipped"
@@ -230,14 +232,23 @@ def _placed(
 
 
 def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
-    """What keeps the categories from closing: unlabelled misses and those in "other"."""
-    query = _misses_with_reviewer(triage).where(
-        (col(Miss.state) == MissState.OPEN.value) | (col(Miss.category) == OTHER)
-    )
-    rows, total = page_rows(
-        session=session, query=query.order_by(col(Miss.position)), page=1, per_page=limit
-    )
-    return _placed(triage, rows), total
+    """What keeps the categories from closing: the first ``limit`` unlabelled misses and
+    those in "other", in queue order, and how many there are. Two reads in queue order, each
+    from its index (ix_miss_queue, ix_miss_category), merged: one OR across both walked the
+    triage's queue from its start, past every labelled miss."""
+    unlabelled = (col(Miss.state) == MissState.OPEN.value,)
+    other = (col(Miss.category) == OTHER, col(Miss.state) != MissState.OPEN.value)
+    rows: list[tuple[Miss, str | None, int | None]] = []
+    total = 0
+    for where in (unlabelled, other):
+        rows += session.exec(
+            _misses_with_reviewer(triage).where(*where).order_by(col(Miss.position)).limit(limit)
+        ).all()
+        total += session.exec(
+            select(func.count()).select_from(Miss).where(Miss.triage_id == triage.id, *where)
+        ).one()
+    rows.sort(key=lambda row: row[0].position)
+    return _placed(triage, rows[:limit]), total
 
 
 def backlog(
@@ -282,6 +293,37 @@ def backlog(
     ):
         by_miss.setdefault(skip.miss_id, []).append(skip)
     return [replace(row, skips=by_miss.get(row.miss.id, [])) for row in placed], total
+
+
+@dataclass(frozen=True)
+class LabelPanels:
+    """The dashboard's panels that change only when a label does."""
+
+    throughput: list[Throughput]
+    hints: HintReport
+    covered_on_queue: int
+
+
+_panels: Kept[LabelPanels] = Kept()
+
+
+def label_panels(*, session: Session, triage: Triage, key: LabelKey | None = None) -> LabelPanels:
+    """Throughput per reviewer, the hints' precision and the covered misses on the queue,
+    kept per triage until its labels change (app/services/kept.py): together a scan of the
+    triage's labels and reviews (40-60 ms at 100,000 misses) on every page otherwise.
+    ``key``: the triage's ``label_key`` when the caller has it."""
+    slot = slot_of(session, triage)
+    key = key if key is not None else label_key(session, triage)
+    hit = _panels.get(slot, key)
+    if hit is not None:
+        return hit
+    panels = LabelPanels(
+        throughput=throughput(session=session, triage=triage),
+        hints=hint_accuracy(session=session, triage=triage),
+        covered_on_queue=covered_on_queue(session=session, triage=triage),
+    )
+    _panels.put(slot, key, panels)
+    return panels
 
 
 def reviewers(*, session: Session, triage: Triage) -> list[str]:

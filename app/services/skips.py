@@ -144,15 +144,32 @@ def skips(*, session: Session, triage: Triage, miss_ids: list[int]) -> list[Skip
 
 def open_skips(*, session: Session, triage: Triage, limit: int) -> tuple[list[Skip], int]:
     """The first ``limit`` skips in force on misses still unlabelled, in the order they were
-    made, and how many there are."""
-    still_open = col(Miss.state) == MissState.OPEN.value
+    made, and how many there are. Read from the open misses (ix_miss_queue) to their skips
+    (the (miss, reviewer) unique index): a large triage keeps many more skips of misses
+    labelled since than of open ones (55,000 and 11,000 at 100,000 misses)."""
+    open_misses = (col(Miss.triage_id) == triage.id, col(Miss.state) == MissState.OPEN.value)
+    # more columns than sqlmodel's typed select() takes, so SQLAlchemy's
     rows = session.execute(
-        _skip_rows(triage).where(still_open).order_by(col(MissSkip.id)).limit(limit)
+        sa_select(
+            col(MissSkip.miss_id),
+            col(Miss.qid),
+            col(Miss.doc_id),
+            col(Miss.state),
+            col(User.email),
+            col(MissSkip.reason),
+            col(MissSkip.at),
+        )
+        .select_from(Miss)
+        .join(MissSkip, col(MissSkip.miss_id) == col(Miss.id))
+        .join(User, col(User.id) == col(MissSkip.user_id), isouter=True)
+        .where(*open_misses)
+        .order_by(col(MissSkip.id))
+        .limit(limit)
     ).all()
     total = session.execute(
         sa_select(func.count())
-        .select_from(MissSkip)
-        .join(Miss, col(Miss.id) == col(MissSkip.miss_id))
-        .where(col(MissSkip.triage_id) == triage.id, still_open)
+        .select_from(Miss)
+        .join(MissSkip, col(MissSkip.miss_id) == col(Miss.id))
+        .where(*open_misses)
     ).scalar_one()
     return [Skip(*row) for row in rows], int(total)

@@ -17,7 +17,7 @@ from app.http.params import Id, Page, PerPage
 from app.models import OTHER, MissState, Role
 from app.models.exports import ExportAction, ExportOutcome, ExportResult
 from app.models.triage_public import TriageContext
-from app.services import agreement, dashboard, queue, skips
+from app.services import agreement, dashboard, kept, queue, skips
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import triages as triage_service
@@ -73,12 +73,14 @@ def _dashboard(
     error_code: str | None = None,
 ) -> HTMLResponse:
     triage = ctx.triage
+    key = kept.label_key(session, triage)
     # asked for once: the closure sentence quotes it, the lead's panel shows it
-    measured = (
-        agreement.triage_agreement(session=session, triage=triage, causes=ctx.causes)
+    measured, current = (
+        agreement.dashboard_agreement(session=session, triage=triage, causes=ctx.causes, key=key)
         if triage.reviewers > 1
-        else None
+        else (None, True)
     )
+    panels = dashboard.label_panels(session=session, triage=triage, key=key)
     summary = triage_service.closure_report(
         session=session, triage=triage, causes=ctx.causes, agreement=True, measured=measured
     )
@@ -100,11 +102,12 @@ def _dashboard(
             "residue": residue,
             "residue_total": residue_total,
             "texts": texts,
-            "throughput": dashboard.throughput(session=session, triage=triage),
-            "hints": dashboard.hint_accuracy(session=session, triage=triage),
+            "throughput": panels.throughput,
+            "hints": panels.hints,
             # leads only: it names reviewers and their disagreements
             "agreement": measured if principal.role.allows(Role.LEAD) else None,
-            "covered_on_queue": triage_service.covered_on_queue(session=session, triage=triage),
+            "agreement_current": current,
+            "covered_on_queue": panels.covered_on_queue,
             "leases": dashboard.live_leases(session=session, triage=triage, now=now),
             "labelled": triage.misses - summary.unlabelled - summary.covered,
             "queued": triage.misses - summary.covered,

@@ -159,9 +159,9 @@ def empty_all(engine: Engine) -> None:
     from sqlmodel import SQLModel
 
     import app.models  # noqa: F401
-    from app.services import agreement
+    from app.services import kept
 
-    agreement.forget()  # the kept agreements belong to the rows about to go
+    kept.forget()  # the kept answers belong to the rows about to go
 
     with engine.begin() as connection:
         for table in reversed(SQLModel.metadata.sorted_tables):

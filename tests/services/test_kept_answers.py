@@ -1,0 +1,126 @@
+"""Answers kept per triage until its labels change (app/services/kept.py): the dashboard's
+label-derived panels and the agreement equal a fresh computation after every change, and a
+slow agreement is computed in the background while the dashboard shows the kept one, saying
+so. The residue read from two indexes equals the plain filter over every miss."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from app.clock import FrozenClock
+from app.models import OTHER, Miss, MissState, Role, Triage, User
+from app.models.triage_public import Overlap
+from app.services import agreement, dashboard, queue, triages, users
+from tests.support.triage import make_triage
+
+LEASE = timedelta(minutes=10)
+CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+
+
+def _people(engine: Engine, n: int) -> list[User]:
+    with Session(engine, expire_on_commit=False) as session:
+        return [
+            users.create_user(
+                session=session,
+                email=f"k{i}@example.com",
+                password="long enough",
+                role=Role.REVIEWER,
+            )
+            for i in range(n)
+        ]
+
+
+def _label_some(engine: Engine, triage: Triage, people: list[User], n: int, seed: int) -> None:
+    """``n`` claim-and-label steps by people in turn, causes (and "other") drawn by ``seed``."""
+    rng = random.Random(seed)
+    clock = FrozenClock()
+    with Session(engine, expire_on_commit=False) as s:
+        for step in range(n):
+            user = people[step % len(people)]
+            clock.advance(seconds=5)
+            held = queue.claim(session=s, triage=triage, user=user, now=clock.now(), lease=LEASE)
+            if held is None:
+                continue
+            category = rng.choice([*CAUSES, OTHER])
+            queue.label(
+                session=s,
+                miss_id=held.id,
+                user=user,
+                category=category,
+                note="why" if category == OTHER else "",
+                version=held.version,
+                causes=CAUSES,
+                now=clock.now(),
+            )
+
+
+def _fresh_panels(session: Session, triage: Triage) -> dashboard.LabelPanels:
+    return dashboard.LabelPanels(
+        throughput=dashboard.throughput(session=session, triage=triage),
+        hints=dashboard.hint_accuracy(session=session, triage=triage),
+        covered_on_queue=triages.covered_on_queue(session=session, triage=triage),
+    )
+
+
+def test_panels_follow_every_label(engine: Engine, tmp_path: Path) -> None:
+    _, _, triage = make_triage(engine, tmp_path, queries=4, per_query=3)
+    people = _people(engine, 2)
+    for round_ in range(4):
+        with Session(engine) as s:
+            kept = dashboard.label_panels(session=s, triage=triage)
+            assert kept == _fresh_panels(s, triage)
+            # nothing changed: the same answer, not computed again
+            assert dashboard.label_panels(session=s, triage=triage) is kept
+        _label_some(engine, triage, people, 3, seed=round_)
+    with Session(engine) as s:
+        panels = dashboard.label_panels(session=s, triage=triage)
+        assert sum(t.labels for t in panels.throughput) == 12
+
+
+def test_residue_equals_the_plain_filter(engine: Engine, tmp_path: Path) -> None:
+    _, _, triage = make_triage(engine, tmp_path, queries=6, per_query=3)
+    _label_some(engine, triage, _people(engine, 2), 11, seed=3)
+    with Session(engine) as s:
+        misses = s.exec(
+            select(Miss).where(Miss.triage_id == triage.id).order_by(col(Miss.position))
+        ).all()
+        expected = [m.id for m in misses if m.state == MissState.OPEN.value or m.category == OTHER]
+        assert any(m.category == OTHER for m in misses)  # the seed gives both kinds
+        for limit in (1, 3, 100):
+            rows, total = dashboard.residue(session=s, triage=triage, limit=limit)
+            assert total == len(expected)
+            assert [row.miss.id for row in rows] == expected[:limit]
+
+
+def test_a_slow_agreement_is_computed_in_the_background(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every computation counts as slow here, so the second one goes to the background
+    monkeypatch.setattr(agreement, "BACKGROUND_AFTER", -1.0)
+    _, _, triage = make_triage(
+        engine, tmp_path, queries=4, per_query=3, overlap=Overlap(reviewers=2, fraction=1.0)
+    )
+    people = _people(engine, 3)
+    _label_some(engine, triage, people, 10, seed=1)
+    with Session(engine) as s:
+        first, current = agreement.dashboard_agreement(session=s, triage=triage, causes=CAUSES)
+        assert current
+        assert first == agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
+    _label_some(engine, triage, people, 10, seed=2)
+    with Session(engine) as s:
+        shown, current = agreement.dashboard_agreement(session=s, triage=triage, causes=CAUSES)
+        assert not current
+        assert shown == first  # the kept figures, while the new ones are computed
+    assert agreement.wait_for_background()
+    with Session(engine) as s:
+        now_shown, current = agreement.dashboard_agreement(session=s, triage=triage, causes=CAUSES)
+        assert current
+        assert now_shown.units > first.units
+        # the API's answer is always current, and it is what the background computed
+        assert now_shown == agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
