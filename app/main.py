@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from app import errors as error_handlers
 from app.api import api_router
 from app.clock import Clock
 from app.db import make_engine
+from app.eval.agreement import warm_up
 from app.http.deps import ReviewerDep
 from app.http.params import refuse_nul
 from app.http.uploads import limit_decompression
@@ -46,6 +48,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # the agreement's statistics libraries take seconds to import: loaded beside the
+        # start-up, not in the first dashboard that needs them
+        threading.Thread(target=warm_up, name="warm-up-statistics", daemon=True).start()
         deliverer = None
         if settings.webhook_poll_seconds > 0 and settings.webhook_secret is not None:
             deliverer = Deliverer(

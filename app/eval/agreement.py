@@ -264,6 +264,12 @@ def _percent(rows: IntArray) -> float:
     return float(((rows * (rows - 1)).sum(axis=1) / (m * (m - 1))).mean())
 
 
+def warm_up() -> None:
+    """Import the statistics libraries the figures use (seconds: statsmodels brings pandas
+    and scipy), so that a server's first agreement does not pay for it."""
+    import statsmodels.stats.inter_rater  # noqa: F401
+
+
 def _fleiss(rows: IntArray) -> float:
     # Imported here, not at the top: statsmodels brings pandas and scipy, seconds of start-up
     # that every process of the app would pay, though only the agreement figures need them.
