@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Generic, TypeVar
 
@@ -33,18 +34,29 @@ KEPT_TRIAGES = 32
 _registry: list[Kept[object]] = []
 
 
-def label_key(session: Session, triage: Triage) -> LabelKey:
+def label_key(
+    session: Session,
+    triage: Triage,
+    tally: Sequence[tuple[str, str | None, str | None, int]] | None = None,
+) -> LabelKey:
     """What changes whenever a label of the triage does (see the module docstring). The
-    counts are read from an index alone (ix_miss_summary): a few ms at 100,000 misses."""
+    counts come from ``tally`` (``triages.state_tally``: misses by state, cause and
+    resolution) when the caller has it, else from an index alone (ix_miss_summary)."""
     newest = session.exec(
         select(func.max(LabelEvent.at)).where(LabelEvent.triage_id == triage.id)
     ).one()
-    resolved = session.exec(
-        select(func.count(), func.count(col(Miss.category))).where(
-            Miss.triage_id == triage.id,
-            Miss.state != MissState.OPEN.value,
-        )
-    ).one()
+    if tally is not None:
+        off_queue = [
+            (category, n) for state, category, _, n in tally if state != MissState.OPEN.value
+        ]
+        resolved = (sum(n for _, n in off_queue), sum(n for c, n in off_queue if c is not None))
+    else:
+        resolved = session.exec(
+            select(func.count(), func.count(col(Miss.category))).where(
+                Miss.triage_id == triage.id,
+                Miss.state != MissState.OPEN.value,
+            )
+        ).one()
     # the triage's creation too: ids repeat when a database is emptied and filled again
     return newest, triage.created_at, int(resolved[0]), int(resolved[1])
 

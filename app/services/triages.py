@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 from sqlalchemy import exists, func, update
 from sqlmodel import Session, col, select
@@ -286,6 +288,21 @@ def rests_on(final: FinalCounts) -> str:
     return ", ".join(f"{n} {what}" for n, what in parts if n)
 
 
+#: The triage's misses counted by (state, category, resolution).
+StateTally = tuple[str, str | None, str | None, int]
+
+
+def state_tally(*, session: Session, triage: Triage) -> list[StateTally]:
+    """The triage's misses counted by state, cause and resolution, from an index alone
+    (ix_miss_summary): what closure_report and the kept answers' key both read."""
+    rows = session.exec(
+        select(Miss.state, Miss.category, Miss.resolution, func.count())
+        .where(Miss.triage_id == triage.id)
+        .group_by(col(Miss.state), col(Miss.category), col(Miss.resolution))
+    ).all()
+    return [(state, category, resolution, int(n)) for state, category, resolution, n in rows]
+
+
 def closure_report(
     *,
     session: Session,
@@ -293,6 +310,7 @@ def closure_report(
     causes: list[str],
     agreement: bool = False,
     measured: AgreementPublic | None = None,
+    tally: Sequence[StateTally] | None = None,
 ) -> ClosureReport:
     """Counts per cause, other, unlabelled and covered, and whether the categories close:
     the one place that decides closure (the API, the dashboard, the backlog download and the
@@ -302,12 +320,9 @@ def closure_report(
     ``measured`` when the caller has it already (the dashboard's panel), else asked for.
 
     The categories close when no miss is unlabelled (open, on the queue) and none is in
-    "other"; misses covered by a duplicate and left off the queue are counted apart."""
-    rows = session.exec(
-        select(Miss.state, Miss.category, Miss.resolution, func.count())
-        .where(Miss.triage_id == triage.id)
-        .group_by(col(Miss.state), col(Miss.category), col(Miss.resolution))
-    ).all()
+    "other"; misses covered by a duplicate and left off the queue are counted apart.
+    ``tally``: the triage's ``state_tally`` when the caller has it."""
+    rows = tally if tally is not None else state_tally(session=session, triage=triage)
     counts = dict.fromkeys(causes, 0)
     other = unlabelled = covered = adjudication = 0
     rests: dict[str, int] = {}

@@ -73,7 +73,8 @@ def _dashboard(
     error_code: str | None = None,
 ) -> HTMLResponse:
     triage = ctx.triage
-    key = kept.label_key(session, triage)
+    tally = triage_service.state_tally(session=session, triage=triage)
+    key = kept.label_key(session, triage, tally)
     # asked for once: the closure sentence quotes it, the lead's panel shows it
     measured, current = (
         agreement.dashboard_agreement(session=session, triage=triage, causes=ctx.causes, key=key)
@@ -82,7 +83,12 @@ def _dashboard(
     )
     panels = dashboard.label_panels(session=session, triage=triage, key=key)
     summary = triage_service.closure_report(
-        session=session, triage=triage, causes=ctx.causes, agreement=True, measured=measured
+        session=session,
+        triage=triage,
+        causes=ctx.causes,
+        agreement=True,
+        measured=measured,
+        tally=tally,
     )
     residue, residue_total = dashboard.residue(session=session, triage=triage)
     texts = golden_service.query_texts(

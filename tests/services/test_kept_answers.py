@@ -17,6 +17,7 @@ from app.clock import FrozenClock
 from app.models import OTHER, Miss, MissState, Role, Triage, User
 from app.models.triage_public import Overlap
 from app.services import agreement, dashboard, queue, triages, users
+from app.services.kept import label_key
 from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)
@@ -77,6 +78,9 @@ def test_panels_follow_every_label(engine: Engine, tmp_path: Path) -> None:
             assert kept == _fresh_panels(s, triage)
             # nothing changed: the same answer, not computed again
             assert dashboard.label_panels(session=s, triage=triage) is kept
+            # the key from the closure's tally is the key read on its own
+            tally = triages.state_tally(session=s, triage=triage)
+            assert label_key(s, triage, tally) == label_key(s, triage)
         _label_some(engine, triage, people, 3, seed=round_)
     with Session(engine) as s:
         panels = dashboard.label_panels(session=s, triage=triage)
