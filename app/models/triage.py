@@ -138,6 +138,8 @@ class Miss(SQLModel, table=True):
         # the backlog's first page, and its filters by cause and by reviewer
         Index("ix_miss_position", "triage_id", "position"),
         Index("ix_miss_category", "triage_id", "category", "position"),
+        # the dashboard's live leases: the few misses whose lease runs past now
+        Index("ix_miss_lease", "triage_id", "lease_expires_at"),
         # reviewer throughput from the index alone: who labelled, what the label rests on, when
         Index(
             "ix_miss_labelled_by",
@@ -220,6 +222,8 @@ class Review(SQLModel, table=True):
         UniqueConstraint("miss_id", "reviewer_id"),
         # the agreement seam and per-reviewer figures: a triage's labels by reviewer
         Index("ix_review_triage", "triage_id", "reviewer_id", "labelled_at", "category"),
+        # the dashboard's live leases: the few reviews whose lease runs past now
+        Index("ix_review_lease", "triage_id", "lease_expires_at"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -173,18 +173,18 @@ def live_leases(*, session: Session, triage: Triage, now: datetime) -> list[Leas
             col(Miss.lease_expires_at) > now,
         )
     ).all()
-    # From the open misses (ix_miss_queue) to their reviews (the unique miss/reviewer index):
-    # a triage's reviews, mostly labelled ones, are many more than its open misses.
+    # From the reviews whose lease runs past now (ix_review_lease: a few rows) to their misses.
     double = (
         session.execute(
             sa_select(*columns, col(Review.lease_expires_at))
-            .join(Review, col(Review.miss_id) == col(Miss.id))
+            .select_from(Review)
+            .join(Miss, col(Miss.id) == col(Review.miss_id))
             .join(User, col(User.id) == col(Review.reviewer_id))
             .where(
-                col(Miss.triage_id) == triage.id,
-                col(Miss.state) == MissState.OPEN.value,
-                col(Review.category).is_(None),
+                col(Review.triage_id) == triage.id,
                 col(Review.lease_expires_at) > now,
+                col(Review.category).is_(None),
+                col(Miss.state) == MissState.OPEN.value,
             )
         ).all()
         if triage.reviewers > 1

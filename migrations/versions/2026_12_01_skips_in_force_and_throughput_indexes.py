@@ -1,4 +1,4 @@
-"""skips in force as rows; reviewer throughput from covering indexes
+"""skips in force as rows; reviewer throughput from covering indexes; live leases by index
 
 Revision ID: 9e3c51d7a0b4
 Revises: 7a41c2e9b8d3
@@ -74,10 +74,18 @@ def upgrade() -> None:
             ["triage_id", "reviewer_id", "labelled_at", "category"],
             unique=False,
         )
+        batch_op.create_index("ix_review_lease", ["triage_id", "lease_expires_at"], unique=False)
+    # The live leases (a lease running past now) from a range of an index, not a filter over
+    # every open miss.
+    with op.batch_alter_table("miss", schema=None) as batch_op:
+        batch_op.create_index("ix_miss_lease", ["triage_id", "lease_expires_at"], unique=False)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("miss", schema=None) as batch_op:
+        batch_op.drop_index("ix_miss_lease")
     with op.batch_alter_table("review", schema=None) as batch_op:
+        batch_op.drop_index("ix_review_lease")
         batch_op.drop_index("ix_review_triage")
         batch_op.create_index("ix_review_triage", ["triage_id", "reviewer_id"], unique=False)
     with op.batch_alter_table("miss", schema=None) as batch_op:
