@@ -92,8 +92,9 @@ def test_dashboard_hint_accuracy_and_covered(
     assert len(listed) == 1
     assert "audit#0" in listed[0][1].get_text()
     # the backlog page, the miss page and the download say the same word for where it stands
-    assert listed[0][4].get_text(strip=True) == "covered"
-    miss_page = get(client, listed[0][1].select_one("a")["href"], mode)
+    assert listed[0][4]["data-cause"] == "covered"
+    assert listed[0][4].get_text(strip=True) == "Covered by a duplicate"
+    miss_page = get(client, listed[0][1].select_one("a.miss-link")["href"], mode)
     assert miss_page.select_one("#state").get_text() == "covered"
     download = client.get(
         f"/api/v1/triages/{ids['triage']}/backlog?format=jsonl&category=covered",

@@ -124,8 +124,9 @@ def test_backlog_filters_and_miss_page(
     other = get(client, f"/triages/{triage.id}/backlog?cause=other", mode)
     rows = other.select("#backlog tbody tr")
     assert [r["data-miss"] for r in rows] == [str(labelled[1])]
+    assert rows[0].select("td")[4]["data-cause"] == "other"
     assert [td.get_text() for td in rows[0].select("td")][4:7] == [
-        "other",
+        "Other",
         "judged wrongly",
         "reviewer@example.com",
     ]
