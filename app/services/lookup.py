@@ -49,6 +49,8 @@ class QueryDetail:
     judged: list[JudgedDocument]
     head: list[tuple[int, str, float | None]]
     judged_ids: frozenset[str]
+    #: the corpus titles of the judged documents and of the head's
+    titles: dict[str, str]
 
 
 def _titles(*, session: Session, golden: GoldenSet, doc_ids: set[str]) -> dict[str, str]:
@@ -133,6 +135,7 @@ def query_detail(
         judged=judged,
         head=head,
         judged_ids=frozenset(grades),
+        titles=titles,
     )
 
 
