@@ -214,3 +214,39 @@ def test_settings_panel_causes_and_webhook(
     assert flash is not None
     assert flash["data-flash"] == "error"
     assert flash.get_text().startswith("settings not saved:")
+
+
+def test_reranker_note_says_no_change_when_recall_at_k_did_not_move(
+    client: TestClient, golden_url: str
+) -> None:
+    created = client.post(
+        f"{golden_url}/runs",
+        data={"name": "again"},
+        headers=ORIGIN,
+        files={"run": ("again.trec", FIRST)},
+        follow_redirects=False,
+    )
+    assert created.status_code == 303
+    soup = BeautifulSoup(client.get(f"{golden_url}?k=1&depth=5").text, "html.parser")
+    notes = [p.get_text() for p in soup.select('[data-check="reranker"]')]
+    assert (
+        "first and again return the same top 5 documents for every query: R@5 is identical "
+        "(0.6667), and R@1 shows no change (0.1667): the ordering differs at most inside the "
+        "top 1."
+    ) in notes
+    assert not any("change (0.1667 to 0.1667)" in note for note in notes)
+
+
+def test_comparison_rows_put_causes_first_then_other_covered_unlabelled() -> None:
+    from app.services.comparisons import cause_order
+
+    causes = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+    present = {"unlabelled", "covered", "other", "chunk-boundary", "not-indexed", "legacy"}
+    assert cause_order(causes, present) == [
+        "not-indexed",
+        "chunk-boundary",
+        "legacy",
+        "other",
+        "covered",
+        "unlabelled",
+    ]
