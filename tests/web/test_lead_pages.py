@@ -250,3 +250,21 @@ def test_comparison_rows_put_causes_first_then_other_covered_unlabelled() -> Non
         "covered",
         "unlabelled",
     ]
+
+
+def test_breadcrumbs_are_an_ordered_list_ending_on_the_page(
+    client: TestClient, golden_url: str, mode: str
+) -> None:
+    listing = BeautifulSoup(client.get(golden_url).text, "html.parser")
+    run_url = listing.select_one('#runs-table tr[data-run="first"] a')["href"].split("?")[0]
+    for url, trail in (
+        (golden_url, ["Golden sets", "help"]),
+        (run_url, ["Golden sets", "help", "first"]),
+        (f"{run_url}/queries/q1", ["Golden sets", "help", "first", "Query q1"]),
+    ):
+        soup = get(client, url, mode)
+        crumbs = soup.select_one('nav[aria-label="Breadcrumb"] ol')
+        assert [li.get_text(strip=True) for li in crumbs.select("li")] == trail, url
+        assert crumbs.select("li")[-1].select_one('[aria-current="page"]') is not None
+        assert crumbs.select("li")[-1].a is None  # the page itself is not a link
+        assert "/" not in "".join(li.get_text() for li in crumbs.select("li"))
