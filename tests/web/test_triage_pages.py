@@ -45,6 +45,19 @@ def test_dashboard(
         "other": "1",
         "unlabelled": "2",
     }
+    # one colour per cause, by its place in the golden set's causes; other its own; unlabelled
+    # the neutral; the label always shown beside the colour
+    colours = {
+        tr["data-cause"]: (tr.select_one("svg.bar")["data-cause-color"], tr.th.get_text(strip=True))
+        for tr in soup.select("#counts tr")
+    }
+    assert colours == {
+        "not-indexed": ("1", "Not indexed"),
+        "vocabulary-mismatch": ("2", "Vocabulary mismatch"),
+        "chunk-boundary": ("3", "Chunk boundary"),
+        "other": ("other", "Other"),
+        "unlabelled": ("unlabelled", "Unlabelled"),
+    }
     assert len(soup.select("#residue tbody tr")) == 3
     throughput = [
         [td.get_text() for td in tr.select("td")][:2] for tr in soup.select("#throughput tbody tr")
