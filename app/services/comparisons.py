@@ -5,15 +5,15 @@ reviewers gave them."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, or_, select
 
 from app.eval import Gain, misses_frame
 from app.eval.conventions import DEFAULT_DEPTHS
 from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
-from app.models import JUDGED, UNLABELLED, GoldenSet, Miss, Run, RunHead, Triage
+from app.models import JUDGED, UNLABELLED, GoldenSet, Miss, MissState, Run, RunHead, Triage
 from app.models.runs import RunPublic
 from app.services import triages as triage_service
 from app.services.errors import Invalid
@@ -43,15 +43,40 @@ def same_candidates(*, session: Session, a: Run, b: Run, depth: int) -> bool | N
 
 
 def latest_labels(*, session: Session, golden: GoldenSet) -> dict[tuple[str, str], str]:
-    """The most recent cause of every (qid, doc_id) labelled in any triage of the golden set."""
+    """The most recent cause of every (qid, doc_id) labelled in any triage of the golden set;
+    "covered" for a pair no triage labelled whose miss was covered by a duplicate (a copy was
+    in the candidates): covered is its own row, never "unlabelled"."""
     rows = session.exec(
-        select(Miss.qid, Miss.doc_id, Miss.category)
+        select(Miss.qid, Miss.doc_id, Miss.state, Miss.category)
         .join(Triage, col(Triage.id) == col(Miss.triage_id))
         .join(Run, col(Run.id) == col(Triage.run_id))
-        .where(Run.golden_set_id == golden.id, col(Miss.category).is_not(None))
+        .where(
+            Run.golden_set_id == golden.id,
+            or_(col(Miss.category).is_not(None), col(Miss.state) == MissState.COVERED.value),
+        )
         .order_by(col(Miss.labelled_at))
     )
-    return {(qid, doc): category for qid, doc, category in rows if category is not None}
+    labels: dict[tuple[str, str], str] = {}
+    for qid, doc, state, category in rows:
+        if category is not None:
+            labels[(qid, doc)] = category
+        elif state == MissState.COVERED.value:
+            labels.setdefault((qid, doc), COVERED)
+    return labels
+
+
+#: The pseudo-cause of a miss covered by a duplicate.
+COVERED = MissState.COVERED.value
+
+
+def cause_order(causes: list[str], present: object) -> list[str]:
+    """The rows of a by-cause table: the golden set's causes in their order, then any other
+    cause seen (an older taxonomy's), then "other", "covered" and "unlabelled" last."""
+    seen = set(present)  # type: ignore[call-overload]
+    tail = ["other", COVERED, UNLABELLED]
+    named = [c for c in causes if c in seen and c not in tail]
+    extra = sorted(c for c in seen if c not in named and c not in tail)
+    return named + extra + [c for c in tail if c in seen]
 
 
 @dataclass(frozen=True)
@@ -171,12 +196,15 @@ def reranker_checks(*, session: Session, runs: list[Run], rows: list[RunRow]) ->
         for run_b, b in zip(runs[i + 1 :], rows[i + 1 :], strict=True):
             k, depth = a.metrics.k, a.metrics.depth
             if same_candidates(session=session, a=run_a, b=run_b, depth=depth):
-                notes.append(
-                    f"{a.run.name} and {b.run.name} return the same top {depth} documents "
-                    f"for every query: R@{depth} is identical ({a.recall_depth:.4f}), and "
-                    f"the R@{k} change ({a.recall_k:.4f} to {b.recall_k:.4f}) is "
-                    "ordering alone."
-                )
+                same = f"{a.run.name} and {b.run.name} return the same top {depth} documents "
+                same += f"for every query: R@{depth} is identical ({a.recall_depth:.4f}), and "
+                if f"{a.recall_k:.4f}" == f"{b.recall_k:.4f}":
+                    same += f"R@{k} shows no change ({a.recall_k:.4f}): the ordering differs "
+                    same += f"at most inside the top {k}."
+                else:
+                    same += f"the R@{k} change ({a.recall_k:.4f} to {b.recall_k:.4f}) is "
+                    same += "ordering alone."
+                notes.append(same)
     return notes
 
 
@@ -195,16 +223,29 @@ class Comparison:
     fixed_by_cause: Counter[str] = field(default_factory=Counter)
     introduced_by_cause: Counter[str] = field(default_factory=Counter)
 
-    def sentences(self) -> list[str]:
-        """ "hybrid fixes 9 of 9 vocabulary-mismatch misses of bm25; introduces 2 unlabelled"."""
+    def sentences(self, name: Callable[[str], str] = str) -> list[str]:
+        """ "hybrid fixes 9 of 9 vocabulary-mismatch misses of bm25; introduces 2 unlabelled";
+        ``name`` gives each cause its human name (the pages pass the copy's label)."""
+
+        def misses(n: int) -> str:
+            return "miss" if n == 1 else "misses"
+
+        def last(c: str) -> tuple[bool, str]:
+            return (c in (COVERED, UNLABELLED), c)
+
+        ordered = sorted(self.by_cause_a, key=last)
         parts = [
-            f"{self.fixed_by_cause[c]} of {self.by_cause_a[c]} {c}"
-            for c in sorted(self.by_cause_a, key=lambda c: (c == UNLABELLED, c))
+            f"{self.fixed_by_cause[c]} of {self.by_cause_a[c]} {name(c)} "
+            f"{misses(self.by_cause_a[c])}"
+            for c in ordered
         ]
-        fixes = f"{self.b.name} fixes " + ", ".join(parts) + f" misses of {self.a.name}"
+        fixes = f"{self.b.name} fixes " + ", ".join(parts) + f" of {self.a.name}"
         if not self.introduced:
             return [fixes + "; introduces none"]
-        new = ", ".join(f"{n} {c}" for c, n in sorted(self.introduced_by_cause.items()))
+        new = ", ".join(
+            f"{n} {name(c)}"
+            for c, n in sorted(self.introduced_by_cause.items(), key=lambda i: last(i[0]))
+        )
         return [f"{fixes}; introduces {new}"]
 
 

@@ -134,3 +134,11 @@ def label(identifier: str | None) -> str:
 def meaning(identifier: str | None) -> str:
     """What an identifier means (empty for a golden set's own cause)."""
     return term(identifier).meaning
+
+
+def phrase(identifier: str | None) -> str:
+    """An identifier inside a sentence: its human name in lower case ("2 vocabulary mismatch
+    misses"); a miss covered by a duplicate reads as "covered"."""
+    if identifier == "covered":
+        return "covered"
+    return label(identifier).lower()

@@ -22,6 +22,7 @@ from app.services import golden_sets as golden_service
 from app.services import runs as run_service
 from app.services.errors import Invalid
 from app.services.metrics import query_rows
+from app.web import copy
 from app.web.charts import clusters_chart
 from app.web.forms import (
     ClusterView,
@@ -203,6 +204,11 @@ def compare_page(
         {
             "golden": GoldenSetPublic.of(golden),
             "comparison": comparison,
+            "sentences": comparison.sentences(copy.phrase),
+            "causes": golden.causes,
+            "rows": comparisons.cause_order(
+                golden.causes, set(comparison.by_cause_a) | set(comparison.introduced_by_cause)
+            ),
             "texts": texts,
             "same": comparisons.same_candidates(session=session, a=run_a, b=run_b, depth=cut),
         },

@@ -41,7 +41,10 @@ def test_lead_flow_until_the_categories_close(
         expect(page.locator(f'#runs-table tr[data-run="{run}"]')).to_be_visible()
     expect(page.locator("svg#depth-curve g.series")).to_have_count(2)
     screenshot(page, "lead-golden-set")
-    # The depth advisor, as a lead asks for it: a reranking cost typed into the field.
+    # The depth advisor, as a lead asks for it: the cost options opened (they wait behind a
+    # disclosure so the runs table leads), a reranking cost typed into the field.
+    expect(page.locator('input[name="cost_ms"]')).to_be_hidden()
+    page.get_by_text("Cost and averaging options").click()
     page.fill('input[name="cost_ms"]', "3.1")
     page.get_by_role("button", name="Show").click()
     expect(page.locator('#curve-cost td[data-measure="cost"]')).to_have_text(

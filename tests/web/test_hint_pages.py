@@ -92,8 +92,9 @@ def test_dashboard_hint_accuracy_and_covered(
     assert len(listed) == 1
     assert "audit#0" in listed[0][1].get_text()
     # the backlog page, the miss page and the download say the same word for where it stands
-    assert listed[0][4].get_text(strip=True) == "covered"
-    miss_page = get(client, listed[0][1].select_one("a")["href"], mode)
+    assert listed[0][4]["data-cause"] == "covered"
+    assert listed[0][4].get_text(strip=True) == "Covered by a duplicate"
+    miss_page = get(client, listed[0][1].select_one("a.miss-link")["href"], mode)
     assert miss_page.select_one("#state").get_text() == "covered"
     download = client.get(
         f"/api/v1/triages/{ids['triage']}/backlog?format=jsonl&category=covered",
@@ -118,3 +119,33 @@ def test_run_page_shows_cluster_measures(
     text = soup.select_one("#clusters").get_text(" ", strip=True)
     assert "unique-clusters@2 median 2" in text
     assert "cluster-R@2 0.250" in text
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_comparison_keeps_covered_misses_apart_from_unlabelled(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path, mode: str
+) -> None:
+    lead = accounts[Role.LEAD]
+    ids = import_hint_fixture(client, lead.headers, tmp_path)
+    # a second run that puts the covered document (q4, audit#0) first
+    run_text = "q4 Q0 audit#0 1 9 second\nq4 Q0 noise#0 2 8 second\n"
+    second = client.post(
+        f"/api/v1/golden-sets/{ids['golden']}/runs",
+        headers=lead.headers,
+        data={"name": "second"},
+        files={"run": ("second.trec", run_text.encode())},
+    )
+    assert second.status_code == 201, second.text
+    login(client, lead.email)
+    url = f"/golden-sets/{ids['golden']}/compare?a={ids['run']}&b={second.json()['id']}&depth=3"
+    soup = get(client, url, mode)
+    fixed = soup.select_one('#fixed tr[data-cause="covered"]')
+    assert fixed is not None
+    assert fixed.select_one(".badge").get_text(strip=True) == "Covered by a duplicate"
+    assert fixed.select_one(".badge")["data-cause-color"] == "covered"
+    rows = [tr["data-cause"] for tr in soup.select("#by-cause tbody tr")]
+    assert rows[-2:] == ["covered", "unlabelled"]
+    assert "unlabelled" not in {tr["data-cause"] for tr in soup.select("#fixed tbody tr")}
+    assert soup.select_one("#summary").get_text() == (
+        "second fixes 1 of 1 covered miss, 0 of 3 unlabelled misses of fixture; introduces none"
+    )

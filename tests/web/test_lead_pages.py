@@ -102,9 +102,18 @@ def test_run_page_diagnosis_search_sort(client: TestClient, golden_url: str, mod
     assert counts == {"ranking": "1", "candidate_generation": "0", "ingestion": "1", "fine": "1"}
     # each query says which rule fired, on its numbers; without a corpus ingestion is a guess
     reasons = {
-        tr.select("td")[-2].get_text(): tr.select_one("td.reason").get_text()
+        tr.select("td")[-2]["data-diagnosis"]: tr.select_one("td.reason").get_text()
         for tr in soup.select("#queries tbody tr")
     }
+    # the diagnosis shows its human name, its meaning on hover and focus
+    shown = {
+        tr.select("td")[-2]["data-diagnosis"]: tr.select("td")[-2].get_text()
+        for tr in soup.select("#queries tbody tr")
+    }
+    assert shown == {"ranking": "Ranking", "ingestion": "Ingestion", "fine": "Fine"}
+    term = soup.select_one('#queries td[data-diagnosis="ingestion"] .term')
+    assert term["tabindex"] == "0"
+    assert term["title"].startswith("Both recall and nDCG are low")
     assert all(reason.startswith("R@5 ") for reason in reasons.values())
     assert "a guess" in reasons["ingestion"]
     assert "a guess" in soup.select_one("p.conventions").get_text()
@@ -120,13 +129,18 @@ def test_comparison_by_cause(client: TestClient, golden_url: str, mode: str) -> 
     }
     soup = get(client, f"{golden_url}/compare?a={ids['first']}&b={ids['hybrid']}&depth=5", mode)
     assert soup.select_one("#summary").get_text() == (
-        "hybrid fixes 1 of 1 unlabelled misses of first; introduces 1 unlabelled"
+        "hybrid fixes 1 of 1 unlabelled miss of first; introduces 1 unlabelled"
     )
     assert [td.get_text() for td in soup.select("#fixed td")] == [
         "q3: export data",
         "d",
-        "unlabelled",
+        "Unlabelled",
     ]
+    query_href = soup.select_one("#fixed td a.query-link")["href"]
+    assert query_href.endswith(f"/runs/{ids['first']}/queries/q3")
+    assert soup.select_one("#fixed td a.doc-link")["href"].endswith("/documents/d")
+    # unlabelled is the neutral, not a cause's colour
+    assert soup.select_one("#fixed .badge")["data-cause-color"] == "unlabelled"
     assert [td.get_text() for td in soup.select("#introduced td")][:2] == ["q2: sso login", "c"]
 
 
@@ -152,10 +166,12 @@ def test_comparison_uses_labels_from_any_triage(
         "html.parser",
     )
     assert soup.select_one("#summary").get_text() == (
-        "hybrid fixes 1 of 1 vocabulary-mismatch misses of first; introduces 1 unlabelled"
+        "hybrid fixes 1 of 1 vocabulary mismatch miss of first; introduces 1 unlabelled"
     )
     row = soup.select_one('#by-cause tr[data-cause="vocabulary-mismatch"]')
-    assert [td.get_text() for td in row.select("td")] == ["vocabulary-mismatch", "1", "1", "0"]
+    assert [td.get_text() for td in row.select("td")] == ["Vocabulary mismatch", "1", "1", "0"]
+    # the cause's colour follows its place in the golden set's causes (the second by default)
+    assert row.select_one(".badge")["data-cause-color"] == "2"
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -198,3 +214,57 @@ def test_settings_panel_causes_and_webhook(
     assert flash is not None
     assert flash["data-flash"] == "error"
     assert flash.get_text().startswith("settings not saved:")
+
+
+def test_reranker_note_says_no_change_when_recall_at_k_did_not_move(
+    client: TestClient, golden_url: str
+) -> None:
+    created = client.post(
+        f"{golden_url}/runs",
+        data={"name": "again"},
+        headers=ORIGIN,
+        files={"run": ("again.trec", FIRST)},
+        follow_redirects=False,
+    )
+    assert created.status_code == 303
+    soup = BeautifulSoup(client.get(f"{golden_url}?k=1&depth=5").text, "html.parser")
+    notes = [p.get_text() for p in soup.select('[data-check="reranker"]')]
+    assert (
+        "first and again return the same top 5 documents for every query: R@5 is identical "
+        "(0.6667), and R@1 shows no change (0.1667): the ordering differs at most inside the "
+        "top 1."
+    ) in notes
+    assert not any("change (0.1667 to 0.1667)" in note for note in notes)
+
+
+def test_comparison_rows_put_causes_first_then_other_covered_unlabelled() -> None:
+    from app.services.comparisons import cause_order
+
+    causes = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
+    present = {"unlabelled", "covered", "other", "chunk-boundary", "not-indexed", "legacy"}
+    assert cause_order(causes, present) == [
+        "not-indexed",
+        "chunk-boundary",
+        "legacy",
+        "other",
+        "covered",
+        "unlabelled",
+    ]
+
+
+def test_breadcrumbs_are_an_ordered_list_ending_on_the_page(
+    client: TestClient, golden_url: str, mode: str
+) -> None:
+    listing = BeautifulSoup(client.get(golden_url).text, "html.parser")
+    run_url = listing.select_one('#runs-table tr[data-run="first"] a')["href"].split("?")[0]
+    for url, trail in (
+        (golden_url, ["Golden sets", "help"]),
+        (run_url, ["Golden sets", "help", "first"]),
+        (f"{run_url}/queries/q1", ["Golden sets", "help", "first", "Query q1"]),
+    ):
+        soup = get(client, url, mode)
+        crumbs = soup.select_one('nav[aria-label="Breadcrumb"] ol')
+        assert [li.get_text(strip=True) for li in crumbs.select("li")] == trail, url
+        assert crumbs.select("li")[-1].select_one('[aria-current="page"]') is not None
+        assert crumbs.select("li")[-1].a is None  # the page itself is not a link
+        assert "/" not in "".join(li.get_text() for li in crumbs.select("li"))

@@ -45,6 +45,19 @@ def test_dashboard(
         "other": "1",
         "unlabelled": "2",
     }
+    # one colour per cause, by its place in the golden set's causes; other its own; unlabelled
+    # the neutral; the label always shown beside the colour
+    colours = {
+        tr["data-cause"]: (tr.select_one("svg.bar")["data-cause-color"], tr.th.get_text(strip=True))
+        for tr in soup.select("#counts tr")
+    }
+    assert colours == {
+        "not-indexed": ("1", "Not indexed"),
+        "vocabulary-mismatch": ("2", "Vocabulary mismatch"),
+        "chunk-boundary": ("3", "Chunk boundary"),
+        "other": ("other", "Other"),
+        "unlabelled": ("unlabelled", "Unlabelled"),
+    }
     assert len(soup.select("#residue tbody tr")) == 3
     throughput = [
         [td.get_text() for td in tr.select("td")][:2] for tr in soup.select("#throughput tbody tr")
@@ -124,8 +137,9 @@ def test_backlog_filters_and_miss_page(
     other = get(client, f"/triages/{triage.id}/backlog?cause=other", mode)
     rows = other.select("#backlog tbody tr")
     assert [r["data-miss"] for r in rows] == [str(labelled[1])]
+    assert rows[0].select("td")[4]["data-cause"] == "other"
     assert [td.get_text() for td in rows[0].select("td")][4:7] == [
-        "other",
+        "Other",
         "judged wrongly",
         "reviewer@example.com",
     ]

@@ -94,7 +94,7 @@ def test_dashboard_residue_and_backlog_page(
     ):
         soup = get(client, url, mode)
         shown = {
-            tr.select_one("a").get_text(): tr.select_one("td.where").get_text()
+            tr.select_one("a.doc-link").get_text(): tr.select_one("td.where").get_text()
             for tr in soup.select(f"{table} tbody tr")
         }
         assert shown == EXPECTED, url

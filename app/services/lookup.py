@@ -1,0 +1,221 @@
+"""One query under one run, and one document of a golden set: the pages every query id and
+document id links to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlmodel import Session, col, select
+
+from app.eval import Gain
+from app.eval.diagnosis import Thresholds
+from app.models import JUDGED, Document, GoldenQuery, GoldenSet, Judgment, Run, RunJudged
+from app.services.errors import NotFound
+from app.services.golden_sets import get_golden_set
+from app.services.metrics import QueryRow
+from app.services.runs import RunContext, evaluate_stored_run, head_of, list_runs, run_context
+
+#: The most rows the document page lists of the runs that ranked it.
+MAX_RANKED = 200
+#: The most cluster-mates a document page names.
+MAX_CLUSTER_MATES = 20
+#: The head of the ranking a query page shows.
+HEAD = 10
+
+
+@dataclass(frozen=True)
+class JudgedDocument:
+    """A judged document of a query, with the rank the run gave it (None: not retrieved)."""
+
+    doc_id: str
+    title: str
+    grade: int
+    relevant: bool
+    rank: int | None
+    missed: bool
+
+
+@dataclass(frozen=True)
+class QueryDetail:
+    """A golden query under a run: its measures and diagnosis at (k, depth) (None for a log
+    run or a query without a relevant document), its judged documents and the head."""
+
+    context: RunContext
+    qid: str
+    text: str | None
+    k: int
+    depth: int
+    row: QueryRow | None
+    judged: list[JudgedDocument]
+    head: list[tuple[int, str, float | None]]
+    judged_ids: frozenset[str]
+    #: the corpus titles of the judged documents and of the head's
+    titles: dict[str, str]
+
+
+def _titles(*, session: Session, golden: GoldenSet, doc_ids: set[str]) -> dict[str, str]:
+    if not doc_ids:
+        return {}
+    rows = session.exec(
+        select(Document.doc_id, Document.title).where(
+            Document.golden_set_id == golden.id, col(Document.doc_id).in_(doc_ids)
+        )
+    )
+    return dict(rows.all())
+
+
+def query_detail(
+    *,
+    session: Session,
+    run_id: int,
+    qid: str,
+    k: int,
+    depth: int,
+    gain: Gain = Gain.EXP,
+) -> QueryDetail:
+    """The query ``qid`` of the run's golden set under the run ``run_id``; 404
+    ``query_not_found`` when the golden set has no such query."""
+    context = run_context(session=session, run_id=run_id)
+    golden, run = context.golden, context.run
+    query = session.exec(
+        select(GoldenQuery).where(GoldenQuery.golden_set_id == golden.id, GoldenQuery.qid == qid)
+    ).first()
+    grades = dict(
+        session.exec(
+            select(Judgment.doc_id, Judgment.grade).where(
+                Judgment.golden_set_id == golden.id, Judgment.qid == qid
+            )
+        ).all()
+    )
+    if query is None and not grades:
+        raise NotFound(f"no query {qid!r} in this golden set", code="query_not_found")
+    row = None
+    ranks: dict[str, int] = {}
+    if run.kind == JUDGED:
+        evaluation = evaluate_stored_run(
+            session=session,
+            run=run,
+            golden=golden,
+            k=k,
+            depth=depth,
+            gain=gain,
+            depths=(k, depth),
+            thresholds=Thresholds(),
+        )
+        row = next((QueryRow.of(q, k, depth) for q in evaluation.queries if q.qid == qid), None)
+        ranks = dict(
+            session.exec(
+                select(RunJudged.doc_id, RunJudged.rank).where(
+                    RunJudged.run_id == run.id, RunJudged.qid == qid
+                )
+            ).all()
+        )
+    head = head_of(session=session, run=run, qid=qid)[:HEAD]
+    titles = _titles(
+        session=session, golden=golden, doc_ids=set(grades) | {doc for _, doc, _ in head}
+    )
+    judged = [
+        JudgedDocument(
+            doc_id=doc,
+            title=titles.get(doc, ""),
+            grade=grade,
+            relevant=grade >= golden.min_grade,
+            rank=ranks.get(doc),
+            missed=grade >= golden.min_grade and (ranks.get(doc) or depth + 1) > depth,
+        )
+        for doc, grade in sorted(grades.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    return QueryDetail(
+        context=context,
+        qid=qid,
+        text=query.text if query is not None else None,
+        k=k,
+        depth=depth,
+        row=row,
+        judged=judged,
+        head=head,
+        judged_ids=frozenset(grades),
+        titles=titles,
+    )
+
+
+@dataclass(frozen=True)
+class RankedIn:
+    """Where one run put the document for one query."""
+
+    run_id: int
+    run_name: str
+    qid: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class DocumentDetail:
+    """A document of a golden set: its corpus row (None without a corpus), its judgments
+    (qid, query text, grade), its cluster-mates and the ranks judged runs gave it."""
+
+    golden: GoldenSet
+    doc_id: str
+    document: Document | None
+    judgments: list[tuple[str, str | None, int]]
+    cluster_mates: list[str]
+    ranked_in: list[RankedIn]
+    first_run_id: int | None
+
+
+def document_detail(*, session: Session, golden_set_id: int, doc_id: str) -> DocumentDetail:
+    """The document ``doc_id``; 404 ``document_not_found`` when the golden set neither has it
+    in its corpus nor judges it."""
+    golden = get_golden_set(session=session, golden_set_id=golden_set_id)
+    document = session.exec(
+        select(Document).where(Document.golden_set_id == golden.id, Document.doc_id == doc_id)
+    ).first()
+    judgments = list(
+        session.exec(
+            select(Judgment.qid, GoldenQuery.text, Judgment.grade)
+            .outerjoin(
+                GoldenQuery,
+                (col(GoldenQuery.golden_set_id) == col(Judgment.golden_set_id))
+                & (col(GoldenQuery.qid) == col(Judgment.qid)),
+            )
+            .where(Judgment.golden_set_id == golden.id, Judgment.doc_id == doc_id)
+            .order_by(col(Judgment.grade).desc(), col(Judgment.qid))
+        ).all()
+    )
+    if document is None and not judgments:
+        raise NotFound(f"no document {doc_id!r} in this golden set", code="document_not_found")
+    mates: list[str] = []
+    if document is not None and document.cluster_id is not None:
+        mates = list(
+            session.exec(
+                select(Document.doc_id)
+                .where(
+                    Document.golden_set_id == golden.id,
+                    Document.cluster_id == document.cluster_id,
+                    Document.doc_id != doc_id,
+                )
+                .order_by(col(Document.doc_id))
+                .limit(MAX_CLUSTER_MATES)
+            ).all()
+        )
+    runs = list_runs(session=session, golden=golden, kind=JUDGED)
+    ranked: list[RankedIn] = []
+    if runs and judgments:
+        names = {run.id: run.name for run in runs}
+        rows = session.exec(
+            select(RunJudged.run_id, RunJudged.qid, RunJudged.rank)
+            .where(col(RunJudged.run_id).in_(names), RunJudged.doc_id == doc_id)
+            .order_by(col(RunJudged.run_id), col(RunJudged.qid))
+            .limit(MAX_RANKED)
+        )
+        ranked = [RankedIn(r, names[r], q, rank) for r, q, rank in rows]
+    first: Run | None = runs[0] if runs else None
+    return DocumentDetail(
+        golden=golden,
+        doc_id=doc_id,
+        document=document,
+        judgments=[(q, t, g) for q, t, g in judgments],
+        cluster_mates=mates,
+        ranked_in=ranked,
+        first_run_id=first.id if first is not None else None,
+    )
