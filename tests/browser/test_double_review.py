@@ -70,7 +70,7 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     lead.locator("#adjudicate").click()
     expect(lead.locator(".card")).to_have_attribute("data-miss", first or "")
     expect(lead.locator("#labels tbody tr")).to_have_count(2)
-    expect(lead.locator("#labels")).to_contain_text("cant-tell")
+    expect(lead.locator('#labels td.cause[data-cause="cant-tell"]')).to_have_text("Can't tell")
     lead.keyboard.press("3")
     expect(lead.locator("#message")).to_contain_text("Decided:")
     expect(lead.locator("#empty")).to_be_visible()

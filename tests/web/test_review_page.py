@@ -34,7 +34,10 @@ def test_review_page_shows_one_miss_with_context(
     assert card["data-version"] == "1"
     assert soup.select_one("#query-text").get_text() == "how do I handle api throttling limits?"
     assert [m.get_text() for m in soup.select("#doc-title mark")] == ["api", "throttling", "limits"]
-    assert soup.select_one("#where").get_text() == "not retrieved in the top 3"
+    assert (
+        soup.select_one("#where").get_text()
+        == "not retrieved: not among the run's 3 results for this query"
+    )
     keys = [(b["data-key"], b.get("value")) for b in soup.select("#review button[data-key]")]
     assert keys[:3] == [("1", "not-indexed"), ("2", "vocabulary-mismatch"), ("3", "chunk-boundary")]
     assert [li["value"] for li in soup.select("#candidates li")] == ["1", "2", "3"]
