@@ -59,7 +59,7 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     bob.goto(f"{live_server.url}{review}")
     expect(bob.locator(".card")).to_have_attribute("data-miss", first or "")
     bob.keyboard.press("c")  # can't tell: to adjudication
-    expect(bob.locator("#message")).to_have_text("Saved: q0 / d0-1 is cant-tell.")
+    expect(bob.locator("#message")).to_have_text("Saved: q0 / d0-1 is Can't tell.")
     expect(bob.locator(".card")).not_to_have_attribute("data-miss", first or "")
     bob.keyboard.press("1")  # agrees with Ann on the second miss
     expect(bob.locator("#empty")).to_be_visible()

@@ -185,7 +185,7 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
             labels[miss].append((reviewer.email, cause))
             _press(page, key)
             expect(page.locator("#message")).to_have_text(
-                re.compile(rf"^Saved: .* is {re.escape(cause)}\.$")
+                re.compile(rf"^Saved: .* is {re.escape(label_of(cause))}\.$")
             )
 
     # Every miss has two labels from two distinct reviewers; each reviewer saw each once.
@@ -229,7 +229,7 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
         final[miss] = str(card.locator("#hint").get_attribute("data-term"))  # with the evidence
         _press(lead, _key_of(lead, final[miss]))
         expect(lead.locator("#message")).to_have_text(
-            re.compile(rf"^Decided: .* is {re.escape(final[miss])}\.$")
+            re.compile(rf"^Decided: .* is {re.escape(label_of(final[miss]))}\.$")
         )
     assert set(final) == set(labels)
 

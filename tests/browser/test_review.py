@@ -54,7 +54,7 @@ def test_keyboard_labelling_and_undo(
     page.keyboard.press("o")
     page.keyboard.type("judgment looks wrong")
     page.keyboard.press("Enter")
-    expect(page.locator("#message")).to_contain_text("is other")
+    expect(page.locator("#message")).to_contain_text("is Other")
     page.keyboard.press("?")
     expect(page.locator("dialog#help")).to_be_visible()
     page.keyboard.press("Escape")
