@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from app.models import Role
 from app.models.triage_public import Overlap
+from tests.support.fits import LAPTOP, assert_fits
 from tests.support.live import LiveServer
 from tests.support.service import PASSWORD, Account
 from tests.support.triage import make_people, make_triage
@@ -71,6 +72,10 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     expect(lead.locator(".card")).to_have_attribute("data-miss", first or "")
     expect(lead.locator("#labels tbody tr")).to_have_count(2)
     expect(lead.locator('#labels td.cause[data-cause="cant-tell"]')).to_have_text("Can't tell")
+    # the adjudication card fits a laptop screen: the labels beside the query, the evidence,
+    # the keys, none under another
+    lead.set_viewport_size(LAPTOP)
+    assert_fits(lead, ["query", "document text", "what ranked first", "reviewers' labels"])
     lead.keyboard.press("3")
     expect(lead.locator("#message")).to_contain_text("Decided:")
     expect(lead.locator("#empty")).to_be_visible()

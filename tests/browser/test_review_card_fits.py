@@ -13,82 +13,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from playwright.sync_api import Browser, Page, expect
 
+from tests.support.fits import LAPTOP, assert_fits
 from tests.support.screens import screenshot
 
-VIEWPORT = {"width": 1280, "height": 800}
-#: The card's parts, by the selectors the page gives them.
-PARTS = {
-    "query": "#query-text",
-    "document title": "#doc-title",
-    "document text": "#doc-text",
-    "evidence": "#hints",
-    "what ranked first": "#candidates",
-    "siblings": "#siblings",
-    "earlier label": "#suggestion",
-}
-
-#: Each part's box, the action bar's box, and what the browser hits at the part's centre.
-MEASURE = """(parts) => {
-  const box = (el) => { const r = el.getBoundingClientRect();
-    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
-  const bar = document.querySelector('#review form.actions');
-  const out = {bar: box(bar), viewport: {width: innerWidth, height: innerHeight}, parts: {}};
-  for (const [name, selector] of Object.entries(parts)) {
-    const el = document.querySelector(selector);
-    if (!el) continue;
-    const b = box(el);
-    const hit = document.elementFromPoint((b.left + b.right) / 2, (b.top + b.bottom) / 2);
-    out.parts[name] = {...b, covered_by: hit && el.contains(hit) ? null :
-      (hit ? hit.tagName.toLowerCase() + (hit.id ? '#' + hit.id : '') : 'nothing')};
-  }
-  out.buttons = [...bar.querySelectorAll('button[data-key]')].map((el) => {
-    const b = box(el);
-    const hit = document.elementFromPoint((b.left + b.right) / 2, (b.top + b.bottom) / 2);
-    return {...b, key: el.dataset.key, covered_by: hit && el.contains(hit) ? null : String(hit)};
-  });
-  return out;
-}"""
-
-
-def _inside(box: dict[str, float], viewport: dict[str, float]) -> bool:
-    return (
-        box["top"] >= 0
-        and box["left"] >= 0
-        and box["bottom"] <= viewport["height"]
-        and box["right"] <= viewport["width"]
-    )
-
-
-def _meet(a: dict[str, float], b: dict[str, float]) -> bool:
-    return not (
-        a["bottom"] <= b["top"]
-        or a["top"] >= b["bottom"]
-        or a["right"] <= b["left"]
-        or a["left"] >= b["right"]
-    )
-
-
-def _assert_fits(page: Page, required: list[str]) -> dict[str, Any]:
-    measured: dict[str, Any] = page.evaluate(MEASURE, PARTS)
-    viewport, bar, parts = measured["viewport"], measured["bar"], measured["parts"]
-    assert viewport == VIEWPORT
-    missing = [name for name in required if name not in parts]
-    assert not missing, f"the card has no {missing}"
-    for name, box in parts.items():
-        assert _inside(box, viewport), f"{name} is not inside the viewport: {box}"
-        assert not _meet(box, bar), f"{name} {box} meets the action bar {bar}"
-        assert box["covered_by"] is None, f"{name} is covered by {box['covered_by']}"
-    assert _inside(bar, viewport), f"the action bar is below the fold: {bar}"
-    digits = [b for b in measured["buttons"] if b["key"].isdigit()]
-    assert len(digits) >= 3, measured["buttons"]  # the demo's three causes
-    for button in measured["buttons"]:
-        assert _inside(button, viewport), f"key {button['key']} is outside: {button}"
-        assert button["covered_by"] is None, f"key {button['key']}: {button['covered_by']}"
-    return measured
+VIEWPORT = LAPTOP
 
 
 def _log_in(browser: Browser, url: str, email: str, password: str) -> Page:
@@ -127,7 +58,7 @@ def test_the_review_card_fits_a_laptop_screen_with_nothing_under_the_bar(
         page.locator("#query-text").inner_text(),
         page.locator("#doc-title small").inner_text(),
     )
-    _assert_fits(page, ["query", "document text", "evidence", "what ranked first"])
+    assert_fits(page, ["query", "document text", "evidence", "what ranked first"])
     page.keyboard.press("2")
     expect(page.locator("#message")).to_contain_text("Saved:")
 
@@ -144,8 +75,15 @@ def test_the_review_card_fits_a_laptop_screen_with_nothing_under_the_bar(
     suggestion = page.locator("#suggestion")
     expect(suggestion).to_be_visible()
     expect(suggestion.locator(".term")).to_have_attribute("data-term", "vocabulary-mismatch")
-    required = ["query", "document text", "evidence", "what ranked first", "earlier label"]
-    measured = _assert_fits(page, required)
+    required = [
+        "query",
+        "document text",
+        "evidence",
+        "what ranked first",
+        "siblings",
+        "earlier label",
+    ]
+    measured = assert_fits(page, required)
     # the earlier label sits in the card's head, above the document
     assert (
         measured["parts"]["earlier label"]["bottom"] <= measured["parts"]["document title"]["top"]
@@ -173,4 +111,4 @@ def test_the_review_card_fits_a_laptop_screen_with_nothing_under_the_bar(
     # The next card, under the "Saved" banner, still fits.
     page.keyboard.press("1")
     expect(page.locator("#message")).to_contain_text("Saved:")
-    _assert_fits(page, ["query", "document text", "evidence", "what ranked first"])
+    assert_fits(page, ["query", "document text", "evidence", "what ranked first"])
