@@ -140,7 +140,7 @@ def adjudication_decide(
             now=clock.now(),
         )
     except ServiceError as exc:
-        shown = category if len(category) <= 100 else f"{category[:100]}..."
+        shown = copy.truncate_words(category, 100)
         # the caller's current disputed miss (the same one, unless its lease was lost)
         response = _card(
             request,

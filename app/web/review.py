@@ -212,7 +212,7 @@ def review_label(
     category: Annotated[str, Form()],
     note: Annotated[str, Form()] = "",
 ) -> Response:
-    shown = category if len(category) <= 100 else f"{category[:100]}..."
+    shown = copy.truncate_words(category, 100)
     if principal is None:
         return _expired(request, f"your label ({shown})")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
