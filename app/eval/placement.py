@@ -14,9 +14,11 @@ def where_the_run_put_it(rank: int | None, retrieved: int | None, depth: int) ->
     ``retrieved``: how many results the run returned for the query (None or 0: nothing).
 
     - returned deeper than ``depth``: "rank 73 of 1000";
-    - not returned, the run returned 34 results: "not retrieved in the top 34";
-    - not returned, the run returned one result: "not retrieved: the run returned 1 result
-      for this query" ("the top 1" reads badly);
+    - not returned, the run returned 34 results: "not retrieved: not among the run's 34
+      results for this query" (whatever the depth: "the top 34" read as if the run had been
+      cut there, and "the top 1" read badly);
+    - not returned, the run returned one result: "not retrieved: the run's only result for
+      this query is another document";
     - the run returned nothing for the query: "not retrieved: the run returned nothing for
       this query".
 
@@ -36,5 +38,5 @@ def where_the_run_put_it(rank: int | None, retrieved: int | None, depth: int) ->
     if not retrieved:
         return "not retrieved: the run returned nothing for this query"
     if retrieved == 1:
-        return "not retrieved: the run returned 1 result for this query"
-    return f"not retrieved in the top {retrieved}"
+        return "not retrieved: the run's only result for this query is another document"
+    return f"not retrieved: not among the run's {retrieved} results for this query"

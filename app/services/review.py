@@ -28,7 +28,9 @@ from app.services.runs import head_of
 #: Candidates shown beside the miss ("what won instead").
 CANDIDATES_SHOWN = 10
 TEXT_SHOWN = 4000
-SNIPPET = 220
+#: The text handed to the page for a candidate's snippet: the page cuts it between words
+#: (the ``words`` filter) much shorter than this.
+SNIPPET = 600
 
 
 def query_terms(text: str | None) -> set[str]:
@@ -41,6 +43,7 @@ class Candidate:
     rank: int
     doc_id: str
     title: str
+    #: the start of the document's text; the page cuts it shorter, between words
     snippet: str
     relevant: bool
 
@@ -56,6 +59,8 @@ class ReviewCard:
     truncated: bool
     where: str
     candidates: list[Candidate]
+    #: how many results the run returned for the query (``candidates`` are the first of them)
+    returned: int = 0
     siblings: list[tuple[Document, bool]] = field(default_factory=list)
     missing_terms: list[str] = field(default_factory=list)
     suggestion: tuple[str, str] | None = None
@@ -120,12 +125,17 @@ def evidence_lines(miss: Miss) -> list[Evidence]:
     return lines
 
 
-def _snippet(text: str) -> str:
-    return (
-        text
-        if len(text) <= SNIPPET
-        else text[:SNIPPET].rsplit(" ", 1)[0] + "\N{HORIZONTAL ELLIPSIS}"
-    )
+def head_between_words(text: str, limit: int) -> tuple[str, bool]:
+    """The start of ``text``, at most ``limit`` characters, ended between two words (a single
+    word longer than ``limit`` is cut inside), and whether anything was left out. The page
+    says "…" after a cut (app/web/copy.py's ``truncate_words`` for text it cuts itself)."""
+    if len(text) <= limit:
+        return text, False
+    head = text[:limit]
+    if not text[limit].isspace():
+        before, _, _ = head.rpartition(" ")
+        head = before if before.strip() else head
+    return head.rstrip(), True
 
 
 def results_per_query(*, session: Session, run_id: int, qids: Iterable[str]) -> dict[str, int]:
@@ -167,6 +177,9 @@ def build_card(*, session: Session, ctx: TriageContext, miss_id: int) -> ReviewC
         select(Document).where(Document.golden_set_id == golden.id, Document.doc_id == miss.doc_id)
     ).first()
     head = head_of(session=session, run=run, qid=miss.qid)[:CANDIDATES_SHOWN]
+    returned = results_per_query(session=session, run_id=triage.run_id, qids=[miss.qid]).get(
+        miss.qid
+    )
     head_ids = [doc_id for _, doc_id, _ in head]
     docs = (
         {
@@ -190,7 +203,7 @@ def build_card(*, session: Session, ctx: TriageContext, miss_id: int) -> ReviewC
             rank=rank,
             doc_id=doc_id,
             title=docs[doc_id].title if doc_id in docs else "",
-            snippet=_snippet(docs[doc_id].text) if doc_id in docs else "",
+            snippet=head_between_words(docs[doc_id].text, SNIPPET)[0] if doc_id in docs else "",
             relevant=doc_id in relevant,
         )
         for rank, doc_id, _ in head
@@ -209,7 +222,7 @@ def build_card(*, session: Session, ctx: TriageContext, miss_id: int) -> ReviewC
                 .order_by(col(Document.chunk_index), col(Document.doc_id))
             )
         ]
-    body = document.text if document else ""
+    body, truncated = head_between_words(document.text if document else "", TEXT_SHOWN)
     vocabulary = HintEvidence.from_json(miss.evidence).vocabulary
     return ReviewCard(
         miss=shown,
@@ -217,10 +230,11 @@ def build_card(*, session: Session, ctx: TriageContext, miss_id: int) -> ReviewC
         terms=terms,
         document=document,
         title=marked(document.title, terms) if document else [],
-        text=marked(body[:TEXT_SHOWN], terms),
-        truncated=len(body) > TEXT_SHOWN,
-        where=where_of(session=session, miss=shown, triage=triage),
+        text=marked(body, terms),
+        truncated=truncated,
+        where=where_the_run_put_it(shown.rank, returned, triage.depth),
         candidates=candidates,
+        returned=returned or 0,
         siblings=siblings,
         missing_terms=list(vocabulary.lacks) if vocabulary else [],
         # blind double review: no earlier label to lean on until the reviewers have spoken

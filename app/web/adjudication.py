@@ -21,6 +21,7 @@ from app.services import review as review_service
 from app.services import triages as triage_service
 from app.services.errors import Forbidden, ServiceError
 from app.settings import Settings
+from app.web import copy
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
@@ -139,7 +140,7 @@ def adjudication_decide(
             now=clock.now(),
         )
     except ServiceError as exc:
-        shown = category if len(category) <= 100 else f"{category[:100]}..."
+        shown = copy.truncate_words(category, 100)
         # the caller's current disputed miss (the same one, unless its lease was lost)
         response = _card(
             request,
@@ -154,7 +155,7 @@ def adjudication_decide(
         )
         return _back(request, ctx, response)
     case = _next(session, settings, clock, ctx, principal)
-    message = f"Decided: {decided.qid} / {decided.doc_id} is {decided.category}."
+    message = f"Decided: {decided.qid} / {decided.doc_id} is {copy.label(decided.category)}."
     return _back(request, ctx, _card(request, session, principal, ctx, case, message=message))
 
 

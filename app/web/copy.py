@@ -4,6 +4,7 @@ Jinja filters in app/web/render.py; pure, so tests call them directly."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 #: Plurals that are not the singular + "s".
@@ -52,6 +53,33 @@ def number(value: int | float | None, digits: int = 0) -> str:
     if digits:
         return f"{value:,.{digits}f}"
     return f"{round(value):,}"
+
+
+ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
+#: The last run of whitespace and the partial word after it.
+_LAST_WORD = re.compile(r"\s+\S*$")
+#: What a cut sentence should not end on before its ellipsis.
+_TRAILING = " \t\n,;:.-\N{EN DASH}\N{EM DASH}"
+
+
+def truncate_words(text: str | None, limit: int) -> str:
+    """``text`` unchanged when it has at most ``limit`` characters; else cut at the last
+    whitespace before ``limit`` (never inside a word), trailing punctuation dropped, with "…"
+    after it. A single word longer than ``limit`` is cut at ``limit``. None reads as "".
+
+    ``truncate_words("rate limiting for workspaces", 15)`` is "rate limiting…"."""
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    if text is None:
+        return ""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    if not text[limit].isspace():
+        partial = _LAST_WORD.search(head)
+        if partial is not None and head[: partial.start()].strip():
+            head = head[: partial.start()]
+    return head.rstrip(_TRAILING) + ELLIPSIS
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ templates.env.filters["measure"] = _format_measure
 templates.env.filters["number"] = copy.number
 templates.env.filters["label"] = copy.label
 templates.env.filters["meaning"] = copy.meaning
+templates.env.filters["words"] = copy.truncate_words
 templates.env.globals["count"] = copy.count
 templates.env.globals["agree"] = copy.agree
 

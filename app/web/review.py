@@ -29,6 +29,7 @@ from app.services import review as review_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
 from app.settings import Settings
+from app.web import copy
 from app.web.render import error_page, is_fragment_request, redirect, render, templates
 
 router = APIRouter(include_in_schema=False)
@@ -155,14 +156,14 @@ def review_take_back(
     taken = skips.take_back(
         session=session, triage=ctx.triage, user=principal.user, now=clock.now()
     ).taken_back
-    word = "miss" if taken == 1 else "misses"
+    they = copy.agree(taken, "it is", "they are")
     response = _card(
         request,
         session,
         principal,
         ctx,
         _next(session, settings, clock.now(), ctx, principal),
-        message=f"Took back {taken} skipped {word}: they are on your queue again.",
+        message=f"Took back {copy.count(taken, 'skipped miss')}: {they} on your queue again.",
     )
     return _card_or_back(request, ctx, response)
 
@@ -211,7 +212,7 @@ def review_label(
     category: Annotated[str, Form()],
     note: Annotated[str, Form()] = "",
 ) -> Response:
-    shown = category if len(category) <= 100 else f"{category[:100]}..."
+    shown = copy.truncate_words(category, 100)
     if principal is None:
         return _expired(request, f"your label ({shown})")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
@@ -252,8 +253,9 @@ def review_label(
             status=exc.status,
             error_code=exc.code,
         )
-    # your own label (with double review the miss's final label may not be decided yet)
-    saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {shown}."
+    # your own label (with double review the miss's final label may not be decided yet), by
+    # its name: the label was checked against the causes, so it is one of ours
+    saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {copy.label(category)}."
     return _card(
         request,
         session,

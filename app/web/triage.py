@@ -22,7 +22,7 @@ from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
-from app.services.review import where_of
+from app.services.review import build_card
 from app.settings import Settings
 from app.web.render import redirect, render
 
@@ -371,10 +371,8 @@ def _miss_page(
             "people": queue.who_did(session=session, events=events),
             "message": message,
             "causes": [*ctx.causes, OTHER],
-            "where": where_of(session=session, miss=miss, triage=ctx.triage),
-            "text": golden_service.query_texts(
-                session=session, golden=ctx.golden, qids={miss.qid}
-            ).get(miss.qid),
+            # the review card's evidence: the query, the document, what ranked first
+            "card": build_card(session=session, ctx=ctx, miss_id=miss.id),
             "is_lead": principal.role.allows_lead,
         },
         principal=principal,

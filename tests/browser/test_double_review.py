@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from app.models import Role
 from app.models.triage_public import Overlap
+from tests.support.fits import LAPTOP, assert_fits
 from tests.support.live import LiveServer
 from tests.support.service import PASSWORD, Account
 from tests.support.triage import make_people, make_triage
@@ -59,7 +60,7 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     bob.goto(f"{live_server.url}{review}")
     expect(bob.locator(".card")).to_have_attribute("data-miss", first or "")
     bob.keyboard.press("c")  # can't tell: to adjudication
-    expect(bob.locator("#message")).to_have_text("Saved: q0 / d0-1 is cant-tell.")
+    expect(bob.locator("#message")).to_have_text("Saved: q0 / d0-1 is Can't tell.")
     expect(bob.locator(".card")).not_to_have_attribute("data-miss", first or "")
     bob.keyboard.press("1")  # agrees with Ann on the second miss
     expect(bob.locator("#empty")).to_be_visible()
@@ -70,7 +71,11 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     lead.locator("#adjudicate").click()
     expect(lead.locator(".card")).to_have_attribute("data-miss", first or "")
     expect(lead.locator("#labels tbody tr")).to_have_count(2)
-    expect(lead.locator("#labels")).to_contain_text("cant-tell")
+    expect(lead.locator('#labels td.cause[data-cause="cant-tell"]')).to_have_text("Can't tell")
+    # the adjudication card fits a laptop screen: the labels beside the query, the evidence,
+    # the keys, none under another
+    lead.set_viewport_size(LAPTOP)
+    assert_fits(lead, ["query", "document text", "what ranked first", "reviewers' labels"])
     lead.keyboard.press("3")
     expect(lead.locator("#message")).to_contain_text("Decided:")
     expect(lead.locator("#empty")).to_be_visible()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 
+from app.web.copy import label as label_of
 from tests.support.agreement_textbook import fleiss
 from tests.support.screens import screenshot
 
@@ -176,7 +177,7 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
             ]
             if not reviewer.seen and reviewer.index == 0 and not labels:
                 screenshot(page, "double-review-demo-card", full_page=False)
-            hint = card.locator("#hint").inner_text()
+            hint = str(card.locator("#hint").get_attribute("data-term"))
             cause = _choice(reviewer, miss, hint, causes)
             # the first reviewer accepts the hints' suggestion with "a"
             key = "a" if reviewer.index == 0 else _key_of(page, cause)
@@ -184,7 +185,7 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
             labels[miss].append((reviewer.email, cause))
             _press(page, key)
             expect(page.locator("#message")).to_have_text(
-                re.compile(rf"^Saved: .* is {re.escape(cause)}\.$")
+                re.compile(rf"^Saved: .* is {re.escape(label_of(cause))}\.$")
             )
 
     # Every miss has two labels from two distinct reviewers; each reviewer saw each once.
@@ -214,16 +215,21 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
         miss = int(str(card.get_attribute("data-miss")))
         assert miss in disputed
         assert miss not in final
-        rows = card.locator("#labels tbody tr")
+        # the reviewers' rows (an earlier triage's label, when there is one, is a row apart);
+        # each cause by its name, the identifier in data-cause
+        rows = card.locator("#labels tbody tr[data-reviewer]")
         emails = rows.locator("td:first-child").all_inner_texts()
-        given = zip(emails, rows.locator("td.cause").all_inner_texts(), strict=True)
+        cells = rows.locator("td.cause")
+        causes_given = [str(cells.nth(i).get_attribute("data-cause")) for i in range(cells.count())]
+        given = zip(emails, causes_given, strict=True)
         assert sorted(given) == sorted(labels[miss])
+        assert cells.all_inner_texts() == [label_of(c) for c in causes_given]
         if len(final) == len(agreed):
             screenshot(lead, "double-review-demo-adjudication", full_page=False)
-        final[miss] = card.locator("#hint").inner_text()  # the lead sides with the evidence
+        final[miss] = str(card.locator("#hint").get_attribute("data-term"))  # with the evidence
         _press(lead, _key_of(lead, final[miss]))
         expect(lead.locator("#message")).to_have_text(
-            re.compile(rf"^Decided: .* is {re.escape(final[miss])}\.$")
+            re.compile(rf"^Decided: .* is {re.escape(label_of(final[miss]))}\.$")
         )
     assert set(final) == set(labels)
 

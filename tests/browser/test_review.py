@@ -33,7 +33,9 @@ def test_keyboard_labelling_and_undo(
     page.fill('input[name="password"]', PASSWORD)
     page.keyboard.press("Enter")
     expect(page.locator("#query-text")).to_have_text("how do I handle api throttling limits?")
-    expect(page.locator("#where")).to_have_text("not retrieved in the top 3")
+    expect(page.locator("#where")).to_have_text(
+        "not retrieved: not among the run's 3 results for this query"
+    )
     expect(page.locator("#doc-text mark").first).to_be_visible()
     screenshot(page, "review")
 
@@ -52,7 +54,7 @@ def test_keyboard_labelling_and_undo(
     page.keyboard.press("o")
     page.keyboard.type("judgment looks wrong")
     page.keyboard.press("Enter")
-    expect(page.locator("#message")).to_contain_text("is other")
+    expect(page.locator("#message")).to_contain_text("is Other")
     page.keyboard.press("?")
     expect(page.locator("dialog#help")).to_be_visible()
     page.keyboard.press("Escape")
@@ -128,7 +130,9 @@ def test_opening_claims_by_post_and_skips_can_be_taken_back(
     page.keyboard.press("Enter")
     expect(page.locator(".card[data-miss]")).to_be_visible()
     assert any(url.endswith(f"/triages/{triage.id}/review/claim") for url in posts)
-    expect(page.locator("#where")).to_have_text("not retrieved in the top 3")
+    expect(page.locator("#where")).to_have_text(
+        "not retrieved: not among the run's 3 results for this query"
+    )
     screenshot(page, "review-card", full_page=False, folder=SHOTS)
     for reason in ("the judgment looks wrong", "cannot tell without the PDF"):
         page.keyboard.press("s")

@@ -92,8 +92,13 @@ def test_keys_decide_and_refusals_say_nothing_was_saved(
     assert card.select_one("#query-text") is not None  # the review card's evidence
     rows = [[td.get_text() for td in tr.select("td")] for tr in card.select("#labels tbody tr")]
     assert rows == [
-        ["ann@example.com", "not-indexed", "ann thinks so"],
-        ["bob@example.com", "chunk-boundary", "bob thinks so"],
+        ["ann@example.com", "Not indexed", "ann thinks so"],
+        ["bob@example.com", "Chunk boundary", "bob thinks so"],
+    ]
+    # the causes by their names, the identifiers kept
+    assert [td["data-cause"] for td in card.select("#labels td.cause")] == [
+        "not-indexed",
+        "chunk-boundary",
     ]
     keys = [(b["data-key"], b.get("value")) for b in card.select("#review button[data-key]")]
     assert keys[:4] == [

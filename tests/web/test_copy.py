@@ -62,3 +62,52 @@ def test_a_golden_sets_own_cause_reads_as_words() -> None:
 
 def test_hyphenated_causes_read_as_words() -> None:
     assert copy.label("stale-embeddings") == "Stale embeddings"
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("rate limiting for workspaces", 100, "rate limiting for workspaces"),
+        ("rate limiting for workspaces", 28, "rate limiting for workspaces"),
+        # cut inside "for": back to the space before it
+        ("rate limiting for workspaces", 16, "rate limiting\N{HORIZONTAL ELLIPSIS}"),
+        # cut exactly at the end of a word: the word stays
+        ("rate limiting for workspaces", 13, "rate limiting\N{HORIZONTAL ELLIPSIS}"),
+        # no punctuation or space left before the ellipsis
+        ("limits, quotas and keys", 9, "limits\N{HORIZONTAL ELLIPSIS}"),
+        ("one. two three", 6, "one\N{HORIZONTAL ELLIPSIS}"),
+        # one word longer than the limit: cut inside it, as nothing else can be done
+        ("supercalifragilistic", 5, "super\N{HORIZONTAL ELLIPSIS}"),
+        ("   supercalifragilistic", 8, "   super\N{HORIZONTAL ELLIPSIS}"),
+        ("line one\nline two", 11, "line one\N{HORIZONTAL ELLIPSIS}"),
+        ("", 5, ""),
+        (None, 5, ""),
+    ],
+)
+def test_truncate_words_cuts_between_words(text: str | None, limit: int, expected: str) -> None:
+    assert copy.truncate_words(text, limit) == expected
+
+
+@pytest.mark.parametrize("limit", [1, 7, 20, 50])
+def test_truncate_words_never_ends_inside_a_word(limit: int) -> None:
+    text = "the answer is split across chunks and no chunk scores well alone"
+    cut = copy.truncate_words(text, limit)
+    assert len(cut) <= limit + 1
+    if cut != text:
+        kept = cut.removesuffix("\N{HORIZONTAL ELLIPSIS}")
+        assert cut.endswith("\N{HORIZONTAL ELLIPSIS}")
+        assert text.startswith(kept)
+        # what follows the kept text in the original starts a new word (or the one word
+        # longer than the limit was cut)
+        assert text[len(kept)] in " ,." or " " not in kept
+
+
+def test_truncate_words_refuses_a_limit_below_one() -> None:
+    with pytest.raises(ValueError, match="limit"):
+        copy.truncate_words("text", 0)
+
+
+def test_the_words_filter_is_registered() -> None:
+    from app.web.render import templates
+
+    assert templates.env.filters["words"] is copy.truncate_words

@@ -32,7 +32,11 @@ def test_review_page_shows_evidence_and_a_key_accepts_the_hint(
     soup = get(client, f"/triages/{ids['triage']}/review", mode)
     # queue order: q1 first, the vocabulary mismatch
     assert soup.select_one("#query-text").get_text() == "How do I stop API throttling?"
-    assert soup.select_one("#hint").get_text() == "vocabulary-mismatch"
+    # the suggested cause by its name, the identifier kept, the meaning on hover and focus
+    hint = soup.select_one("#hint")
+    assert (hint.get_text(), hint["data-term"]) == ("Vocabulary mismatch", "vocabulary-mismatch")
+    assert hint["title"].startswith("The query and the document use different words")
+    assert hint["tabindex"] == "0"
     evidence = {li["data-hint"]: li for li in soup.select("#hints li")}
     assert evidence["vocabulary-mismatch"]["class"] == ["fired"]
     assert [c.get_text() for c in evidence["vocabulary-mismatch"].select("code.lacks")] == [
@@ -52,7 +56,8 @@ def test_review_page_shows_evidence_and_a_key_accepts_the_hint(
     card = BeautifulSoup(saved.text, "html.parser")
     assert card.select_one("#message").get_text().startswith("Saved: q1 / rate#0")
     # next: q2, the answer split across chunks; its adjacent chunk is in the candidates
-    assert card.select_one("#hint").get_text() == "chunk-boundary"
+    assert card.select_one("#hint")["data-term"] == "chunk-boundary"
+    assert card.select_one("#hint").get_text() == "Chunk boundary"
     chunk = card.select_one('#hints li[data-hint="chunk-boundary"]')
     assert "trash#0" in chunk.get_text()
     assert "rank 1" in chunk.get_text()
@@ -95,7 +100,8 @@ def test_dashboard_hint_accuracy_and_covered(
     assert listed[0][4]["data-cause"] == "covered"
     assert listed[0][4].get_text(strip=True) == "Covered by a duplicate"
     miss_page = get(client, listed[0][1].select_one("a.miss-link")["href"], mode)
-    assert miss_page.select_one("#state").get_text() == "covered"
+    assert miss_page.select_one("#state")["data-term"] == "covered"
+    assert miss_page.select_one("#state").get_text() == "Covered by a duplicate"
     download = client.get(
         f"/api/v1/triages/{ids['triage']}/backlog?format=jsonl&category=covered",
         headers=lead.headers,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,41 @@ def test_review_page_shows_one_miss_with_context(
     assert card["data-version"] == "1"
     assert soup.select_one("#query-text").get_text() == "how do I handle api throttling limits?"
     assert [m.get_text() for m in soup.select("#doc-title mark")] == ["api", "throttling", "limits"]
-    assert soup.select_one("#where").get_text() == "not retrieved in the top 3"
+    assert (
+        soup.select_one("#where").get_text()
+        == "not retrieved: not among the run's 3 results for this query"
+    )
     keys = [(b["data-key"], b.get("value")) for b in soup.select("#review button[data-key]")]
     assert keys[:3] == [("1", "not-indexed"), ("2", "vocabulary-mismatch"), ("3", "chunk-boundary")]
     assert [li["value"] for li in soup.select("#candidates li")] == ["1", "2", "3"]
+    assert soup.select_one("#candidates-count").get_text() == "showing 3 of 3"
+    # the cause buttons by name, each with its meaning
+    buttons = soup.select("#review form.actions button[data-key]")
+    assert [b.get_text(" ", strip=True) for b in buttons[:3]] == [
+        "1 Not indexed",
+        "2 Vocabulary mismatch",
+        "3 Chunk boundary",
+    ]
+    assert all(b["title"] for b in buttons[:3])
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_empty_card_agrees_with_its_numbers(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
+) -> None:
+    """ "1 of 1 miss is labelled", never "1 of 1 misses are"."""
+    _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=1, corpus=True)
+    login(client, accounts[Role.REVIEWER].email)
+    miss_id = claim(client, triage.id).select_one(".card")["data-miss"]
+    done = client.post(
+        f"/triages/{triage.id}/review/label",
+        headers=HTMX,
+        data={"miss_id": miss_id, "version": "1", "category": "chunk-boundary"},
+    )
+    empty = BeautifulSoup(done.text, "html.parser").select_one("#empty")
+    assert empty is not None
+    said = " ".join(empty.select_one("p").get_text().split())
+    assert said == "1 of 1 miss is labelled. See the triage."
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -55,7 +87,9 @@ def test_label_answers_with_the_next_card(
     assert response.status_code == 200
     card = BeautifulSoup(response.text, "html.parser")
     assert card.find("html") is None  # the card alone, swapped in place
-    assert card.select_one("#message").get_text().startswith("Saved: q0 / ")
+    # the cause by its name, not its identifier
+    message = card.select_one("#message").get_text()
+    assert re.fullmatch(r"Saved: q0 / d0-[01] is Not indexed\.", message), message
     assert card.select_one(".card")["data-miss"] != miss_id
     # The same label again: stale, and the reviewer is told it was NOT saved.
     again = client.post(

@@ -149,7 +149,8 @@ def test_backlog_filters_and_miss_page(
     assert len(open_.select("#backlog tbody tr")) == 2
 
     page = get(client, f"/misses/{labelled[1]}", mode)
-    assert page.select_one("#state").get_text() == "other"
+    assert page.select_one("#state")["data-term"] == "other"
+    assert page.select_one("#state").get_text() == "Other"
     assert [tr.select("td")[2].get_text() for tr in page.select("#events tbody tr")] == ["label"]
     assert page.select_one("#relabel") is not None
 
@@ -178,7 +179,8 @@ def test_lead_relabels_with_audit(
     soup = BeautifulSoup(client.get(f"/misses/{miss_id}").text, "html.parser")
     actions = [tr.select("td")[2].get_text() for tr in soup.select("#events tbody tr")]
     assert actions == ["label", "relabel", "conflict"]
-    assert soup.select_one("#state").get_text() == "chunk-boundary"
+    assert soup.select_one("#state")["data-term"] == "chunk-boundary"
+    assert soup.select_one("#state").get_text() == "Chunk boundary"
     login(client, accounts[Role.REVIEWER].email)
     reviewer_view = BeautifulSoup(client.get(f"/misses/{miss_id}").text, "html.parser")
     assert reviewer_view.select_one("#relabel") is None

@@ -30,9 +30,9 @@ HTMX = {"HX-Request": "true", **ORIGIN}
 DEPTH = 50
 EXPECTED = {
     "d1": "rank 73 of 80",
-    "d2": "not retrieved in the top 34",
+    "d2": "not retrieved: not among the run's 34 results for this query",
     "d3": "not retrieved: the run returned nothing for this query",
-    "d4": "not retrieved: the run returned 1 result for this query",
+    "d4": "not retrieved: the run's only result for this query is another document",
 }
 
 

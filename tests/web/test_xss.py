@@ -75,4 +75,4 @@ def test_review_actions_answer_with_inert_cards(client: TestClient, seeded: Seed
     )
     assert answer.status_code == 200, answer.text
     soup = assert_inert(answer.text, "label saved")
-    assert CAUSE in soup.select_one("#message").get_text()
+    assert copy.label(CAUSE) in soup.select_one("#message").get_text()  # by its name, as text
