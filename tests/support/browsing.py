@@ -20,12 +20,14 @@ BLOCKING = ("serious", "critical")
 
 
 @contextmanager
-def prepared_demo(folder: Path) -> Iterator[DemoSite]:
-    """The demo, with a disputed double-review triage (tests.support.demo_site)."""
+def prepared_demo(folder: Path, *, disputes: bool = True) -> Iterator[DemoSite]:
+    """The demo, with a disputed double-review triage unless ``disputes`` is False
+    (tests.support.demo_site)."""
     demo = DemoProcess(folder)
     try:
         site = describe(demo)
-        add_disputes(site)
+        if disputes:
+            add_disputes(site)
         yield site
     finally:
         demo.stop()

@@ -1,0 +1,135 @@
+"""Focus is visible and survives HTMX swaps; saves, undos and errors are announced through
+live regions (base.html's #status, polite, and #errors, assertive)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, Route, expect
+
+from tests.support.browsing import log_in, prepared_demo
+from tests.support.demo_site import DemoSite
+from tests.support.product_pages import HTMX_BUSY, swap
+
+ACTIVE = (
+    "() => { const e = document.activeElement;"
+    " return e ? {tag: e.tagName.toLowerCase(), id: e.id, value: e.value ?? null} : null; }"
+)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
+    with prepared_demo(tmp_path_factory.mktemp("focus-demo"), disputes=False) as prepared:
+        yield prepared
+
+
+def _focused(page: Page) -> dict[str, str]:
+    found = page.evaluate(ACTIVE)
+    assert found is not None
+    return dict(found)
+
+
+def test_typing_in_the_run_search_keeps_focus_and_every_key(
+    browser: Browser, site: DemoSite
+) -> None:
+    url = site.url
+    context = log_in(browser, site, "lead")
+    page = context.new_page()
+    page.goto(f"{url}/runs/{site.run_id}")
+    page.locator("#run-search").focus()
+    typed = ""
+    for key in "rate":  # one key at a time, each answered by a swap of #main
+        swap(page, "#main > *", lambda key=key: page.keyboard.type(key))
+        typed += key
+        assert _focused(page) == {"tag": "input", "id": "run-search", "value": typed}
+        expect(page.locator("#queries tbody tr").first).to_be_attached()
+    assert page.evaluate("document.getElementById('run-search').selectionStart") == len(typed)
+    assert "q=rate" in page.url
+    context.close()
+
+
+def test_keys_typed_while_a_search_is_out_are_kept(browser: Browser, site: DemoSite) -> None:
+    """On a slow network (each request leaves 0.8 s late), keys pressed after a search has
+    gone out are neither dropped by its answer nor left unsearched."""
+    context = log_in(browser, site, "lead")
+    context.add_init_script(
+        "const send = XMLHttpRequest.prototype.send;"
+        "XMLHttpRequest.prototype.send = function (body) {"
+        " setTimeout(() => send.call(this, body), 800); };"
+    )
+    page = context.new_page()
+    page.goto(f"{site.url}/runs/{site.run_id}")
+    page.locator("#run-search").focus()
+    page.keyboard.type("api key", delay=400)  # each pause outlasts the 300 ms debounce
+    expect(page).to_have_url(re.compile(r"[?&]q=api(\+|%20)key(&|$)"), timeout=15_000)
+    expect(page.locator(HTMX_BUSY)).to_have_count(0, timeout=15_000)
+    assert _focused(page) == {"tag": "input", "id": "run-search", "value": "api key"}
+    shown = page.locator("#queries tbody tr td:first-child").all_inner_texts()
+    assert shown
+    assert all("api key" in row.lower() for row in shown), shown
+    context.close()
+
+
+def test_focus_is_visible_and_the_skip_link_leads_to_the_content(
+    browser: Browser, site: DemoSite
+) -> None:
+    url = site.url
+    context = log_in(browser, site, "lead")
+    page = context.new_page()
+    page.goto(f"{url}/golden-sets/{site.golden_set_id}")
+    page.keyboard.press("Tab")
+    assert _focused(page)["tag"] == "a"
+    expect(page.locator(".skip-link")).to_be_focused()
+    outlines = []
+    for _ in range(8):  # links, buttons, fields: each shows where the focus is
+        style = page.evaluate(
+            "() => { const e = document.activeElement, s = getComputedStyle(e);"
+            " return {visible: e.matches(':focus-visible'), style: s.outlineStyle,"
+            " width: parseFloat(s.outlineWidth), what: e.outerHTML.slice(0, 80)}; }"
+        )
+        outlines.append(style)
+        page.keyboard.press("Tab")
+    bad = [o for o in outlines if not o["visible"] or o["style"] == "none" or o["width"] <= 0]
+    assert not bad, bad
+    page.goto(f"{url}/golden-sets/{site.golden_set_id}")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    assert _focused(page)["id"] == "main"
+    context.close()
+
+
+def test_saves_undos_and_errors_are_announced(browser: Browser, site: DemoSite) -> None:
+    url = site.url
+    context = log_in(browser, site, "reviewer")
+    page = context.new_page()
+    page.goto(f"{url}/triages/{site.triage_id}/review")
+    expect(page.locator("#review .card[data-miss]")).to_be_visible()
+    status = page.locator("#status")
+    expect(status).to_have_attribute("role", "status")
+    expect(status).to_have_attribute("aria-live", "polite")
+    expect(page.locator("#errors")).to_have_attribute("aria-live", "assertive")
+
+    swap(page, "#review", lambda: page.keyboard.press("1"))
+    expect(status).to_have_text(page.locator("#message").inner_text())
+    assert status.inner_text().startswith("Saved: ")
+    swap(page, "#review", lambda: page.keyboard.press("u"))
+    expect(status).to_contain_text("Undone: ")
+    expect(status).to_have_text(page.locator("#message").inner_text())
+
+    # a label that cannot reach the server is said at once, and nothing moves on
+    miss = page.locator("#review .card").get_attribute("data-miss")
+
+    def refuse(route: Route) -> None:
+        route.abort()
+
+    page.route("**/review/label", refuse)
+    page.keyboard.press("2")
+    expect(page.locator("#errors")).to_contain_text("NOT saved")
+    expect(page.locator("#review .card")).to_have_attribute("data-miss", str(miss))
+    page.unroute("**/review/label")
+    swap(page, "#review", lambda: page.keyboard.press("2"))
+    expect(page.locator("#errors")).to_be_empty()
+    expect(status).to_contain_text("Saved: ")
+    context.close()
