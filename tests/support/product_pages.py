@@ -38,25 +38,30 @@ def swap(page: Page, replaced: str, action: Callable[[], None]) -> None:
 
 
 def _type_search(page: Page) -> None:
-    box = page.locator('input[name="q"]')
-    box.focus()
+    page.locator("#run-search").focus()
     swap(page, "#main > *", lambda: page.keyboard.type("rate"))
-    expect(page.locator('input[name="q"]')).to_have_value("rate")
+    expect(page.locator("#run-search")).to_have_value("rate")
+    expect(page.locator("#run-search")).to_be_focused()
 
 
 def _cluster_ks(page: Page) -> None:
-    box = page.locator('input[name="k"]')
-    box.focus()
-    box.fill("5,10")
+    page.locator("#clusters-k").focus()
+    page.keyboard.press("Control+a")
+    page.keyboard.type("5,10")
     swap(page, "#main > *", lambda: page.keyboard.press("Enter"))
+    expect(page.locator("#clusters-k")).to_be_focused()
 
 
-def _backlog_cause(page: Page) -> None:
-    swap(page, "#main > *", lambda: page.locator('select[name="cause"]').select_option(index=1))
+def _change_with_keys(field: str) -> Callable[[Page], None]:
+    """Focus the select ``field`` and move to its next option with the arrow key: the
+    filter swaps the page in and the select keeps the focus."""
 
+    def change(page: Page) -> None:
+        page.locator(field).focus()
+        swap(page, "#main > *", lambda: page.keyboard.press("ArrowDown"))
+        expect(page.locator(field)).to_be_focused()
 
-def _backlog_sort(page: Page) -> None:
-    swap(page, "#main > *", lambda: page.locator('select[name="sort"]').select_option(index=1))
+    return change
 
 
 def _label_and_next(page: Page) -> None:
@@ -123,9 +128,10 @@ PAGES = [
         "export-preview", "export_preview", query="tracker=github&target=acme%2Fsearch",
         lead_only=True,
     ),
-    ProductPage("backlog", "backlog_page", swap=_backlog_cause),
+    ProductPage("backlog", "backlog_page", swap=_change_with_keys("#backlog-cause")),
     ProductPage(
-        "backlog-filtered", "backlog_page", query="state=open&per_page=5", swap=_backlog_sort
+        "backlog-filtered", "backlog_page", query="state=open&per_page=5",
+        swap=_change_with_keys("#backlog-sort"),
     ),
     ProductPage("miss", "miss_page"),
     ProductPage("review", "review_page", ready="#review .card[data-miss]", swap=_label_and_next),
