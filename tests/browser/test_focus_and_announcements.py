@@ -111,6 +111,13 @@ def test_saves_undos_and_errors_are_announced(browser: Browser, site: DemoSite) 
     expect(status).to_have_attribute("aria-live", "polite")
     expect(page.locator("#errors")).to_have_attribute("aria-live", "assertive")
 
+    # "o" opens the note for "other", Esc closes it: the focus goes back to its button
+    page.keyboard.press("o")
+    expect(page.locator("#other-form input[name=note]")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.locator("#other-form")).to_be_hidden()
+    expect(page.locator('[data-opens="other-form"]')).to_be_focused()
+
     swap(page, "#review", lambda: page.keyboard.press("1"))
     expect(status).to_have_text(page.locator("#message").inner_text())
     assert status.inner_text().startswith("Saved: ")

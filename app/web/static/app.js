@@ -36,7 +36,12 @@
     if (field) {
       if (event.key === "Escape") {
         const form = field.closest(".inline-form");
-        if (form) { form.hidden = true; field.blur(); }
+        if (form) {
+          form.hidden = true;
+          // Back to the button that opened the form, so the focus is not lost to <body>.
+          const opener = form.id && document.querySelector('[data-opens="' + CSS.escape(form.id) + '"]');
+          if (opener) opener.focus(); else field.blur();
+        }
       }
       return;
     }
