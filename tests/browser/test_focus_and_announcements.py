@@ -38,14 +38,14 @@ def test_typing_in_the_run_search_keeps_focus_and_every_key(
     context = log_in(browser, site, "lead")
     page = context.new_page()
     page.goto(f"{url}/runs/{site.run_id}")
-    page.locator("#run-search").focus()
+    page.locator("#query-search").focus()
     typed = ""
     for key in "rate":  # one key at a time, each answered by a swap of #main
         swap(page, "#main > *", lambda key=key: page.keyboard.type(key))
         typed += key
-        assert _focused(page) == {"tag": "input", "id": "run-search", "value": typed}
+        assert _focused(page) == {"tag": "input", "id": "query-search", "value": typed}
         expect(page.locator("#queries tbody tr").first).to_be_attached()
-    assert page.evaluate("document.getElementById('run-search').selectionStart") == len(typed)
+    assert page.evaluate("document.getElementById('query-search').selectionStart") == len(typed)
     assert "q=rate" in page.url
     context.close()
 
@@ -61,11 +61,11 @@ def test_keys_typed_while_a_search_is_out_are_kept(browser: Browser, site: DemoS
     )
     page = context.new_page()
     page.goto(f"{site.url}/runs/{site.run_id}")
-    page.locator("#run-search").focus()
+    page.locator("#query-search").focus()
     page.keyboard.type("api key", delay=400)  # each pause outlasts the 300 ms debounce
     expect(page).to_have_url(re.compile(r"[?&]q=api(\+|%20)key(&|$)"), timeout=15_000)
     expect(page.locator(HTMX_BUSY)).to_have_count(0, timeout=15_000)
-    assert _focused(page) == {"tag": "input", "id": "run-search", "value": "api key"}
+    assert _focused(page) == {"tag": "input", "id": "query-search", "value": "api key"}
     shown = page.locator("#queries tbody tr td:first-child").all_inner_texts()
     assert shown
     assert all("api key" in row.lower() for row in shown), shown

@@ -38,10 +38,10 @@ def swap(page: Page, replaced: str, action: Callable[[], None]) -> None:
 
 
 def _type_search(page: Page) -> None:
-    page.locator("#run-search").focus()
+    page.locator("#query-search").focus()
     swap(page, "#main > *", lambda: page.keyboard.type("rate"))
-    expect(page.locator("#run-search")).to_have_value("rate")
-    expect(page.locator("#run-search")).to_be_focused()
+    expect(page.locator("#query-search")).to_have_value("rate")
+    expect(page.locator("#query-search")).to_be_focused()
 
 
 def _cluster_ks(page: Page) -> None:
@@ -128,10 +128,10 @@ PAGES = [
         "export-preview", "export_preview", query="tracker=github&target=acme%2Fsearch",
         lead_only=True,
     ),
-    ProductPage("backlog", "backlog_page", swap=_change_with_keys("#backlog-cause")),
+    ProductPage("backlog", "backlog_page", swap=_change_with_keys("#filter-cause")),
     ProductPage(
         "backlog-filtered", "backlog_page", query="state=open&per_page=5",
-        swap=_change_with_keys("#backlog-sort"),
+        swap=_change_with_keys("#filter-sort"),
     ),
     ProductPage("miss", "miss_page"),
     ProductPage("review", "review_page", ready="#review .card[data-miss]", swap=_label_and_next),
