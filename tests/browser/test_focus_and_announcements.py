@@ -72,31 +72,47 @@ def test_keys_typed_while_a_search_is_out_are_kept(browser: Browser, site: DemoS
     context.close()
 
 
-def test_focus_is_visible_and_the_skip_link_leads_to_the_content(
-    browser: Browser, site: DemoSite
-) -> None:
-    url = site.url
+#: WCAG 2.2's focus appearance asks for an indicator at least 2 CSS px thick.
+THINNEST_OUTLINE = 2.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="app.css has no :focus-visible rule: Chromium's own ring is 1 px (the design "
+    "branch of issue 18 adds `:focus-visible { outline: 3px solid var(--focus) }`)",
+)
+def test_focus_is_visible(browser: Browser, site: DemoSite) -> None:
+    """Tabbing through a page: each link, button and field shows where the focus is, with
+    an outline of at least 2 px."""
     context = log_in(browser, site, "lead")
     page = context.new_page()
-    page.goto(f"{url}/golden-sets/{site.golden_set_id}")
-    page.keyboard.press("Tab")
-    assert _focused(page)["tag"] == "a"
-    expect(page.locator(".skip-link")).to_be_focused()
+    page.goto(f"{site.url}/golden-sets/{site.golden_set_id}")
     outlines = []
-    for _ in range(8):  # links, buttons, fields: each shows where the focus is
-        style = page.evaluate(
-            "() => { const e = document.activeElement, s = getComputedStyle(e);"
-            " return {visible: e.matches(':focus-visible'), style: s.outlineStyle,"
-            " width: parseFloat(s.outlineWidth), what: e.outerHTML.slice(0, 80)}; }"
-        )
-        outlines.append(style)
+    for _ in range(12):
         page.keyboard.press("Tab")
-    bad = [o for o in outlines if not o["visible"] or o["style"] == "none" or o["width"] <= 0]
-    assert not bad, bad
-    page.goto(f"{url}/golden-sets/{site.golden_set_id}")
+        outlines.append(
+            page.evaluate(
+                "() => { const e = document.activeElement, s = getComputedStyle(e);"
+                " return {visible: e.matches(':focus-visible'), style: s.outlineStyle,"
+                " width: parseFloat(s.outlineWidth), what: e.outerHTML.slice(0, 80)}; }"
+            )
+        )
+    context.close()
+    assert all(o["visible"] for o in outlines), outlines
+    thin = [o for o in outlines if o["style"] == "none" or o["width"] < THINNEST_OUTLINE]
+    assert not thin, thin
+
+
+def test_the_skip_link_leads_to_the_content(browser: Browser, site: DemoSite) -> None:
+    context = log_in(browser, site, "lead")
+    page = context.new_page()
+    page.goto(f"{site.url}/golden-sets/{site.golden_set_id}")
     page.keyboard.press("Tab")
+    expect(page.locator(".skip-link")).to_be_focused()
     page.keyboard.press("Enter")
-    assert _focused(page)["id"] == "main"
+    expect(page.locator("main#main")).to_be_focused()
+    page.keyboard.press("Tab")  # the next stop is inside the content, past the header
+    assert page.evaluate("document.getElementById('main').contains(document.activeElement)")
     context.close()
 
 
