@@ -1,5 +1,5 @@
 """`misstriage demo` prepared so that every page of the product has something to show: the
-demo's own data, plus (through the JSON API and the CLI, as a lead and an admin would) a
+demo's own data, plus (through the JSON API, and the user service as the CLI would) a
 second reviewer and a triage with two reviewers per miss whose first misses are disputed, so
 the adjudication page has cards. Used by the accessibility, width and keyboard tests."""
 
@@ -10,12 +10,19 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from sqlmodel import Session
 
+from app.db import make_engine
+from app.models import Role
+from app.services import users as user_service
 from tests.support.live import free_port
+from tests.support.service import make_settings
 
 #: The second reviewer an admin adds (``misstriage create-user``) so that misses can disagree.
 SECOND_REVIEWER = ("reviewer2@demo.example.com", "second-review-pass")
@@ -87,23 +94,33 @@ class DemoProcess:
             self.process.kill()
 
 
-def cli(database: Path, *args: str) -> str:
-    """``misstriage ARGS`` against the demo's database, as an admin on its machine would."""
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
-    done = subprocess.run(
-        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, timeout=60
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"misstriage {' '.join(args)}: {done.stderr}")
-    return done.stdout.strip()
+@contextmanager
+def _session(database: Path) -> Iterator[Session]:
+    engine = make_engine(make_settings(f"sqlite:///{database}"))
+    try:
+        with Session(engine) as session:
+            yield session
+    finally:
+        engine.dispose()
 
 
 def api(url: str, database: Path, email: str) -> httpx.Client:
-    """A JSON API client with a fresh bearer token of ``email``."""
-    token = cli(database, "create-token", "--email", email).splitlines()[-1]
+    """A JSON API client with a fresh bearer token of ``email``, made in the demo's database
+    as ``misstriage create-token`` would (in process: a CLI run costs a second or two)."""
+    with _session(database) as session:
+        user = user_service.get_user_by_email(session=session, email=email)
+        token = user_service.create_token(session=session, user=user, name="tests").secret
     return httpx.Client(
         base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=30
     )
+
+
+def create_reviewer(database: Path, email: str, password: str) -> None:
+    """As ``misstriage create-user --role reviewer`` would."""
+    with _session(database) as session:
+        user_service.create_user(
+            session=session, email=email, password=password, role=Role.REVIEWER
+        )
 
 
 def _accounts(printed: str) -> tuple[Account, Account]:
@@ -145,9 +162,7 @@ def add_disputes(site: DemoSite) -> None:
     """A triage of the demo's run with two reviewers per miss; the reviewer and a second one
     disagree on its first ``DISPUTED`` misses, which wait for the lead's adjudication."""
     email, password = SECOND_REVIEWER
-    cli(
-        site.database, "create-user", "--email", email, "--password", password, "--role", "reviewer"
-    )
+    create_reviewer(site.database, email, password)
     with api(site.url, site.database, site.lead.email) as lead:
         created = lead.post(
             f"/runs/{site.run_id}/triages",
