@@ -5,13 +5,13 @@
   function review() { return document.getElementById("review"); }
   function status() { return document.getElementById("review-status"); }
 
+  // Said at once (#errors is the page's assertive live region) and shown above the card.
   function tell(text) {
-    const box = status();
+    const box = document.getElementById("errors");
     if (!box) return;
     box.innerHTML = "";
     const p = document.createElement("p");
     p.className = "banner error";
-    p.setAttribute("role", "alert");
     p.textContent = text;
     box.appendChild(p);
   }
@@ -36,7 +36,12 @@
     if (field) {
       if (event.key === "Escape") {
         const form = field.closest(".inline-form");
-        if (form) { form.hidden = true; field.blur(); }
+        if (form) {
+          form.hidden = true;
+          // Back to the button that opened the form, so the focus is not lost to <body>.
+          const opener = form.id && document.querySelector('[data-opens="' + CSS.escape(form.id) + '"]');
+          if (opener) opener.focus(); else field.blur();
+        }
       }
       return;
     }
@@ -61,8 +66,9 @@
   });
   document.body.addEventListener("htmx:beforeRequest", function (event) {
     if (event.detail.elt && event.detail.elt.closest && event.detail.elt.closest("#review")) {
-      const box = status();
-      if (box) box.innerHTML = "";
+      [status(), document.getElementById("errors")].forEach(function (box) {
+        if (box) box.innerHTML = "";
+      });
     }
   });
 })();
@@ -132,5 +138,68 @@
     if (button) button.disabled = false;
     const p = parts(form);
     if (p && !event.detail.successful) p.box.hidden = true;
+  });
+})();
+
+// Focus and announcements across HTMX swaps (keyboard and screen-reader users).
+(function () {
+  // A text field the user is typing in keeps what they typed: htmx puts the focus and the
+  // caret back on the new field with the same id, but with the value the server rendered,
+  // which misses the keys pressed while the request was out. Those are put back, and the
+  // field's input event fires again so the results catch up.
+  let typing = null;
+  document.body.addEventListener("htmx:beforeSwap", function () {
+    const field = document.activeElement;
+    typing = null;
+    if (field && field.id && (field.tagName === "TEXTAREA" ||
+        (field.tagName === "INPUT" && /^(text|search|email|number|url|)$/.test(field.type)))) {
+      typing = { id: field.id, value: field.value, start: field.selectionStart, end: field.selectionEnd };
+    }
+  });
+
+  // Where the focus goes when the element that had it was swapped away: the swapped
+  // content's first heading (read out: the next card's query), else the content itself.
+  function settle(candidates) {
+    const active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) return;
+    const place = candidates.find(function (e) {
+      return e && e.isConnected && e !== document.body && e.querySelector;
+    }) || document.getElementById("main");
+    if (!place) return;
+    const heading = place.querySelector("h1, h2") || place;
+    if (!heading.hasAttribute("tabindex") && !heading.matches("a[href], button, input, select, textarea")) {
+      heading.setAttribute("tabindex", "-1");
+    }
+    heading.focus({ preventScroll: true });
+  }
+
+  // The outcome of a swap (the review page's "Saved: ...", "Undone: ...") said politely;
+  // errors come as role=alert and are said by themselves.
+  function announce(root) {
+    const region = document.getElementById("status");
+    if (!root || !root.querySelector) return;
+    const message = root.id === "message" ? root : root.querySelector("#message");
+    if (!region || !message || message.getAttribute("role") === "alert") return;
+    region.textContent = "";
+    // A new text node after a tick: the same sentence twice in a row is said twice.
+    window.setTimeout(function () { region.textContent = message.textContent.trim(); }, 50);
+  }
+
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    const target = event.detail.target;
+    if (typing) {
+      const field = document.getElementById(typing.id);
+      const kept = typing;
+      typing = null;
+      if (field && field.value !== kept.value) {
+        field.value = kept.value;
+        if (document.activeElement !== field) field.focus({ preventScroll: true });
+        try { field.setSelectionRange(kept.start, kept.end); } catch (e) { /* not a text field */ }
+        field.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+    }
+    // htmx fires this on each settled element (the new content), not only on the target.
+    settle([event.target, target]);
+    announce(event.target);
   });
 })();
