@@ -76,11 +76,6 @@ def test_keys_typed_while_a_search_is_out_are_kept(browser: Browser, site: DemoS
 THINNEST_OUTLINE = 2.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.css has no :focus-visible rule: Chromium's own ring is 1 px (the design "
-    "branch of issue 18 adds `:focus-visible { outline: 3px solid var(--focus) }`)",
-)
 def test_focus_is_visible(browser: Browser, site: DemoSite) -> None:
     """Tabbing through a page: each link, button and field shows where the focus is, with
     an outline of at least 2 px."""

@@ -16,25 +16,12 @@ from tests.support.product_pages import PAGES, ProductPage, page_routes
 WIDTHS = (1440, 1024, 768)
 HEIGHT = 900
 
+
 #: Known overflows that live in app.css, which another branch of issue 18 restyles:
-#: (page key, width) -> why. Remove a line once the restyle is in.
-TABLE_SCROLL = (
-    "app.css: table.data has no box of its own to scroll in (needs e.g. `display: block; "
-    "overflow-x: auto; max-width: 100%` or a wrapper), so the page scrolls sideways"
-)
-KNOWN: dict[tuple[str, int], str] = {
-    ("golden-set", 768): f"#runs-table is 845 px wide; {TABLE_SCROLL}",
-    ("run", 768): f"#queries is 945 px wide; {TABLE_SCROLL}",
-    ("backlog", 768): f"#backlog is 774 px wide; {TABLE_SCROLL}",
-}
-
-
 def _checks() -> Iterator[object]:
     for entry in PAGES:
         for width in WIDTHS:
-            reason = KNOWN.get((entry.key, width))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            yield pytest.param(entry, width, id=f"{entry.key}-{width}", marks=marks)
+            yield pytest.param(entry, width, id=f"{entry.key}-{width}")
 
 
 @pytest.fixture(scope="module")
