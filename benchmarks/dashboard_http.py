@@ -165,7 +165,7 @@ OVERLAP_SERVICES = (
 )
 QUERY = re.compile(r"\bFROM\b", re.IGNORECASE)
 BACKLOG_ROW = re.compile(r'<tr data-miss="\d+">')
-BACKLOG_TOTAL = re.compile(r'id="paging">(\d+) misses')
+BACKLOG_TOTAL = re.compile(r'id="paging">([\d,]+) misses')
 
 
 @dataclass
@@ -444,9 +444,9 @@ def check_answer(name: str, answer: httpx.Response, data: Data) -> str | None:
     expected = data.other if name == "backlog cause=other" else data.misses
     if rows != PER_PAGE:
         return f"{rows} rows, expected {PER_PAGE}"
-    if total is None or int(total[1]) != expected:
+    if total is None or int(total[1].replace(",", "")) != expected:
         return f"total {total[1] if total else '?'}, expected {expected}"
-    if name == "backlog cause=other" and page.count(f"<td>{OTHER}</td>") != PER_PAGE:
+    if name == "backlog cause=other" and page.count(f'<td data-cause="{OTHER}">') != PER_PAGE:
         return "rows of other causes"
     return None
 

@@ -105,10 +105,12 @@ def diagnose(
         return Verdict(Diagnosis.FINE if high_ndcg else Diagnosis.RANKING, numbers)
     if evidence is not None:
         inside = evidence.misses - evidence.not_indexed
+        # "1 of 1 miss", "2 of 3 misses": the noun agrees with the whole
+        misses = "miss" if evidence.misses == 1 else "misses"
         if inside == 0:
-            where = f"{evidence.not_indexed} of {evidence.misses} misses not in the index"
+            where = f"{evidence.not_indexed} of {evidence.misses} {misses} not in the index"
             return Verdict(Diagnosis.INGESTION, f"{numbers}; {where}")
-        where = f"{inside} of {evidence.misses} misses in the index"
+        where = f"{inside} of {evidence.misses} {misses} in the index"
         return Verdict(Diagnosis.CANDIDATE_GENERATION, f"{numbers}; {where}")
     if high_ndcg:
         return Verdict(Diagnosis.CANDIDATE_GENERATION, numbers)

@@ -49,13 +49,13 @@ def test_ingestion_only_when_the_misses_are_outside_the_manifest(
     by_qid = {row["qid"]: row for row in rows.json()["items"]}
     assert by_qid["q1"]["diagnosis"] == "ingestion"
     assert by_qid["q1"]["reason"] == (
-        "R@5 0.50 < 0.8 and nDCG_cand@1 1.00 ≥ 0.5; 1 of 1 misses not in the index"
+        "R@5 0.50 < 0.8 and nDCG_cand@1 1.00 ≥ 0.5; 1 of 1 miss not in the index"
     )
     # c is in the index: the first stage did not find it, whatever nDCG says
     assert by_qid["q2"]["diagnosis"] == "candidate_generation"
     assert by_qid["q2"]["reason"] == (
         "R@5 0.00 < 0.8 and nDCG_cand@1 undefined (no relevant document in the top 5); "
-        "1 of 1 misses in the index"
+        "1 of 1 miss in the index"
     )
     metrics = client.get(f"/api/v1/runs/{run_id}/metrics?k=1&depth=5", headers=lead.headers)
     body = metrics.json()

@@ -68,8 +68,6 @@ def test_no_serious_or_critical_violation(
     paths: dict[str, str],
     contexts: dict[str, BrowserContext],
 ) -> None:
-    if entry.optional and entry.route not in paths:
-        pytest.skip(f"the route {entry.route} is not in this branch")
     page = open_page(contexts[role], entry, role, site, paths)
     try:
         if mode == "swap":
@@ -85,12 +83,12 @@ def test_no_serious_or_critical_violation(
 
 def test_every_page_route_is_checked(tmp_path: Path) -> None:
     """A GET route of the HTML face is a page of the table or a named non-page; a page of
-    the table names a route that exists (unless another branch adds it)."""
+    the table names a route that exists."""
     routes = page_routes(tmp_path)
     checked = {entry.route for entry in PAGES if entry.route}
     unchecked = set(routes) - checked - set(NOT_PAGES)
     assert not unchecked, f"pages without an accessibility and width check: {sorted(unchecked)}"
-    gone = {e.route for e in PAGES if e.route and not e.optional} - set(routes)
+    gone = {e.route for e in PAGES if e.route} - set(routes)
     assert not gone, f"the table names routes the app does not have: {sorted(gone)}"
     assert set(NOT_PAGES) <= set(routes)
 

@@ -114,12 +114,12 @@ def test_corpus_is_the_evidence_of_the_diagnosis(
     q1, q2 = weak["per_query"]
     assert q1["diagnosis"] == "candidate_generation"
     assert q1["reason"] == (
-        "R@10 0.50 < 0.8 and nDCG_cand@2 1.00 ≥ 0.5; 1 of 1 misses in the index"
+        "R@10 0.50 < 0.8 and nDCG_cand@2 1.00 ≥ 0.5; 1 of 1 miss in the index"
     )
     assert q2["diagnosis"] == "ingestion"
     assert q2["reason"] == (
         "R@10 0.00 < 0.8 and nDCG_cand@2 undefined (no relevant document in the top 10); "
-        "1 of 1 misses not in the index"
+        "1 of 1 miss not in the index"
     )
 
 
@@ -144,7 +144,7 @@ def test_an_index_manifest_is_the_evidence_instead_of_the_corpus(
     q2_manifest = json.loads(by_manifest.stdout)["runs"][1]["per_query"][1]
     assert q2_corpus["diagnosis"] == "candidate_generation"  # c is in the corpus
     assert q2_manifest["diagnosis"] == "ingestion"
-    assert q2_manifest["reason"].endswith("1 of 1 misses not in the index")
+    assert q2_manifest["reason"].endswith("1 of 1 miss not in the index")
     # A manifest alone (no corpus) is evidence too.
     alone = cli(*base(inputs), "--manifest", manifest, "--format", "json", "--per-query")
     assert json.loads(alone.stdout)["runs"][1]["per_query"][1]["diagnosis"] == "ingestion"

@@ -128,11 +128,11 @@ def test_evaluate_run_uses_the_candidate_ideal_and_the_index(tmp_path: Path) -> 
     assert "a guess" in guessed["q2"][1]
     assert guessed["q3"][0] is Diagnosis.FINE
     known = rows({"a", "b", "d"})
-    assert known["q1"][1].endswith("; 1 of 1 misses in the index")
+    assert known["q1"][1].endswith("; 1 of 1 miss in the index")
     assert known["q2"] == (
         Diagnosis.INGESTION,
         "R@50 0.00 < 0.8 and nDCG_cand@10 undefined (no relevant document in the top 50); "
-        "1 of 1 misses not in the index",
+        "1 of 1 miss not in the index",
         None,
     )
     # Everything in the index: q2's miss was there to be found.

@@ -89,7 +89,6 @@ class ProductPage:
     status: int = 200
     ready: str = "#main"
     swap: Callable[[Page], None] | None = None
-    optional: bool = False  # another branch adds the route; checked when it is present
 
     def path(self, site: DemoSite, route_paths: dict[str, str]) -> str:
         if self.route not in route_paths:
@@ -141,8 +140,8 @@ PAGES = [
     ),
     ProductPage("tokens", "tokens_page"),
     ProductPage("login", "login_page", anonymous=True),
-    ProductPage("query", "query_page", optional=True),
-    ProductPage("document", "document_page", optional=True),
+    ProductPage("query", "query_page"),
+    ProductPage("document", "document_page"),
     # Not a route: any unknown address answers the product's 404 page.
     ProductPage("not-found", "", status=404, ready="#error"),
 ]  # fmt: skip
