@@ -37,6 +37,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="misstriage-shots-") as tmp:
         folder = Path(tmp)
         paths = page_routes(folder)
+        (folder / "demo").mkdir()
         with prepared_demo(folder / "demo") as site, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for width in widths:

@@ -332,17 +332,23 @@ def create_triage(
     depth: Annotated[str, Form()] = "",
     k: Annotated[str, Form()] = "",
     reviewers: Annotated[str, Form()] = "",
+    share: Annotated[str, Form()] = "",
+    seed: Annotated[str, Form()] = "",
 ) -> Response:
     """A triage at the depth and k the golden-set page showed (its hidden fields), with
-    ``reviewers`` distinct reviewers on every miss (double review; 1 when empty)."""
+    ``reviewers`` distinct reviewers (double review; 1 when empty) on ``share`` percent of
+    the misses (a sample drawn with ``seed``; every miss when empty)."""
     context = run_service.run_context(session=session, run_id=run_id)
     fields = Fields()
     cut_k = fields.integer("k", k, default=DEFAULT_K, minimum=1, maximum=MAX_CUTOFF)
     cut_depth = fields.integer("depth", depth, default=DEFAULT_DEPTH, minimum=1, maximum=MAX_CUTOFF)
     per_miss = fields.integer("reviewers", reviewers, default=1, minimum=1, maximum=3)
+    percent = fields.integer("share", share, default=100, minimum=1, maximum=100)
+    sample_seed = fields.integer("seed", seed, default=0, minimum=0, maximum=2**31 - 1)
     try:
         if fields.errors:
-            code = "invalid_overlap" if "reviewers" in fields.errors else "invalid_cutoff"
+            overlap_fields = {"reviewers", "share", "seed"}
+            code = "invalid_overlap" if overlap_fields & set(fields.errors) else "invalid_cutoff"
             raise Invalid(next(iter(fields.errors.values())), code=code)
         triage = triage_service.create_triage(
             session=session,
@@ -351,7 +357,7 @@ def create_triage(
             depth=cut_depth,
             k=cut_k,
             user=principal.user,
-            overlap=Overlap(reviewers=per_miss),
+            overlap=Overlap(reviewers=per_miss, fraction=percent / 100, seed=sample_seed),
         )
     except ServiceError as exc:
         return _back_to_golden_set(
@@ -366,7 +372,12 @@ def create_triage(
         request,
         request.url_for("triage_page", triage_id=triage.id).path,
         flash=f"triage created: depth {triage.depth}, k {triage.k}, {triage.misses:,} misses"
-        + (f", {triage.reviewers} reviewers per miss" if triage.reviewers > 1 else ""),
+        + (
+            f", {triage.reviewers} reviewers per miss"
+            + (f" on {percent}% of them (seed {sample_seed})" if percent < 100 else "")
+            if triage.reviewers > 1
+            else ""
+        ),
     )
 
 

@@ -225,6 +225,27 @@ def test_create_triage_with_reviewers_per_miss(
     assert facts is not None
     assert "; double review: 2 reviewers on every miss." in facts.get_text()
 
+    # a reproducible sample: the share of misses (percent) and the seed, from the same form
+    assert form.select_one('input[name="share"]') is not None
+    assert form.select_one('input[name="seed"]') is not None
+    for bad in ({"share": "0"}, {"share": "101"}, {"seed": "-1"}, {"share": "half"}):
+        refused = post(client, action, {"k": "10", "depth": "100", "reviewers": "2", **bad})
+        assert refused.headers["x-error-code"] == "invalid_overlap", bad
+    sampled_url = see_other(
+        post(
+            client,
+            action,
+            {"k": "10", "depth": "100", "reviewers": "2", "share": "50", "seed": "7"},
+        )
+    )
+    sampled = client.get(f"/api/v1{sampled_url}", headers=lead).json()
+    assert sampled["overlap"] == {"reviewers": 2, "fraction": 0.5, "seed": 7}
+    assert flash_of(client, sampled_url) == (
+        "ok",
+        f"triage created: depth 100, k 10, {sampled['misses']} misses, 2 reviewers per miss "
+        "on 50% of them (seed 7)",
+    )
+
 
 @SQLITE
 def test_k_above_depth_is_refused_on_every_face(
