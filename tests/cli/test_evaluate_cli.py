@@ -113,9 +113,7 @@ def test_corpus_is_the_evidence_of_the_diagnosis(
     assert weak["diagnosis_evidence"] is True
     q1, q2 = weak["per_query"]
     assert q1["diagnosis"] == "candidate_generation"
-    assert q1["reason"] == (
-        "R@10 0.50 < 0.8 and nDCG_cand@2 1.00 ≥ 0.5; 1 of 1 miss in the index"
-    )
+    assert q1["reason"] == ("R@10 0.50 < 0.8 and nDCG_cand@2 1.00 ≥ 0.5; 1 of 1 miss in the index")
     assert q2["diagnosis"] == "ingestion"
     assert q2["reason"] == (
         "R@10 0.00 < 0.8 and nDCG_cand@2 undefined (no relevant document in the top 10); "
