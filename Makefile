@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/helpcentre
 
-.PHONY: demo demo-evaluate test lint format install bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-bomb bench-suite clean
+.PHONY: demo demo-evaluate test lint format install screenshots bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-bomb bench-suite clean
 
 $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(PYTHON) scripts/bootstrap_venv.py $(VENV)
@@ -65,6 +65,11 @@ bench-suite: $(STAMP)
 
 bench-dashboard: $(STAMP)
 	$(BIN)/python benchmarks/dashboard_http.py
+
+# Every page at 1440 and 768 px as lead and reviewer (docs/screenshots/pages/) and the
+# README's two pictures, from a fresh demo in headless Chromium.
+screenshots: $(STAMP)
+	$(BIN)/python scripts/screenshots.py
 
 # 64 reviewers for 2 minutes against 2 app processes on a throwaway PostgreSQL cluster, with an
 # app process killed and PostgreSQL restarted midway; fails unless 0 lost, 0 doubled, 0 stuck.

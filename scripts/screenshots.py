@@ -1,7 +1,8 @@
 """Screenshots of every page of the product (tests/support/product_pages.py's table) at 1440
 and 768 px wide, as the lead and as a reviewer, on a fresh demo with a disputed double-review
-triage: what docs/screenshots/ holds and the README shows. Each shot is the page's first
-screen (the viewport, 900 px high), saved as PNG.
+triage: what docs/screenshots/ holds (pages/) and the README shows (review.png, and
+dashboard.png once every miss of the demo's triage is labelled). Each shot is the page's
+first screen (the viewport, 900 px high): JPEG for the pages, PNG for the README's two.
 
 Usage: python scripts/screenshots.py [--out docs/screenshots] [--widths 1440,768]
 Needs /usr/bin/chromium (apt-get install -y chromium), never `playwright install`.
@@ -20,11 +21,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.support.browsing import ROLES, log_in, open_page, prepared_demo
+from tests.support.demo_site import DemoSite, api
 from tests.support.product_pages import PAGES, page_routes
 
 HEIGHT = 900
-#: The README's two pictures: (file, page key, role).
-README_SHOTS = (("review.png", "review", "reviewer"), ("dashboard.png", "triage", "lead"))
+#: JPEG quality of the pages' shots (the text stays sharp; a tenth of a PNG's size).
+QUALITY = 85
+
+
+def label_everything(site: DemoSite) -> None:
+    """The reviewer (then the lead, for the misses the shots left leased to the lead) labels
+    every miss left in the demo's triage through the API, with the hints' suggestion where
+    there is one (what `a` does on the page)."""
+    for email in (site.reviewer.email, site.lead.email):
+        with api(site.url, site.database, email) as client:
+            while True:
+                claimed = client.post(f"/triages/{site.triage_id}/claim").raise_for_status()
+                if claimed.status_code == 204:
+                    break
+                miss = claimed.json()
+                cause = miss.get("hint") or "not-indexed"
+                client.post(
+                    f"/misses/{miss['id']}/label",
+                    json={"category": cause, "version": miss["version"]},
+                ).raise_for_status()
 
 
 def main() -> None:
@@ -33,7 +53,8 @@ def main() -> None:
     parser.add_argument("--widths", default="1440,768")
     args = parser.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
-    args.out.mkdir(parents=True, exist_ok=True)
+    pages = args.out / "pages"
+    pages.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="misstriage-shots-") as tmp:
         folder = Path(tmp)
         paths = page_routes(folder)
@@ -48,7 +69,11 @@ def main() -> None:
                         if entry.anonymous:
                             continue
                         page = open_page(context, entry, role, site, paths, viewport=viewport)
-                        page.screenshot(path=args.out / f"{entry.key}-{role}-{width}.png")
+                        page.screenshot(
+                            path=pages / f"{entry.key}-{role}-{width}.jpg", quality=QUALITY
+                        )
+                        if (entry.key, role, width) == ("review", "reviewer", 1440):
+                            page.screenshot(path=args.out / "review.png")
                         page.close()
                     context.close()
                 anonymous = log_in(browser, site, "anonymous")
@@ -57,13 +82,17 @@ def main() -> None:
                         page = open_page(
                             anonymous, entry, "anonymous", site, paths, viewport=viewport
                         )
-                        page.screenshot(path=args.out / f"{entry.key}-{width}.png")
+                        page.screenshot(path=pages / f"{entry.key}-{width}.jpg", quality=QUALITY)
                         page.close()
                 anonymous.close()
-            for name, key, role in README_SHOTS:
-                shot = args.out / f"{key}-{role}-1440.png"
-                if shot.exists():
-                    (args.out / name).write_bytes(shot.read_bytes())
+            # The README's dashboard: once the reviewer has labelled every miss (it closes).
+            label_everything(site)
+            context = log_in(browser, site, "lead")
+            dashboard = next(entry for entry in PAGES if entry.key == "triage")
+            viewport = ViewportSize(width=1440, height=HEIGHT)
+            page = open_page(context, dashboard, "lead", site, paths, viewport=viewport)
+            page.screenshot(path=args.out / "dashboard.png")
+            context.close()
             browser.close()
     print(f"screenshots in {args.out}")
 

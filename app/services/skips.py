@@ -114,18 +114,22 @@ class Skip:
     at: datetime
 
 
+#: A skip's columns, in ``Skip``'s order.
+SKIP_COLUMNS = (
+    col(MissSkip.miss_id),
+    col(Miss.qid),
+    col(Miss.doc_id),
+    col(Miss.state),
+    col(User.email),
+    col(MissSkip.reason),
+    col(MissSkip.at),
+)
+
+
 def _skip_rows(triage: Triage) -> Any:
     # more columns than sqlmodel's typed select() takes, so SQLAlchemy's
     return (
-        sa_select(
-            col(MissSkip.miss_id),
-            col(Miss.qid),
-            col(Miss.doc_id),
-            col(Miss.state),
-            col(User.email),
-            col(MissSkip.reason),
-            col(MissSkip.at),
-        )
+        sa_select(*SKIP_COLUMNS)
         .join(Miss, col(Miss.id) == col(MissSkip.miss_id))
         .join(User, col(User.id) == col(MissSkip.user_id), isouter=True)
         .where(col(MissSkip.triage_id) == triage.id)
@@ -150,15 +154,7 @@ def open_skips(*, session: Session, triage: Triage, limit: int) -> tuple[list[Sk
     open_misses = (col(Miss.triage_id) == triage.id, col(Miss.state) == MissState.OPEN.value)
     # more columns than sqlmodel's typed select() takes, so SQLAlchemy's
     rows = session.execute(
-        sa_select(
-            col(MissSkip.miss_id),
-            col(Miss.qid),
-            col(Miss.doc_id),
-            col(Miss.state),
-            col(User.email),
-            col(MissSkip.reason),
-            col(MissSkip.at),
-        )
+        sa_select(*SKIP_COLUMNS)
         .select_from(Miss)
         .join(MissSkip, col(MissSkip.miss_id) == col(Miss.id))
         .join(User, col(User.id) == col(MissSkip.user_id), isouter=True)

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from sqlmodel import Session
 from app.db import make_engine
 from app.models import Role
 from app.services import users as user_service
-from tests.support.live import free_port
+from tests.support.live import free_port, healthy_within
 from tests.support.service import make_settings
 
 #: The second reviewer an admin adds (``misstriage create-user``) so that misses can disagree.
@@ -72,15 +71,9 @@ class DemoProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"the demo did not start: {self.log.read_text()[-2000:]}")
+        if not healthy_within(self.url, seconds=60):
+            self.stop()
+            raise RuntimeError(f"the demo did not start: {self.log.read_text()[-2000:]}")
 
     @property
     def database(self) -> Path:

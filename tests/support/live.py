@@ -42,6 +42,18 @@ def _bind_or_none(port: int) -> int | None:
         return port
 
 
+def healthy_within(url: str, *, seconds: float) -> bool:
+    """Whether the server at ``url`` answers ``/healthz`` with 200 within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    return False
+
+
 class LiveServer:
     def __init__(self, database_url: str, tmp: Path, *, secret: str, workers: int = 1) -> None:
         self.port = free_port()
@@ -69,15 +81,9 @@ class LiveServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"the server did not start: {self.log.read_text()[-2000:]}")
+        if not healthy_within(self.url, seconds=60):
+            self.stop()
+            raise RuntimeError(f"the server did not start: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
         self.process.terminate()
