@@ -2,7 +2,7 @@
 and 768 px wide, as the lead and as a reviewer, on a fresh demo with a disputed double-review
 triage: what docs/screenshots/ holds (pages/) and the README shows (review.png, and
 dashboard.png once every miss of the demo's triage is labelled). Each shot is the page's
-first screen (the viewport, 900 px high): JPEG for the pages, PNG for the README's two.
+first screen (the viewport, 900 px high), as PNG of 64 colours (Pillow).
 
 Usage: python scripts/screenshots.py [--out docs/screenshots] [--widths 1440,768]
 Needs /usr/bin/chromium (apt-get install -y chromium), never `playwright install`.
@@ -11,10 +11,12 @@ Needs /usr/bin/chromium (apt-get install -y chromium), never `playwright install
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import tempfile
 from pathlib import Path
 
+from PIL import Image
 from playwright.sync_api import ViewportSize, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,8 +27,15 @@ from tests.support.demo_site import DemoSite, api
 from tests.support.product_pages import PAGES, page_routes
 
 HEIGHT = 900
-#: JPEG quality of the pages' shots (the text stays sharp; a tenth of a PNG's size).
-QUALITY = 85
+#: Colours a shot keeps: a page's flat colours and its text's edges fit, at a third of the
+#: size of the full-colour PNG.
+COLOURS = 64
+
+
+def save(png: bytes, path: Path) -> None:
+    """Write the screenshot ``png`` to ``path``, reduced to ``COLOURS`` colours."""
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    image.quantize(colors=COLOURS, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def label_everything(site: DemoSite) -> None:
@@ -69,11 +78,10 @@ def main() -> None:
                         if entry.anonymous:
                             continue
                         page = open_page(context, entry, role, site, paths, viewport=viewport)
-                        page.screenshot(
-                            path=pages / f"{entry.key}-{role}-{width}.jpg", quality=QUALITY
-                        )
+                        shot = page.screenshot()
+                        save(shot, pages / f"{entry.key}-{role}-{width}.png")
                         if (entry.key, role, width) == ("review", "reviewer", 1440):
-                            page.screenshot(path=args.out / "review.png")
+                            save(shot, args.out / "review.png")
                         page.close()
                     context.close()
                 anonymous = log_in(browser, site, "anonymous")
@@ -82,7 +90,7 @@ def main() -> None:
                         page = open_page(
                             anonymous, entry, "anonymous", site, paths, viewport=viewport
                         )
-                        page.screenshot(path=pages / f"{entry.key}-{width}.jpg", quality=QUALITY)
+                        save(page.screenshot(), pages / f"{entry.key}-{width}.png")
                         page.close()
                 anonymous.close()
             # The README's dashboard: once the reviewer has labelled every miss (it closes).
@@ -91,7 +99,7 @@ def main() -> None:
             dashboard = next(entry for entry in PAGES if entry.key == "triage")
             viewport = ViewportSize(width=1440, height=HEIGHT)
             page = open_page(context, dashboard, "lead", site, paths, viewport=viewport)
-            page.screenshot(path=args.out / "dashboard.png")
+            save(page.screenshot(), args.out / "dashboard.png")
             context.close()
             browser.close()
     print(f"screenshots in {args.out}")
