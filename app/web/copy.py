@@ -139,6 +139,23 @@ TERMS: dict[str, Term] = {
     "single": Term("One reviewer", "The label of the only reviewer asked."),
     "agreed": Term("Agreed", "Every reviewer asked gave the same label."),
     "adjudicated": Term("Adjudicated", "An adjudicator chose the label after a disagreement."),
+    # the audit trail's actions (app/models/triage.py LabelAction)
+    "label": Term("Labelled", "A reviewer gave the miss its cause."),
+    "relabel": Term("Relabelled", "A lead changed the cause of a labelled miss."),
+    "release": Term("Released", "The lease was given up; the miss went back on the queue."),
+    "skip": Term("Skipped", "A reviewer passed the miss on to others, saying why."),
+    "take_back": Term("Taken back", "A reviewer took back a miss they had skipped."),
+    "undo": Term("Undone", "The reviewer took their label back."),
+    "review": Term("Reviewed", "One reviewer's label on a double-reviewed miss; not final alone."),
+    "agree": Term("Agreed", "The reviewers gave the same label: it is final."),
+    "dispute": Term("Disputed", "The reviewers disagreed (or one could not tell)."),
+    "adjudicate": Term("Adjudicated", "An adjudicator gave the miss its final label."),
+    "conflict": Term(
+        "Refused: stale", "A label sent for an older version of the miss; kept, not applied."
+    ),
+    "refused": Term(
+        "Refused", "A label from someone who did not hold the miss; kept, not applied."
+    ),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.eval.diagnosis import Diagnosis
-from app.models import CANT_TELL, MissState
+from app.models import CANT_TELL, LabelAction, MissState
 from app.models.golden import DEFAULT_CAUSES
 from app.web import copy
 
@@ -45,7 +45,7 @@ def test_numbers_read_one_way() -> None:
 
 
 def test_every_identifier_the_product_stores_has_a_name_and_a_meaning() -> None:
-    identifiers = [*Diagnosis, *MissState, *DEFAULT_CAUSES, "other", CANT_TELL]
+    identifiers = [*Diagnosis, *MissState, *DEFAULT_CAUSES, "other", CANT_TELL, *LabelAction]
     for identifier in identifiers:
         term = copy.term(str(identifier))
         assert term.meaning, identifier

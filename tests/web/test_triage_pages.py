@@ -151,7 +151,10 @@ def test_backlog_filters_and_miss_page(
     page = get(client, f"/misses/{labelled[1]}", mode)
     assert page.select_one("#state")["data-term"] == "other"
     assert page.select_one("#state").get_text() == "Other"
-    assert [tr.select("td")[2].get_text() for tr in page.select("#events tbody tr")] == ["label"]
+    assert [tr.select("td")[2]["data-action"] for tr in page.select("#events tbody tr")] == [
+        "label"
+    ]
+    assert [tr.select("td")[2].get_text() for tr in page.select("#events tbody tr")] == ["Labelled"]
     assert page.select_one("#relabel") is not None
 
 
@@ -177,7 +180,7 @@ def test_lead_relabels_with_audit(
     assert stale.status_code == 409
     assert stale.headers["x-error-code"] == "stale_version"
     soup = BeautifulSoup(client.get(f"/misses/{miss_id}").text, "html.parser")
-    actions = [tr.select("td")[2].get_text() for tr in soup.select("#events tbody tr")]
+    actions = [tr.select("td")[2]["data-action"] for tr in soup.select("#events tbody tr")]
     assert actions == ["label", "relabel", "conflict"]
     assert soup.select_one("#state")["data-term"] == "chunk-boundary"
     assert soup.select_one("#state").get_text() == "Chunk boundary"
