@@ -151,7 +151,8 @@ def test_the_review_page_hides_earlier_labels_from_overlap_reviewers(
         cards[name] = BeautifulSoup(response.text, "html.parser")
     suggestion = cards["single"].find(id="suggestion")
     assert suggestion is not None
-    assert "chunk-boundary" in suggestion.get_text()
+    assert suggestion.select_one('[data-term="chunk-boundary"]') is not None
+    assert "Chunk boundary" in suggestion.get_text()
     assert cards["single"].find(id="cant-tell") is None
     assert cards["double"].find(id="suggestion") is None
     cant_tell = cards["double"].find(id="cant-tell")

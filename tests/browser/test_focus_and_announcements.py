@@ -72,6 +72,27 @@ def test_keys_typed_while_a_search_is_out_are_kept(browser: Browser, site: DemoS
     context.close()
 
 
+def test_keys_typed_while_a_swap_settles_are_kept(browser: Browser, site: DemoSite) -> None:
+    """Keys pressed after the answer is swapped in but before it settles go into the new
+    field, after the value the server rendered: they are kept, after what the old field held
+    (a loaded machine stretches that moment; here htmx's settle delay is made 1 s)."""
+    context = log_in(browser, site, "lead")
+    page = context.new_page()
+    page.goto(f"{site.url}/runs/{site.run_id}")
+    page.evaluate(
+        "() => { htmx.config.defaultSettleDelay = 1000; window.swapped = false;"
+        " document.body.addEventListener('htmx:afterSwap', () => { window.swapped = true; }); }"
+    )
+    page.locator("#query-search").focus()
+    page.keyboard.type("api")
+    page.wait_for_function("() => window.swapped === true", timeout=15_000)
+    page.keyboard.type(" key")  # while the swap settles
+    expect(page).to_have_url(re.compile(r"[?&]q=api(\+|%20)key(&|$)"), timeout=15_000)
+    expect(page.locator(HTMX_BUSY)).to_have_count(0, timeout=15_000)
+    assert _focused(page) == {"tag": "input", "id": "query-search", "value": "api key"}
+    context.close()
+
+
 #: WCAG 2.2's focus appearance asks for an indicator at least 2 CSS px thick.
 THINNEST_OUTLINE = 2.0
 

@@ -191,11 +191,28 @@
       const field = document.getElementById(typing.id);
       const kept = typing;
       typing = null;
-      if (field && field.value !== kept.value) {
-        field.value = kept.value;
-        if (document.activeElement !== field) field.focus({ preventScroll: true });
-        try { field.setSelectionRange(kept.start, kept.end); } catch (e) { /* not a text field */ }
-        field.dispatchEvent(new Event("input", { bubbles: true }));
+      if (field) {
+        // Keys pressed between the swap and now went into the new field, after the value
+        // the server rendered (its defaultValue): they follow what the old field held.
+        const rendered = field.defaultValue;
+        const since = field.value !== rendered && field.value.startsWith(rendered)
+          ? field.value.slice(rendered.length) : "";
+        const value = field.value !== rendered && !since ? field.value : kept.value + since;
+        if (field.value !== value || since) {
+          const atEnd = kept.start === kept.value.length;
+          field.value = value;
+          if (document.activeElement !== field) field.focus({ preventScroll: true });
+          const caret = atEnd ? value.length : kept.start;
+          try { field.setSelectionRange(caret, atEnd ? caret : kept.end); } catch (e) { /* not a text field */ }
+          // The answer shown is for the value the server rendered: ask again for this one
+          // (the form's own submit trigger; an input event would not pass htmx's "changed"
+          // check when the keys went into the new field).
+          if (field.value !== rendered && field.form && window.htmx) {
+            window.htmx.trigger(field.form, "submit");
+          } else {
+            field.dispatchEvent(new Event("input", { bubbles: true }));
+          }
+        }
       }
     }
     // htmx fires this on each settled element (the new content), not only on the target.
