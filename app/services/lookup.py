@@ -141,12 +141,12 @@ def query_detail(
 
 @dataclass(frozen=True)
 class RankedIn:
-    """Where one run put the document for one query."""
+    """Where one run put the document for one query that judges it (None: not retrieved)."""
 
     run_id: int
     run_name: str
     qid: str
-    rank: int
+    rank: int | None
 
 
 @dataclass(frozen=True)
@@ -201,14 +201,20 @@ def document_detail(*, session: Session, golden_set_id: int, doc_id: str) -> Doc
     runs = list_runs(session=session, golden=golden, kind=JUDGED)
     ranked: list[RankedIn] = []
     if runs and judgments:
-        names = {run.id: run.name for run in runs}
+        names = {run.id: run.name for run in runs if run.id is not None}
         rows = session.exec(
             select(RunJudged.run_id, RunJudged.qid, RunJudged.rank)
             .where(col(RunJudged.run_id).in_(names), RunJudged.doc_id == doc_id)
             .order_by(col(RunJudged.run_id), col(RunJudged.qid))
             .limit(MAX_RANKED)
         )
-        ranked = [RankedIn(r, names[r], q, rank) for r, q, rank in rows]
+        found = {(r, q): rank for r, q, rank in rows}
+        judged = sorted({qid for qid, _, _ in judgments})
+        ranked = [
+            RankedIn(run_id, name, qid, found.get((run_id, qid)))
+            for run_id, name in names.items()
+            for qid in judged
+        ][:MAX_RANKED]
     first: Run | None = runs[0] if runs else None
     return DocumentDetail(
         golden=golden,

@@ -142,7 +142,13 @@ def test_hostile_document_id_is_text(client: TestClient, ids: dict[str, int], mo
     soup = assert_inert(response.text, url)
     assert soup.select_one("#document")["data-doc"] == HOSTILE
     assert soup.select_one("#document").get_text() == f"{HOSTILE}: A copy"
-    assert soup.select_one("#not-ranked") is not None  # no run retrieved it
+    # judged, and no run retrieved it: each run says so, as text
+    ranked = [
+        [td.get_text(" ", strip=True) for td in tr.select("td")]
+        for tr in soup.select("#ranked-in tbody tr")
+    ]
+    assert ranked
+    assert all(row[-1] == "not retrieved" for row in ranked), ranked
 
 
 @pytest.mark.parametrize(
