@@ -127,19 +127,18 @@ def _streamed(
                 lines += block.height
                 frame = block if carry is None else pl.concat([carry, block])
                 qids = frame.get_column("qid")
-                starts = (qids != qids.shift(1)).fill_null(True)
-                if int(starts.sum()) != qids.n_unique() or not finished.isdisjoint(
-                    qids.unique().to_list()
-                ):
-                    raise _WholeFile  # a query's lines are not contiguous
-                if last:
-                    carry, complete = None, frame
-                else:
-                    tail = starts.cum_sum() == starts.cum_sum().max()
-                    carry, complete = frame.filter(tail), frame.filter(~tail)
-                if complete.height:
-                    finished.update(complete.get_column("qid").unique().to_list())
-                    rank(complete)
+                # Where each run of lines of one query begins: a query seen in two runs, here
+                # or in an earlier block, is not contiguous.
+                begins = (qids != qids.shift(1)).fill_null(True).arg_true()
+                runs = qids.gather(begins).to_list()
+                if len(set(runs)) != len(runs) or not finished.isdisjoint(runs):
+                    raise _WholeFile
+                # The last query may go on in the next block: it waits (a slice, not a copy).
+                cut = frame.height if last or not len(begins) else int(begins[-1])
+                carry = None if last else frame.slice(cut)
+                if cut:
+                    finished.update(runs if last else runs[:-1])
+                    rank(frame.slice(0, cut))
     except InputError:
         raise _WholeFile from None  # the whole-file path words it
     if not lines:
