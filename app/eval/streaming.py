@@ -37,8 +37,9 @@ from app.eval.sources import _check_ids, detect_run_format, load_run
 from app.eval.textio import MAX_LINE_BYTES, ProgressFn, plain_file, read_fast, sniff_separator
 from app.eval.trec import RUN_COLUMNS, run_columns
 
-#: About this many bytes of a run are parsed at once (some 450,000 lines of MS MARCO).
-BLOCK_BYTES = 16 << 20
+#: About this many bytes of a run are parsed at once (some 240,000 lines of an MS MARCO run):
+#: at 6.98M lines, 8 MiB blocks peaked 50 MB lower than 16 MiB ones for the same CPU time.
+BLOCK_BYTES = 8 << 20
 
 #: What the heads are turned into, block by block (a frame with a qid column).
 ShapeFn = Callable[[pl.DataFrame], pl.DataFrame]
