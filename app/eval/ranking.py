@@ -102,7 +102,7 @@ def rank_run(
     With a ``corpus``, the cluster traces of every query of the run, golden or not.
     """
     order = effective_order(order, fmt)
-    _check_order_columns(frame, order, source)
+    check_order_columns(frame, order, source)
     frame = frame.with_row_index("pos")
     part = rank_part(frame, golden, order)
     ranked = finish_ranking(
@@ -264,7 +264,7 @@ def rank_log_run(
     """A run of production query-log results, no judgments: every query is kept; what is
     stored is its import report and the cluster traces of every query."""
     order = effective_order(order, fmt)
-    _check_order_columns(frame, order, source)
+    check_order_columns(frame, order, source)
     frame = frame.with_row_index("pos")
     per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
     dropped = _repeated_lines(frame)
@@ -321,7 +321,8 @@ def _warnings(absent: int, unknown: int, unknown_lines: int, duplicates: int) ->
     return warnings
 
 
-def _check_order_columns(frame: pl.DataFrame, order: Order, source: str) -> None:
+def check_order_columns(frame: pl.DataFrame, order: Order, source: str) -> None:
+    """An InputError naming the first line without the value ``order`` sorts by."""
     needed = {Order.TREC_EVAL: "score", Order.RANK: "rank"}.get(order)
     if needed is None:
         return
@@ -451,7 +452,7 @@ def rank_every_query(
     if depth is not None and depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     order = effective_order(order, fmt)
-    _check_order_columns(frame, order, source)
+    check_order_columns(frame, order, source)
     frame = frame.with_row_index("pos")
     ranked = _rank_all(frame, _repeated_lines(frame), order)
     if depth is not None:

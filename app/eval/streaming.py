@@ -26,14 +26,14 @@ from app.eval.golden import IdLimits, Judgments
 from app.eval.ranking import (
     RankedPart,
     RankedRun,
-    _check_order_columns,
     answered_per_query,
+    check_order_columns,
     finish_ranking,
     rank_part,
     top_candidates,
     top_of_results,
 )
-from app.eval.sources import _check_ids, detect_run_format, load_run
+from app.eval.sources import check_ids, detect_run_format, load_run
 from app.eval.textio import MAX_LINE_BYTES, ProgressFn, plain_file, read_fast, sniff_separator
 from app.eval.trec import RUN_COLUMNS, run_columns
 
@@ -195,8 +195,8 @@ def _blocks(
                 if frame is None:
                     raise _WholeFile
                 frame = run_columns(frame, with_rank=with_rank)
-                _check_ids(frame, path, id_limits)
-                _check_order_columns(frame, order, source)
+                check_ids(frame, path, id_limits)
+                check_order_columns(frame, order, source)
                 first_line += data.count(b"\n")
                 yield frame, last
             elif last:
