@@ -102,8 +102,46 @@ def rank_run(
     With a ``corpus``, the cluster traces of every query of the run, golden or not.
     """
     order = effective_order(order, fmt)
-    _check_order_columns(frame, order, source)
+    check_order_columns(frame, order, source)
     frame = frame.with_row_index("pos")
+    part = rank_part(frame, golden, order)
+    ranked = finish_ranking(
+        [part], golden, order=order, name=name, source=source, fmt=fmt, lines=frame.height
+    )
+    traces = None
+    if corpus is not None:
+        traces = _traces(
+            frame,
+            part.per_query,
+            part.dropped,
+            part.dropped_per_query,
+            order,
+            corpus,
+            judged=golden.judgments.select("qid", "doc_id"),
+        )
+    return replace(ranked, results=part.results if keep_results else None, traces=traces)
+
+
+@dataclass(frozen=True)
+class RankedPart:
+    """What ranking needs from some whole queries of a run (all of a query's lines in one
+    part): the conventions are per query, so parts rank independently and add up."""
+
+    #: qid, n: the lines of every query of the part, known or not
+    per_query: pl.DataFrame
+    #: ``pos`` of the repeated lines dropped
+    dropped: pl.Series
+    dropped_per_query: dict[str, int]
+    unknown_queries: int
+    unknown_lines: int
+    #: qid, doc_id, grade, rank of the judged documents returned
+    judged: pl.DataFrame
+    #: the kept lines (qid, doc_id, score, rank, pos), lazily
+    results: pl.LazyFrame
+
+
+def rank_part(frame: pl.DataFrame, golden: Judgments, order: Order) -> RankedPart:
+    """Rank the lines of some whole queries (with ``pos``, their order in the part)."""
     per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
     known = pl.concat(
         [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
@@ -117,51 +155,78 @@ def rank_run(
     if dropped.len():
         keep.append(~pl.col("pos").is_in(dropped.implode()))
     kept = frame.lazy().filter(*keep) if keep else frame.lazy()
-
     dropped_per_query = dict(
         frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
     )
+    return RankedPart(
+        per_query=per_query,
+        dropped=dropped,
+        dropped_per_query=dropped_per_query,
+        unknown_queries=unknown.height,
+        unknown_lines=int(unknown.get_column("n").sum()),
+        judged=_judged_ranks(kept, golden.judgments, order),
+        results=kept,
+    )
+
+
+def finish_ranking(
+    parts: list[RankedPart],
+    golden: Judgments,
+    *,
+    order: Order,
+    name: str,
+    source: str,
+    fmt: str,
+    lines: int,
+) -> RankedRun:
+    """The run of its ranked ``parts`` (disjoint queries) and its report (``lines`` read);
+    an InputError when it answers none of the golden queries."""
+    per_query = pl.concat([p.per_query for p in parts])
+    known = pl.concat(
+        [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
+    ).unique()
+    dropped_per_query = {q: n for p in parts for q, n in p.dropped_per_query.items()}
     retrieved = {
-        qid: n - dropped_per_query.get(qid, 0) for qid, n in per_query.filter(is_known).iter_rows()
+        qid: n - dropped_per_query.get(qid, 0)
+        for qid, n in per_query.filter(pl.col("qid").is_in(known.implode())).iter_rows()
     }
     evaluated = golden.evaluated_qids
     absent = [qid for qid in evaluated if qid not in retrieved]
-    if frame.height and evaluated and len(absent) == len(evaluated):
+    if lines and evaluated and len(absent) == len(evaluated):
         raise InputError(source, None, _no_match(per_query.get_column("qid"), evaluated))
-    judged = _judged_ranks(kept, golden.judgments, order)
-    unknown_lines = int(unknown.get_column("n").sum())
+    duplicates = sum(p.dropped.len() for p in parts)
+    unknown = sum(p.unknown_queries for p in parts)
+    unknown_lines = sum(p.unknown_lines for p in parts)
     report = RunReport(
         source=source,
         format=fmt,
         order=order.value,
-        lines=frame.height,
+        lines=lines,
         queries=per_query.height,
-        duplicates_dropped=dropped.len(),
-        unknown_queries=unknown.height,
+        duplicates_dropped=duplicates,
+        unknown_queries=unknown,
         unknown_query_lines=unknown_lines,
         golden_queries_absent=len(absent),
         golden_queries_absent_ids=absent,
-        warnings=_warnings(len(absent), unknown.height, unknown_lines, dropped.len()),
+        warnings=_warnings(len(absent), unknown, unknown_lines, duplicates),
     )
+    judged = pl.concat([p.judged for p in parts]) if len(parts) > 1 else parts[0].judged
     return RankedRun(
         name=name,
         order=order,
-        judged=judged,
+        judged=judged.sort("qid", "rank") if len(parts) > 1 else judged,
         retrieved=retrieved,
         report=report,
-        results=kept if keep_results else None,
-        traces=None
-        if corpus is None
-        else _traces(
-            frame,
-            per_query,
-            dropped,
-            dropped_per_query,
-            order,
-            corpus,
-            judged=golden.judgments.select("qid", "doc_id"),
-        ),
     )
+
+
+def answered_per_query(parts: list[RankedPart]) -> dict[str, int]:
+    """Results per query of every query the run answers, repeated documents dropped."""
+    return {
+        qid: n - p.dropped_per_query.get(qid, 0)
+        for p in parts
+        for qid, n in p.per_query.iter_rows()
+    }
 
 
 def _traces(
@@ -199,7 +264,7 @@ def rank_log_run(
     """A run of production query-log results, no judgments: every query is kept; what is
     stored is its import report and the cluster traces of every query."""
     order = effective_order(order, fmt)
-    _check_order_columns(frame, order, source)
+    check_order_columns(frame, order, source)
     frame = frame.with_row_index("pos")
     per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
     dropped = _repeated_lines(frame)
@@ -256,7 +321,8 @@ def _warnings(absent: int, unknown: int, unknown_lines: int, duplicates: int) ->
     return warnings
 
 
-def _check_order_columns(frame: pl.DataFrame, order: Order, source: str) -> None:
+def check_order_columns(frame: pl.DataFrame, order: Order, source: str) -> None:
+    """An InputError naming the first line without the value ``order`` sorts by."""
     needed = {Order.TREC_EVAL: "score", Order.RANK: "rank"}.get(order)
     if needed is None:
         return
@@ -340,23 +406,29 @@ def sort_key(order: Order) -> tuple[list[str], list[bool]]:
 
 
 def top_candidates(ranked: RankedRun, depth: int) -> pl.DataFrame:
-    """The first ``depth`` results of every query: qid, rank, doc_id, score.
+    """The first ``depth`` results of every query: qid, rank, doc_id, score (see
+    ``top_of_results``)."""
+    if ranked.results is None:
+        raise ValueError("rank_run(..., keep_results=True) is needed for top_candidates")
+    return top_of_results(ranked.results, ranked.order, depth)
+
+
+def top_of_results(results: pl.LazyFrame, order: Order, depth: int) -> pl.DataFrame:
+    """The first ``depth`` of the kept ``results`` of every query: qid, rank, doc_id, score.
 
     Sorting seven million lines to keep two hundred per query would copy the run twice; the
     first sort key alone finds, per query, the value of its ``depth``-th best result, and only
     the results at least that good (ties included) are sorted.
     """
-    if ranked.results is None:
-        raise ValueError("rank_run(..., keep_results=True) is needed for top_candidates")
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
-    columns, descending = sort_key(ranked.order)
+    columns, descending = sort_key(order)
     first, best_first = columns[1], descending[1]
     cut = pl.col(first).top_k(depth).min() if best_first else pl.col(first).bottom_k(depth).max()
-    threshold = ranked.results.group_by("qid").agg(cut.alias("_cut"))
+    threshold = results.group_by("qid").agg(cut.alias("_cut"))
     keep = pl.col(first) >= pl.col("_cut") if best_first else pl.col(first) <= pl.col("_cut")
     return (
-        ranked.results.join(threshold, on="qid")
+        results.join(threshold, on="qid")
         .filter(keep)
         .sort(columns, descending=descending)
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
@@ -380,7 +452,7 @@ def rank_every_query(
     if depth is not None and depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     order = effective_order(order, fmt)
-    _check_order_columns(frame, order, source)
+    check_order_columns(frame, order, source)
     frame = frame.with_row_index("pos")
     ranked = _rank_all(frame, _repeated_lines(frame), order)
     if depth is not None:

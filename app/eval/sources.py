@@ -63,7 +63,7 @@ def load_run(
     With ``id_limits`` (a store's column widths), a longer id is an error naming its line.
     With a ``corpus``, the cluster traces of every query of the run, judged or not."""
     frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
-    _check_ids(frame, path, id_limits)
+    check_ids(frame, path, id_limits)
     return rank_run(
         frame,
         golden,
@@ -76,7 +76,8 @@ def load_run(
     )
 
 
-def _check_ids(frame: pl.DataFrame, path: Path, id_limits: IdLimits | None) -> None:
+def check_ids(frame: pl.DataFrame, path: Path, id_limits: IdLimits | None) -> None:
+    """An InputError naming the first line with an id longer than ``id_limits`` allow."""
     if id_limits is not None:
         check_length(frame, "qid", limit=id_limits.query, source=str(path), what="query id")
         check_length(
@@ -96,7 +97,7 @@ def load_log_traces(
     """Read a log run (production query-log results, no judgments) and trace every query of
     it for the cluster measures, under the same conventions as ``load_run``."""
     frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
-    _check_ids(frame, path, id_limits)
+    check_ids(frame, path, id_limits)
     return rank_log_run(frame, order=order, source=str(path), fmt=detail, corpus=corpus)
 
 

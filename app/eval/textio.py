@@ -202,7 +202,7 @@ def read_table(
     """
     separator = sniff_separator(path)
     if separator is not None:
-        frame = _read_fast(
+        frame = read_fast(
             path, columns=columns, keep=keep, separator=separator, floats=floats, ints=ints
         )
         if frame is not None:
@@ -219,17 +219,19 @@ def read_table(
     return frame
 
 
-def _read_fast(
-    path: Path,
+def read_fast(
+    path: Path | bytes,
     *,
     columns: Sequence[str],
     keep: Sequence[str],
     separator: str,
     floats: Sequence[str],
     ints: Sequence[str],
+    first_line: int = 1,
 ) -> pl.DataFrame | None:
     """polars' CSV reader, streaming; None when anything is off (too many or too few fields,
-    a value that does not parse): the tolerant path then finds and words the problem."""
+    a value that does not parse): the tolerant path then finds and words the problem.
+    ``path`` may be a block of whole lines, the first numbered ``first_line``."""
     typed = [
         *(pl.col(c).cast(pl.Float64, strict=False) + 0.0 for c in floats),
         *(pl.col(c).cast(pl.Int64, strict=False) for c in ints),
@@ -249,7 +251,7 @@ def _read_fast(
                 raise_if_empty=False,
                 encoding="utf8",
             )
-            .with_row_index("line", offset=1)
+            .with_row_index("line", offset=first_line)
             # A blank line is a row of nulls; a short line has a null last field, a long one
             # a value in "_extra".
             .filter(pl.col(columns[0]).is_not_null())

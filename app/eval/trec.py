@@ -41,6 +41,11 @@ def read_trec_run(
             ints=["rank"] if with_rank else [],
             progress=progress,
         )
+    return run_columns(frame, with_rank=with_rank)
+
+
+def run_columns(frame: pl.DataFrame, *, with_rank: bool) -> pl.DataFrame:
+    """qid, doc_id, score, rank, line of parsed run lines (rank null unless ``with_rank``)."""
     if not with_rank:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("rank"))
     return frame.select("qid", "doc_id", "score", "rank", "line")

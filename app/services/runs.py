@@ -22,8 +22,6 @@ from app.eval import (
     RunReport,
     Thresholds,
     evaluate_run,
-    load_run,
-    top_candidates,
 )
 from app.eval.cluster_profile import CorpusSource
 from app.eval.conventions import (
@@ -37,6 +35,7 @@ from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
 from app.eval.sources import load_log_traces
+from app.eval.streaming import load_run_heads
 from app.eval.textio import ProgressFn
 from app.models import (
     JUDGED,
@@ -129,20 +128,22 @@ def import_run(
         )
     gold = eval_golden_set(session=session, golden=golden)
     try:
-        ranked = load_run(
+        # Block by block of whole queries where the file allows: the heads of the rankings
+        # are kept, not the run's lines (app.eval.streaming).
+        ranked, ranking_heads = load_run_heads(
             path,
             gold,
             name=name,
+            keep_depth=keep_depth,
+            shape=heads,
             order=order,
             fmt=fmt,
-            keep_results=True,
             id_limits=ID_LIMITS,
             progress=progress,
             corpus=corpus,
         )
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
-    top = top_candidates(ranked, keep_depth)
     # The uploaded file's name, cut to its column (the end, which has the extension).
     source_name = source_name[-column_width(Run, "source_name") :]
     report = ranked.report.as_dict()
@@ -178,7 +179,7 @@ def import_run(
             RunJudged,
             ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
         )
-        bulk_insert(session, RunHead, heads(top).select(run_id, "qid", "ranking"))
+        bulk_insert(session, RunHead, ranking_heads.select(run_id, "qid", "ranking"))
         assert ranked.traces is not None  # asked for with the corpus
         store_traces(session=session, run_id=run.id, traces=ranked.traces)  # type: ignore[arg-type]
     session.refresh(run)
