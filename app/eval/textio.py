@@ -62,19 +62,29 @@ class DecompressionLimit:
         return min(self.max_bytes, max(self.ratio_floor, self.max_ratio * compressed))
 
 
-_LIMIT: ContextVar[DecompressionLimit] = ContextVar(
+#: A limit, or a function that finds it: asked only when a gzip file is read, so that a
+#: command reading plain files never loads what finds the limit (the service's settings).
+LimitSource = DecompressionLimit | Callable[[], DecompressionLimit]
+
+_LIMIT: ContextVar[LimitSource] = ContextVar(
     "decompression_limit",
     default=DecompressionLimit(),  # noqa: B039 (frozen, so never mutated)
 )
 
 
-def set_decompression_limit(limit: DecompressionLimit) -> Token[DecompressionLimit]:
+def set_decompression_limit(limit: LimitSource) -> Token[LimitSource]:
     """Apply ``limit`` to every gzip file read in the current context (a request, a command)."""
     return _LIMIT.set(limit)
 
 
+def current_decompression_limit() -> DecompressionLimit:
+    """The limit of the current context (a function given for it is called now)."""
+    limit = _LIMIT.get()
+    return limit if isinstance(limit, DecompressionLimit) else limit()
+
+
 @contextlib.contextmanager
-def decompression_limit(limit: DecompressionLimit) -> Iterator[None]:
+def decompression_limit(limit: LimitSource) -> Iterator[None]:
     token = _LIMIT.set(limit)
     try:
         yield
@@ -116,7 +126,7 @@ def plain_file(path: Path) -> Iterator[Path]:
 
 
 def _gunzip(path: Path, target: Path) -> None:
-    limit = _LIMIT.get()
+    limit = current_decompression_limit()
     allowed = limit.allowed(path.stat().st_size)
     if allowed < limit.max_bytes:
         why = f"{limit.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
