@@ -246,8 +246,10 @@ def _read_fast(
     line. The checks of the values are made while the file streams, into one ``_bad`` flag
     per line.
     """
-    schema = dict.fromkeys([*columns, "_extra"], pl.String)
-    schema |= dict.fromkeys(floats, pl.Float64) | dict.fromkeys(ints, pl.Int64)
+    schema: dict[str, type[pl.DataType]] = {
+        c: pl.Float64 if c in floats else pl.Int64 if c in ints else pl.String
+        for c in [*columns, "_extra"]
+    }
     # A NUL byte is binary data (and no database stores it in text): the tolerant path names
     # it. Looking for one in the bytes costs a twentieth of looking in every field.
     if _has_nul(path):
