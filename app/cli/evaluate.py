@@ -75,7 +75,9 @@ def _corpus(path: Path) -> tuple[pl.DataFrame, set[str]]:
 
 def _decompression_limit() -> DecompressionLimit:
     """MISSTRIAGE_DECOMPRESSED_MAX_BYTES and friends, as the service reads them; the
-    defaults where the service's settings do not load (evaluate needs no secret key)."""
+    defaults where the service's settings do not load (evaluate needs no secret key).
+    Called only when a gzip file is read: loading the settings costs more than reading a
+    small run."""
     from app.settings import get_settings
 
     try:
@@ -384,7 +386,7 @@ def evaluate(
     try:
         paths = resolve_golden(qrels_path, queries=queries_path, split=split)
         with (
-            decompression_limit(_decompression_limit()),
+            decompression_limit(_decompression_limit),
             _progress([paths.qrels, *(p for _, p in runs)]) as progress,
         ):
             golden = load_golden(

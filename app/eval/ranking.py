@@ -23,6 +23,7 @@ from app.eval.jsonl import LIST_FORMAT
 
 #: Multiplier that spreads query hashes before they are mixed with document hashes.
 _MIX = 0x9E3779B97F4A7C15
+_LOW_32 = 0xFFFFFFFF
 _STREAMING: Final[Literal["streaming"]] = "streaming"
 _ABSENT_IDS_SHOWN = 50
 
@@ -103,7 +104,7 @@ def rank_run(
     """
     order = effective_order(order, fmt)
     check_order_columns(frame, order, source)
-    frame = frame.with_row_index("pos")
+    frame = _with_positions(frame, fmt)
     part = rank_part(frame, golden, order)
     ranked = finish_ranking(
         [part], golden, order=order, name=name, source=source, fmt=fmt, lines=frame.height
@@ -265,7 +266,7 @@ def rank_log_run(
     stored is its import report and the cluster traces of every query."""
     order = effective_order(order, fmt)
     check_order_columns(frame, order, source)
-    frame = frame.with_row_index("pos")
+    frame = _with_positions(frame, fmt)
     per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
     dropped = _repeated_lines(frame)
     dropped_per_query = dict(
@@ -285,6 +286,16 @@ def rank_log_run(
     )
     traces = _traces(frame, per_query, dropped, dropped_per_query, order, corpus)
     return report, traces
+
+
+def _with_positions(frame: pl.DataFrame, fmt: str) -> pl.DataFrame:
+    """``pos``: the order of the results in the file (ties under order ``rank``, repeats, order
+    ``file``). A TREC run holds one result a line, so its line numbers are that order already
+    and are shared, not copied (a column of seven million numbers); a JSON list holds many
+    results a line, and they are numbered."""
+    if fmt == "trec":
+        return frame.with_columns(pl.col("line").alias("pos"))
+    return frame.with_row_index("pos")
 
 
 def _no_match(run_qids: pl.Series, evaluated: list[str]) -> str:
@@ -335,16 +346,28 @@ def check_order_columns(frame: pl.DataFrame, order: Order, source: str) -> None:
 def _repeated_lines(frame: pl.DataFrame) -> pl.Series:
     """Positions (``pos``) of the lines that repeat an earlier (qid, doc_id): the first wins.
 
-    A 64-bit hash of the pair finds candidates cheaply (sorting hashes costs far less than a
-    hash table of string pairs); only rows whose hash repeats are compared exactly, so a hash
-    collision can never drop a line.
+    A 32-bit hash of the pair finds candidates cheaply (sorting hashes costs far less than a
+    hash table of string pairs, and 32 bits take half the memory of 64: a run's peak memory is
+    here); only rows whose hash repeats are compared exactly, so a hash collision can never
+    drop a line (at seven million lines about six thousand pairs collide, and are compared).
     """
-    keys = frame.select(((pl.col("qid").hash() * _MIX) ^ pl.col("doc_id").hash()).alias("key"))
-    ordered = keys.get_column("key").sort()
-    repeated = ordered.filter(ordered == ordered.shift(1)).unique()
+    key = (
+        ((pl.col("qid").hash() * _MIX) ^ pl.col("doc_id").hash()) & pl.lit(_LOW_32, pl.UInt64)
+    ).cast(pl.UInt32)
+    ordered = frame.lazy().select(key.alias("key")).collect(engine=_STREAMING).to_series().sort()
+    # neighbours compared through two views of the sorted keys: no shifted copy
+    same = ordered.slice(1) == ordered.slice(0, max(ordered.len() - 1, 0))
+    repeated = ordered.slice(1).filter(same).unique()
+    del ordered, same
     if not repeated.len():
         return pl.Series("pos", [], dtype=pl.UInt32)
-    candidates = frame.filter(keys.get_column("key").is_in(repeated.implode()))
+    candidates = (
+        frame.lazy()
+        .select("qid", "doc_id", "pos")
+        .filter(key.is_in(repeated.implode()))
+        .collect(engine=_STREAMING)
+        .sort("pos")  # the first occurrence is the one kept
+    )
     return candidates.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
 
 
@@ -453,7 +476,7 @@ def rank_every_query(
         raise ValueError(f"depth must be >= 1, got {depth}")
     order = effective_order(order, fmt)
     check_order_columns(frame, order, source)
-    frame = frame.with_row_index("pos")
+    frame = _with_positions(frame, fmt)
     ranked = _rank_all(frame, _repeated_lines(frame), order)
     if depth is not None:
         ranked = ranked.filter(pl.col("rank") <= depth)

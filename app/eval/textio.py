@@ -36,6 +36,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 #: A UTF-8 byte-order mark, which some editors write at the start of a text file: stripped.
 BOM = b"\xef\xbb\xbf"
 CHUNK_BYTES = 32 << 20
+#: The fast path's blocks: small enough that the reader's buffers are reused from one to the
+#: next, large enough that polars parses each in parallel.
+FAST_BLOCK_BYTES = 4 << 20
 #: Fields are separated by runs of blanks and tabs, as trec_eval's whitespace splitting does.
 _SEP = r"[ \t\v\f]+"
 _FIELD = r"([^ \t\v\f\r\n]+)"
@@ -62,19 +65,29 @@ class DecompressionLimit:
         return min(self.max_bytes, max(self.ratio_floor, self.max_ratio * compressed))
 
 
-_LIMIT: ContextVar[DecompressionLimit] = ContextVar(
+#: A limit, or a function that finds it: asked only when a gzip file is read, so that a
+#: command reading plain files never loads what finds the limit (the service's settings).
+LimitSource = DecompressionLimit | Callable[[], DecompressionLimit]
+
+_LIMIT: ContextVar[LimitSource] = ContextVar(
     "decompression_limit",
     default=DecompressionLimit(),  # noqa: B039 (frozen, so never mutated)
 )
 
 
-def set_decompression_limit(limit: DecompressionLimit) -> Token[DecompressionLimit]:
+def set_decompression_limit(limit: LimitSource) -> Token[LimitSource]:
     """Apply ``limit`` to every gzip file read in the current context (a request, a command)."""
     return _LIMIT.set(limit)
 
 
+def current_decompression_limit() -> DecompressionLimit:
+    """The limit of the current context (a function given for it is called now)."""
+    limit = _LIMIT.get()
+    return limit if isinstance(limit, DecompressionLimit) else limit()
+
+
 @contextlib.contextmanager
-def decompression_limit(limit: DecompressionLimit) -> Iterator[None]:
+def decompression_limit(limit: LimitSource) -> Iterator[None]:
     token = _LIMIT.set(limit)
     try:
         yield
@@ -116,7 +129,7 @@ def plain_file(path: Path) -> Iterator[Path]:
 
 
 def _gunzip(path: Path, target: Path) -> None:
-    limit = _LIMIT.get()
+    limit = current_decompression_limit()
     allowed = limit.allowed(path.stat().st_size)
     if allowed < limit.max_bytes:
         why = f"{limit.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
@@ -229,53 +242,84 @@ def read_fast(
     ints: Sequence[str],
     first_line: int = 1,
 ) -> pl.DataFrame | None:
-    """polars' CSV reader, streaming; None when anything is off (too many or too few fields,
-    a value that does not parse): the tolerant path then finds and words the problem.
-    ``path`` may be a block of whole lines, the first numbered ``first_line``."""
-    typed = [
-        *(pl.col(c).cast(pl.Float64, strict=False) + 0.0 for c in floats),
-        *(pl.col(c).cast(pl.Int64, strict=False) for c in ints),
-    ]
-    try:
-        frame = (
-            pl.scan_csv(
-                path,
-                separator=separator,
-                has_header=False,
-                # One column more than a line may have: with projection pushdown polars stops
-                # reading a line at the last column it needs, so extra fields must be asked for.
-                new_columns=[*columns, "_extra"],
-                schema=dict.fromkeys([*columns, "_extra"], pl.String),
-                missing_columns="insert",
-                quote_char=None,
-                raise_if_empty=False,
-                encoding="utf8",
-            )
-            .with_row_index("line", offset=first_line)
-            # A blank line is a row of nulls; a short line has a null last field, a long one
-            # a value in "_extra".
-            .filter(pl.col(columns[0]).is_not_null())
-            .with_columns(
-                *typed,
-                (pl.col(columns[-1]).is_null() | pl.col("_extra").is_not_null()).alias("_bad"),
-            )
-            .select(*keep, "line", "_bad")
-            .collect(engine="streaming")
-        )
-    except (pl.exceptions.PolarsError, UnicodeDecodeError, OSError):
-        return None
-    anomalies = [pl.col("_bad")]
+    """polars' CSV reader, block by block; None when anything is off (too many or too few
+    fields, a value that does not parse, a NUL byte): the tolerant path then finds and words
+    the problem. ``path`` may be a block of whole lines already (bytes), the first numbered
+    ``first_line``.
+
+    The file is handed over in blocks of whole lines (``FAST_BLOCK_BYTES``): given the whole
+    file, the reader's buffers stay allocated after it returns and a run's peak memory grows by
+    about half its size. Numbers are parsed by the reader itself (no text column kept for them):
+    a value it cannot parse stops it, and the tolerant path, which casts the text with the same
+    parser, names the line.
+    """
+    schema: dict[str, type[pl.DataType]] = {
+        c: pl.Float64 if c in floats else pl.Int64 if c in ints else pl.String
+        for c in [*columns, "_extra"]
+    }
+    # A blank line is a row of nulls; a short line has a null last field, a long one a value
+    # in "_extra"; a number that is not finite, or missing, is off.
+    anomalies = [pl.col(columns[-1]).is_null(), pl.col("_extra").is_not_null()]
     anomalies += [~pl.col(c).is_finite().fill_null(False) for c in floats]
     anomalies += [pl.col(c).is_null() for c in ints]
-    # A NUL byte is binary data (and no database stores it in text): the tolerant path names it.
-    anomalies += [
-        pl.col(c).str.contains("\x00", literal=True)
-        for c in keep
-        if c not in floats and c not in ints
-    ]
-    if frame.select(pl.any_horizontal(anomalies).any()).item():
+    values = [pl.col(c) + 0.0 if c in floats else pl.col(c) for c in keep]
+    parts: list[pl.DataFrame] = []
+    try:
+        blocks = [(first_line, path)] if isinstance(path, bytes) else _line_blocks(path)
+        for line_number, block in blocks:
+            # A NUL byte is binary data (and no database stores it in text): the tolerant path
+            # names it. Looking for one in the bytes costs a tenth of looking in every field.
+            if b"\x00" in block:
+                return None
+            part = (
+                pl.scan_csv(
+                    block,
+                    separator=separator,
+                    has_header=False,
+                    # One column more than a line may have: with projection pushdown polars
+                    # stops reading a line at the last column it needs, so extra fields must
+                    # be asked for.
+                    new_columns=[*columns, "_extra"],
+                    schema=schema,
+                    missing_columns="insert",
+                    quote_char=None,
+                    raise_if_empty=False,
+                    encoding="utf8",
+                )
+                # polars keeps one row per line (a blank line is a row of nulls)
+                .with_row_index("line", offset=line_number)
+                .filter(pl.col(columns[0]).is_not_null())
+                .select(*values, "line", pl.any_horizontal(anomalies).alias("_bad"))
+                .collect(engine="streaming")
+            )
+            if part.get_column("_bad").any():
+                return None
+            parts.append(part.drop("_bad"))
+    except (pl.exceptions.PolarsError, UnicodeDecodeError, OSError, _LineTooLong):
         return None
-    return frame.drop("_bad")
+    if not parts:
+        return pl.DataFrame(schema={**{c: schema[c] for c in keep}, "line": pl.UInt32})
+    return pl.concat(parts)
+
+
+class _LineTooLong(Exception):
+    """A line longer than a fast-path block: the tolerant path reads the file."""
+
+
+def _line_blocks(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(number of the first line, bytes) of blocks of whole lines, about ``FAST_BLOCK_BYTES``
+    each; ``_LineTooLong`` when a line does not fit in one."""
+    line = 1
+    with path.open("rb") as handle:
+        while block := handle.read(FAST_BLOCK_BYTES):
+            if len(block) == FAST_BLOCK_BYTES:
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    raise _LineTooLong
+                handle.seek(cut - len(block), 1)
+                block = block[:cut]
+            yield line, block
+            line += block.count(b"\n")
 
 
 def _more(count: int) -> str:

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import evaluate as evaluate_command
+from app.eval.textio import DecompressionLimit
 from tests.support.cli import evaluate_cli as cli
+from tests.support.cli import run_misstriage
 from tests.support.service import WriteFile
 
 QRELS = "q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq3 0 z 0\n"
@@ -283,3 +286,36 @@ def test_a_number_that_is_not_finite_is_a_usage_error(
     assert result.returncode == 2, result.stdout
     assert option in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_decompression_limit_of_the_settings_applies_to_a_gzip_run(
+    inputs: dict[str, Path], write_file: WriteFile
+) -> None:
+    """The limit is looked up only when a gzip file is read, and it is still the setting's."""
+    big = write_file("big.trec.gz", GOOD * 20_000, gz=True)  # 1.6 MB in a few kilobytes
+    args = ["evaluate", "--qrels", inputs["qrels"], "--run", f"big={big}"]
+    limited = run_misstriage(*args, env={"MISSTRIAGE_DECOMPRESSED_MAX_BYTES": "100000"})
+    assert limited.returncode == 2
+    assert "decompression bomb" in limited.stderr
+    assert "MISSTRIAGE_DECOMPRESSED_MAX_BYTES" in limited.stderr
+    assert cli(*args).returncode == 0
+
+
+def test_the_limit_is_looked_up_only_for_a_gzip_file(
+    inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the service's settings costs more than reading a small run: plain files never
+    pay for it."""
+    looked_up: list[DecompressionLimit] = []
+
+    def tracked() -> DecompressionLimit:
+        looked_up.append(DecompressionLimit())
+        return looked_up[-1]
+
+    monkeypatch.setattr(evaluate_command, "_decompression_limit", tracked)
+    plain = cli("evaluate", "--qrels", inputs["qrels"], "--run", f"good={inputs['good']}")
+    assert plain.returncode == 0, plain.stderr
+    assert looked_up == []
+    gzipped = cli("evaluate", "--qrels", inputs["qrels"], "--run", f"weak={inputs['weak']}")
+    assert gzipped.returncode == 0, gzipped.stderr
+    assert len(looked_up) == 1

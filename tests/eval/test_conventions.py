@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import polars as pl
 import pytest
 
-from app.eval import InputError, Order, enumerate_misses, top_candidates
+from app.eval import InputError, Order, enumerate_misses, ranking, top_candidates
 from app.eval.conventions import parse_depths
 from tests.support.evaluation import evaluate, golden, ranked, ranks
 
@@ -79,6 +81,27 @@ def test_duplicates_first_occurrence_wins_and_is_counted(tmp_path: Path) -> None
     assert run.report.duplicates_dropped == 2
     assert run.retrieved == {"q1": 3}
     assert any("2 repeated documents" in w for w in run.report.warnings)
+
+
+@pytest.mark.parametrize("mask", [0xFFFFFFFF, 0xF], ids=["32-bit", "16-values"])
+def test_repeated_lines_are_exact_whatever_the_hashes_collide(
+    mask: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeats are found by hashes, then compared exactly: with the hash cut to 16 values
+    nearly every line collides with another, and still only true repeats are dropped, the
+    first occurrence kept."""
+    monkeypatch.setattr(ranking, "_LOW_32", mask)
+    rng = random.Random(17)
+    pairs = [(f"q{rng.randrange(30)}", f"d{rng.randrange(60)}") for _ in range(3000)]
+    frame = pl.DataFrame(pairs, schema=["qid", "doc_id"], orient="row").with_row_index("pos")
+    seen: set[tuple[str, str]] = set()
+    expected = []
+    for pos, pair in enumerate(pairs):
+        if pair in seen:
+            expected.append(pos)
+        seen.add(pair)
+    assert 0 < len(expected) < len(pairs)
+    assert sorted(ranking._repeated_lines(frame).to_list()) == expected
 
 
 def test_min_grade_and_negative_grades(tmp_path: Path) -> None:

@@ -3,12 +3,14 @@ line."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
-from app.eval import InputError
+from app.eval import InputError, textio
 from app.eval.jsonl import read_corpus, read_jsonl_run, read_queries
-from app.eval.trec import RUN_EXPECTED, read_qrels, read_trec_run
+from app.eval.trec import RUN_COLUMNS, RUN_EXPECTED, read_qrels, read_trec_run
 from tests.support.service import WriteFile
 
 RUN = "q1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 2.25 t\nq2 Q0 d1 1 1 t\n"
@@ -233,3 +235,62 @@ def test_corpus_duplicate_id(write_file: WriteFile) -> None:
     with pytest.raises(InputError, match="appears twice") as caught:
         list(read_corpus(path))
     assert caught.value.line == 2
+
+
+def _fast(path: Path) -> pl.DataFrame | None:
+    """The fast path alone (None: it handed the file to the tolerant path)."""
+    return textio.read_fast(
+        path,
+        columns=RUN_COLUMNS,
+        keep=["qid", "doc_id", "score"],
+        separator=" ",
+        floats=["score"],
+        ints=[],
+    )
+
+
+def test_blocks_of_the_fast_path_keep_every_line_and_its_number(
+    write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks of 64 bytes: lines and blank lines fall on every side of a block's end."""
+    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    lines = [f"q{i % 7} Q0 d{i} {i} {i / 8} t" if i % 5 else "" for i in range(1, 200)]
+    path = write_file("run.trec", "\n".join(lines) + "\n")
+    frame = _fast(path)
+    assert frame is not None
+    expected = [(f"q{i % 7}", f"d{i}", i / 8, i) for i, text in enumerate(lines, start=1) if text]
+    assert list(frame.select("qid", "doc_id", "score", "line").iter_rows()) == expected
+    assert read_trec_run(path).select("qid", "doc_id", "score", "line").equals(frame)
+
+
+def test_a_line_longer_than_a_block_is_read_whole(
+    write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut at the block's end, the long line still has six fields: the fast path must not
+    take the cut for the end of the file."""
+    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    long_line = "q1 Q0 d9 9 1.5 " + "t" * 200
+    path = write_file("run.trec", RUN + long_line + "\nq2 Q0 d8 2 0.5 t\n")
+    assert _fast(path) is None
+    assert rows(read_trec_run(path)) == [*EXPECTED, ("q1", "d9", 1.5), ("q2", "d8", 0.5)]
+
+
+def test_a_bad_line_in_a_later_block_is_named(
+    write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    good = "".join(f"q1 Q0 d{i} {i} 1 t\n" for i in range(40))
+    path = write_file("run.trec", good + "q1 Q0 dx 41 high t\n" + good)
+    with pytest.raises(InputError) as caught:
+        read_trec_run(path)
+    assert caught.value.line == 41
+    assert caught.value.message == "score 'high' is not a number"
+
+
+def test_a_nul_byte_in_any_field_is_left_to_the_tolerant_path(write_file: WriteFile) -> None:
+    path = write_file("run.trec", RUN + "q1 Q0 d\x009 4 1 t\n")
+    assert _fast(path) is None
+    with pytest.raises(InputError) as caught:
+        read_trec_run(path)
+    assert caught.value.line == 4
+    assert "NUL byte in the doc_id field" in caught.value.message
