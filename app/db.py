@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,9 @@ from app.settings import Settings
 
 #: SQLite waits this long for a lock instead of failing at once.
 SQLITE_BUSY_MS = 10_000
+#: SQLite: the longest a writer waits for its turn on the process's writer lock before it
+#: goes to SQLite's busy handler anyway (a safety bound: every holder releases at its end).
+SQLITE_WRITER_WAIT_S = SQLITE_BUSY_MS / 1000
 #: PostgreSQL: give up connecting after this many seconds (an unreachable host, not a refusal).
 POSTGRES_CONNECT_TIMEOUT_S = 10
 
@@ -105,6 +110,54 @@ def end_reading(session: Session) -> None:
     session.commit()  # nothing is pending: ends the transaction, writes nothing
 
 
+log = logging.getLogger(__name__)
+
+
+class WriterLock:
+    """A process's lock for the writers of one SQLite file, remembering which thread holds
+    it: a writer nested in one of its own thread's (another session) does not wait for
+    itself, it goes to SQLite's busy handler as it always did."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owner: int | None = None
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        if self.owner == threading.get_ident():
+            yield
+            return
+        held = self.lock.acquire(timeout=SQLITE_WRITER_WAIT_S)
+        if not held:  # never expected: every holder releases when its block ends
+            log.warning("sqlite writer lock not acquired in %.0f s", SQLITE_WRITER_WAIT_S)
+        else:
+            self.owner = threading.get_ident()
+        try:
+            yield
+        finally:
+            if held:
+                self.owner = None
+                self.lock.release()
+
+
+_writer_locks: dict[str, WriterLock] = {}
+_writer_locks_guard = threading.Lock()
+
+
+def sqlite_writer_lock(engine: Engine) -> WriterLock:
+    """The process's writer lock for ``engine``'s SQLite file (one per file, shared by every
+    engine of this process on it). Writers of one process queue on it in arrival order
+    before ``BEGIN IMMEDIATE``, instead of polling in SQLite's busy handler, whose sleeps
+    (up to 100 ms each) make the tail; writers in other processes still meet the busy
+    timeout."""
+    key = str(engine.url.database or ":memory:")
+    with _writer_locks_guard:
+        lock = _writer_locks.get(key)
+        if lock is None:
+            lock = _writer_locks[key] = WriterLock()
+        return lock
+
+
 @contextmanager
 def writing(session: Session) -> Iterator[None]:
     """The one unit of work: ``with writing(session): ...`` runs the block in a transaction of
@@ -116,7 +169,9 @@ def writing(session: Session) -> Iterator[None]:
 
     SQLite: the transaction begins with ``BEGIN IMMEDIATE``, taking the write lock up front, so
     two writers run one after the other (the second waits up to the busy timeout) instead of
-    both reading, then one failing to upgrade its lock. PostgreSQL: a normal transaction; the
+    both reading, then one failing to upgrade its lock. Writers of one process first queue
+    on the process's writer lock (``sqlite_writer_lock``), released when the block ends,
+    however it ends. PostgreSQL: a normal transaction; the
     queue's queries lock their rows (``FOR UPDATE SKIP LOCKED``).
     """
     if session.info.get(_WRITING):
@@ -124,13 +179,19 @@ def writing(session: Session) -> Iterator[None]:
     _refuse_pending(session, "writing()")
     session.commit()  # end the read transaction the caller's earlier queries began
     session.info[_WRITING] = True
+    bind = session.get_bind()
+    turn = (
+        sqlite_writer_lock(bind.engine).turn() if bind.dialect.name == "sqlite" else nullcontext()
+    )
     try:
-        if session.get_bind().dialect.name == "sqlite":
-            session.connection(execution_options={SQLITE_BEGIN: "BEGIN IMMEDIATE"})
-        yield
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
+        with turn:
+            try:
+                if bind.dialect.name == "sqlite":
+                    session.connection(execution_options={SQLITE_BEGIN: "BEGIN IMMEDIATE"})
+                yield
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
     finally:
         del session.info[_WRITING]
