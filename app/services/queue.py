@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, func, or_
+from sqlalchemy import ColumnClause, case, func, literal_column, or_
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
@@ -62,12 +62,18 @@ def current(*, session: Session, triage: Triage, user: User, now: datetime) -> M
     return None if held is None else MissPublic.of(held)
 
 
+#: ``state = 'open'`` as SQL text, not a bound parameter: PostgreSQL uses the partial index
+#: ix_miss_holder only when it can prove its predicate, which a generic plan of a prepared
+#: statement (psycopg prepares after a few executions) cannot with a parameter.
+_OPEN_LITERAL: ColumnClause[str] = literal_column(f"'{MissState.OPEN.value}'")
+
+
 def _current(session: Session, triage: Triage, user: User, now: datetime) -> Miss | None:
     return session.exec(
         select(Miss)
         .where(
             Miss.triage_id == triage.id,
-            Miss.state == MissState.OPEN.value,
+            col(Miss.state) == _OPEN_LITERAL,
             Miss.lease_holder_id == user.id,
             col(Miss.lease_expires_at) > now,
         )
