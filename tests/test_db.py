@@ -4,6 +4,7 @@ changes made outside it, and on SQLite takes the write lock at BEGIN."""
 from __future__ import annotations
 
 import ast
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, select
 
-from app.db import end_reading, make_engine, pending_changes, writing
+from app.db import end_reading, make_engine, pending_changes, sqlite_writer_lock, writing
 from app.models import LoginAttempt, User, utcnow
 from app.settings import Settings
 
@@ -182,6 +183,57 @@ def test_sqlite_writers_take_the_lock_at_begin(engine: Engine, settings: Setting
     finally:
         second_engine.dispose()
     assert _emails(engine) == ["first@example.com", "second@example.com"]
+
+
+#: Threads writing at once in the writer-lock test; each holds the lock HOLD_S, so together
+#: they hold it several times as long as the short busy timeout.
+WRITERS, HOLD_S = 12, 0.05
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_sqlite_writers_of_one_process_queue_on_its_lock(
+    engine: Engine, settings: Settings
+) -> None:
+    """Many threads writing at once all succeed, although together they hold the database
+    longer than the busy timeout: they queue on the process's writer lock, not in SQLite's
+    busy handler (which would give up after SHORT_BUSY_MS). A block that raises releases
+    the lock: the next writer gets in."""
+    short = _short_busy(settings)
+    lock = sqlite_writer_lock(short)
+    assert lock is sqlite_writer_lock(engine)  # one lock per file, whatever the engine
+    start = threading.Barrier(WRITERS)
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            with Session(short, expire_on_commit=False) as session:
+                start.wait()
+                with writing(session):
+                    session.add(_attempt(f"w{n:02d}@example.com"))
+                    session.flush()
+                    time.sleep(HOLD_S)  # holds the database: the others must wait their turn
+        except BaseException as exc:
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert errors == []
+        assert _emails(engine) == [f"w{n:02d}@example.com" for n in range(WRITERS)]
+
+        with Session(short, expire_on_commit=False) as session:
+            with pytest.raises(LookupError):
+                _add_then_fail(session)
+            assert not lock.lock.locked()
+            assert lock.owner is None
+        with Session(short, expire_on_commit=False) as session, writing(session):
+            session.add(_attempt("after@example.com"))
+        assert "after@example.com" in _emails(engine)
+    finally:
+        short.dispose()
 
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -28,17 +28,27 @@ class NotAuthenticated(ServiceError):
     code = "not_authenticated"
 
 
-def get_settings(request: Request) -> Settings:
+# The trivial dependencies are ``async def``: FastAPI runs a plain ``def`` dependency in the
+# thread pool, a hand-off (and back) per dependency per request for an attribute read.
+
+
+def settings_of(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_session(request: Request) -> Iterator[Session]:
+async def get_settings(request: Request) -> Settings:
+    return settings_of(request)
+
+
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    # Making a session does no I/O (it connects on first use); closing one whose work is
+    # committed only hands its connection back to the pool.
     with Session(request.app.state.engine, expire_on_commit=False) as session:
         yield session
 
 
-def get_clock(request: Request) -> Clock:
+async def get_clock(request: Request) -> Clock:
     clock: Clock = request.app.state.clock
     return clock
 
@@ -74,7 +84,7 @@ def session_id_from_cookie(request: Request) -> str | None:
     cookie = request.cookies.get(SESSION_COOKIE)
     if not cookie:
         return None
-    signer = CookieSigner(get_settings(request).secret_key)
+    signer = CookieSigner(settings_of(request).secret_key)
     return signer.unsign(cookie)
 
 
@@ -122,10 +132,10 @@ def _principal(request: Request, session: Session) -> Principal | None:
 OptionalPrincipal = Annotated[Principal | None, Depends(optional_principal)]
 
 
-def require(role: Role) -> Callable[..., Principal]:
+def require(role: Role) -> Callable[..., Coroutine[None, None, Principal]]:
     """A dependency that admits users of ``role`` or above (401 without credentials)."""
 
-    def dependency(principal: OptionalPrincipal) -> Principal:
+    async def dependency(principal: OptionalPrincipal) -> Principal:
         if principal is None:
             raise NotAuthenticated("log in or send an API token")
         if not principal.role.allows(role):
@@ -141,11 +151,11 @@ LeadDep = Annotated[Principal, Depends(require(Role.LEAD))]
 AdminDep = Annotated[Principal, Depends(require(Role.ADMIN))]
 
 
-def require_or_none(role: Role) -> Callable[..., Principal | None]:
+def require_or_none(role: Role) -> Callable[..., Coroutine[None, None, Principal | None]]:
     """Like ``require``, but without credentials it returns None instead of refusing, so a
     page action can answer in its own words ("your label was NOT saved: log in again")."""
 
-    def dependency(principal: OptionalPrincipal) -> Principal | None:
+    async def dependency(principal: OptionalPrincipal) -> Principal | None:
         if principal is not None and not principal.role.allows(role):
             raise Forbidden(f"this needs the {role.value} role", code="forbidden")
         return principal

@@ -30,7 +30,7 @@ from app.models.triage import (
     Review,
     Triage,
 )
-from app.models.users import ApiToken, LoginAttempt, Role, User, UserSession
+from app.models.users import ApiToken, AuthGeneration, LoginAttempt, Role, User, UserSession
 
 __all__ = [
     "CANT_TELL",
@@ -42,6 +42,7 @@ __all__ = [
     "RUN_KINDS",
     "UNLABELLED",
     "ApiToken",
+    "AuthGeneration",
     "Document",
     "Export",
     "GoldenQuery",

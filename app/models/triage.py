@@ -140,6 +140,15 @@ class Miss(SQLModel, table=True):
         Index("ix_miss_category", "triage_id", "category", "position"),
         # the dashboard's live leases: the few misses whose lease runs past now
         Index("ix_miss_lease", "triage_id", "lease_expires_at"),
+        # claim's "my current miss": the caller's open lease, without scanning every open miss
+        Index(
+            "ix_miss_holder",
+            "triage_id",
+            "lease_holder_id",
+            "position",
+            postgresql_where=text("state = 'open'"),
+            sqlite_where=text("state = 'open'"),
+        ),
         # reviewer throughput from the index alone: who labelled, what the label rests on, when
         Index(
             "ix_miss_labelled_by",

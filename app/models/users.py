@@ -139,3 +139,15 @@ class TokenCreated(TokenPublic):
     @classmethod
     def of_secret(cls, token: ApiToken, secret: str) -> TokenCreated:
         return cls.model_validate({**TokenPublic.of(token).model_dump(), "token": secret})
+
+
+class AuthGeneration(SQLModel, table=True):
+    """One row, whose ``generation`` goes up in the transaction of every change that can
+    withdraw or change a credential (a token revoked, a user changed): app processes cache
+    token look-ups and drop their cache when they see it change (read at most once a
+    second; app/services/auth_cache.py)."""
+
+    __tablename__ = "auth_generation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    generation: int = Field(default=0, sa_column=Column(Integer, nullable=False))

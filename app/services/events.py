@@ -16,7 +16,8 @@ from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
 from app.models import GoldenSet, Miss, WebhookDelivery, WebhookEvent, utcnow
 from app.services.errors import Invalid
-from app.services.triages import closure_report, triage_context
+from app.services.triages import closes as triage_closes
+from app.services.triages import triage_context
 
 EVENTS = tuple(WebhookEvent)
 MAX_ATTEMPTS = 8
@@ -86,8 +87,9 @@ def after_label(session: Session, miss: Miss) -> None:
             )
         )
     session.flush()
-    # Whether the triage closes is decided in one place: the closure report.
-    closes = closure_report(session=session, triage=triage, causes=ctx.causes).closes
+    # Whether the triage closes: the closure report's rule, asked as one EXISTS that stops
+    # at the first miss keeping it open (triages.closes).
+    closes = triage_closes(session=session, triage=triage)
     if closes and triage.closed_at is None:
         triage.closed_at = utcnow()
         session.add(triage)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, func, or_
+from sqlalchemy import ColumnClause, case, func, literal_column, or_
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
@@ -62,12 +62,18 @@ def current(*, session: Session, triage: Triage, user: User, now: datetime) -> M
     return None if held is None else MissPublic.of(held)
 
 
+#: ``state = 'open'`` as SQL text, not a bound parameter: PostgreSQL uses the partial index
+#: ix_miss_holder only when it can prove its predicate, which a generic plan of a prepared
+#: statement (psycopg prepares after a few executions) cannot with a parameter.
+_OPEN_LITERAL: ColumnClause[str] = literal_column(f"'{MissState.OPEN.value}'")
+
+
 def _current(session: Session, triage: Triage, user: User, now: datetime) -> Miss | None:
     return session.exec(
         select(Miss)
         .where(
             Miss.triage_id == triage.id,
-            Miss.state == MissState.OPEN.value,
+            col(Miss.state) == _OPEN_LITERAL,
             Miss.lease_holder_id == user.id,
             col(Miss.lease_expires_at) > now,
         )
@@ -85,32 +91,39 @@ def claim(
 
     With overlap (``triage.reviewers`` > 1) a sampled miss is offered to distinct reviewers
     until it has its labels (``app.services.overlap``)."""
-    if triage.reviewers > 1:
-        with writing(session):
-            return overlap.claim(session, triage, user, now, lease)
     with writing(session):
-        mine = _current(session, triage, user, now)
-        if mine is None:
-            skipped = skipped_ids(triage_id=triage.id, user_id=user.id)  # type: ignore[arg-type]
-            query = (
-                select(Miss)
-                .where(
-                    Miss.triage_id == triage.id,
-                    Miss.state == MissState.OPEN.value,
-                    or_(col(Miss.lease_holder_id).is_(None), col(Miss.lease_expires_at) <= now),
-                    col(Miss.id).not_in(skipped),
-                )
-                .order_by(col(Miss.position))
-                .limit(1)
+        return _claim_in(session, triage, user, now, lease)
+
+
+def _claim_in(
+    session: Session, triage: Triage, user: User, now: datetime, lease: timedelta
+) -> MissPublic | None:
+    """Inside the caller's writing block: ``claim``."""
+    if triage.reviewers > 1:
+        return overlap.claim(session, triage, user, now, lease)
+    mine = _current(session, triage, user, now)
+    if mine is None:
+        skipped = skipped_ids(triage_id=triage.id, user_id=user.id)  # type: ignore[arg-type]
+        query = (
+            select(Miss)
+            .where(
+                Miss.triage_id == triage.id,
+                Miss.state == MissState.OPEN.value,
+                or_(col(Miss.lease_holder_id).is_(None), col(Miss.lease_expires_at) <= now),
+                col(Miss.id).not_in(skipped),
             )
-            if is_postgres(session):
-                query = query.with_for_update(skip_locked=True)
-            mine = session.exec(query).first()
-        if mine is not None:
-            mine.lease_holder_id = user.id
-            mine.lease_expires_at = now + lease
-            session.add(mine)
-    return None if mine is None else MissPublic.of(mine)
+            .order_by(col(Miss.position))
+            .limit(1)
+        )
+        if is_postgres(session):
+            query = query.with_for_update(skip_locked=True)
+        mine = session.exec(query).first()
+    if mine is None:
+        return None
+    mine.lease_holder_id = user.id
+    mine.lease_expires_at = now + lease
+    session.add(mine)
+    return MissPublic.of(mine)
 
 
 def renew(
@@ -152,47 +165,101 @@ def label(
     """Label (or, for a lead, relabel) a miss at its current version."""
     note = checked_note(category, note, [*causes, CANT_TELL])
     with writing(session):
-        miss = locked_miss(session, miss_id)
-        overlapped = miss.reviewers > 1
-        if category == CANT_TELL and (not overlapped or miss.state != MissState.OPEN.value):
-            raise Invalid(
-                f"{CANT_TELL!r} is for reviewers of a miss with more than one reviewer",
-                code="unknown_category",
-            )
-        refusal = (
-            overlap.refusal(session, miss, user, version, now)
-            if overlapped
-            else _refusal(miss, user, version)
-        )
-        if refusal is not None:
-            # the refused attempt is kept in the audit log (committed), then answered
-            attempt = {
-                "state": MissState.LABELLED.value,
-                "category": category,
-                "note": note,
-                "version": version,
-            }
-            record_event(session, miss, user, refusal[0], now=now, after=attempt)
-        elif overlapped:
-            overlap.add_label(session, miss, user, category=category, note=note, now=now)
-        else:
-            relabel = miss.state == MissState.LABELLED
-            before = snapshot(miss)
-            miss.state = MissState.LABELLED.value
-            miss.category = category
-            miss.note = note
-            miss.version += 1
-            miss.labelled_by_id = user.id
-            miss.labelled_at = now
-            miss.lease_holder_id = None
-            miss.lease_expires_at = None
-            session.add(miss)
-            action = LabelAction.RELABEL if relabel else LabelAction.LABEL
-            record_event(session, miss, user, action, now=now, before=before, note=note)
-            outbox.after_label(session, miss)
+        miss, refusal = _label_in(session, miss_id, user, category, note, version, now)
     if refusal is not None:
         raise refusal[1]
     return MissPublic.of(miss)
+
+
+@dataclass(frozen=True)
+class LabelledAndNext:
+    """A label and the caller's next miss (None: nothing is left for the caller)."""
+
+    labelled: MissPublic
+    next: MissPublic | None
+
+
+def label_and_claim(
+    *,
+    session: Session,
+    miss_id: int,
+    user: User,
+    category: str,
+    note: str,
+    version: int,
+    causes: list[str],
+    now: datetime,
+    lease: timedelta,
+    triage: Triage | None = None,
+) -> LabelledAndNext:
+    """``label``, then ``claim`` in the miss's triage, in one transaction: a reviewer working
+    back to back pays for one request, one BEGIN/COMMIT. A refused label (409, 403) claims
+    nothing and answers as ``label`` does. ``triage``: the miss's, when the caller has it."""
+    note = checked_note(category, note, [*causes, CANT_TELL])
+    following: MissPublic | None = None
+    with writing(session):
+        miss, refusal = _label_in(session, miss_id, user, category, note, version, now)
+        if refusal is None:
+            labelled = MissPublic.of(miss)
+            if triage is None or triage.id != miss.triage_id:
+                triage = session.get(Triage, miss.triage_id)
+            assert triage is not None  # the foreign key
+            following = _claim_in(session, triage, user, now, lease)
+    if refusal is not None:
+        raise refusal[1]
+    return LabelledAndNext(labelled=labelled, next=following)
+
+
+def _label_in(
+    session: Session,
+    miss_id: int,
+    user: User,
+    category: str,
+    note: str,
+    version: int,
+    now: datetime,
+) -> tuple[Miss, tuple[LabelAction, ServiceError] | None]:
+    """Inside the caller's writing block: label the miss, or record the refused attempt and
+    return why (the caller raises the error once the block has committed the attempt)."""
+    miss = locked_miss(session, miss_id)
+    overlapped = miss.reviewers > 1
+    if category == CANT_TELL and (not overlapped or miss.state != MissState.OPEN.value):
+        raise Invalid(
+            f"{CANT_TELL!r} is for reviewers of a miss with more than one reviewer",
+            code="unknown_category",
+        )
+    refusal = (
+        overlap.refusal(session, miss, user, version, now)
+        if overlapped
+        else _refusal(miss, user, version)
+    )
+    if refusal is not None:
+        # the refused attempt is kept in the audit log (committed), then answered
+        attempt = {
+            "state": MissState.LABELLED.value,
+            "category": category,
+            "note": note,
+            "version": version,
+        }
+        record_event(session, miss, user, refusal[0], now=now, after=attempt)
+    elif overlapped:
+        overlap.add_label(session, miss, user, category=category, note=note, now=now)
+    else:
+        relabel = miss.state == MissState.LABELLED
+        before = snapshot(miss)
+        miss.state = MissState.LABELLED.value
+        miss.category = category
+        miss.note = note
+        miss.version += 1
+        miss.labelled_by_id = user.id
+        miss.labelled_at = now
+        miss.lease_holder_id = None
+        miss.lease_expires_at = None
+        session.add(miss)
+        action = LabelAction.RELABEL if relabel else LabelAction.LABEL
+        record_event(session, miss, user, action, now=now, before=before, note=note)
+        outbox.after_label(session, miss)
+    return miss, refusal
 
 
 def _refusal(miss: Miss, user: User, version: int) -> tuple[LabelAction, ServiceError] | None:

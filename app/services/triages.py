@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
-from sqlalchemy import exists, func, update
+from sqlalchemy import and_, exists, func, or_, update
 from sqlmodel import Session, col, select
 
 from app.db import writing
@@ -366,6 +366,25 @@ def closure_report(
             agreement=kappa,
         ),
     )
+
+
+def closes(*, session: Session, triage: Triage) -> bool:
+    """``closure_report(...).closes``, asked as one EXISTS for the label's own path: a miss
+    that keeps the categories open (unlabelled: open or disputed, or without a category; or
+    in "other"; covered misses are off the queue) stops the search, so a triage far from
+    closing answers at its first open miss instead of counting every miss. The rule is
+    closure_report's (tests/services/test_closure.py checks they agree)."""
+    keeps_open = or_(
+        col(Miss.state).not_in([MissState.LABELLED.value, MissState.COVERED.value]),
+        and_(
+            col(Miss.state) == MissState.LABELLED.value,
+            or_(col(Miss.category).is_(None), col(Miss.category) == OTHER),
+        ),
+    )
+    found = session.exec(
+        select(Miss.id).where(Miss.triage_id == triage.id, keeps_open).limit(1)
+    ).first()
+    return found is None
 
 
 def triage_detail(*, session: Session, triage_id: int) -> TriageDetail:

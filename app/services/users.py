@@ -12,6 +12,7 @@ from sqlmodel import Session, col, delete, select, update
 from app import security
 from app.db import writing
 from app.models import ApiToken, Role, User, UserSession, column_width, utcnow
+from app.services import auth_cache
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.names import check_name
 from app.services.passwords import check_new_password
@@ -144,23 +145,38 @@ def revoke_token(*, session: Session, user: User, token_id: int) -> ApiToken:
 
 
 def user_for_token(*, session: Session, secret: str) -> User | None:
-    """The active user a bearer token belongs to; records the token's last use."""
-    found = session.exec(
-        select(ApiToken, User)
-        .join(User, col(User.id) == col(ApiToken.user_id))
-        .where(ApiToken.token_hash == security.digest(secret))
-    ).first()
-    if found is None:
-        return None
-    token, user = found
-    if token.revoked_at is not None or not user.is_active:
-        return None
+    """The active user a bearer token belongs to; records the token's last use (at most
+    once a LAST_USED_RESOLUTION). Look-ups are cached per process (``auth_cache``): a
+    revocation reaches every process within about a second."""
+    digest = security.digest(secret)
+    cache = auth_cache.cache_for(session)
+    entry = cache.get(session, digest)
+    if entry is None:
+        found = session.exec(
+            select(ApiToken, User)
+            .join(User, col(User.id) == col(ApiToken.user_id))
+            .where(ApiToken.token_hash == digest)
+        ).first()
+        if found is None:
+            return None
+        token, user = found
+        if token.revoked_at is not None or not user.is_active:
+            return None
+        assert token.id is not None
+        cache.put(digest, user, token.id, token.last_used_at)
+        entry = cache.get(session, digest)
+        token_id, last_used_at = token.id, token.last_used_at
+    else:
+        user = auth_cache.user_of(session, entry)
+        token_id, last_used_at = entry.token_id, entry.last_used_at
     now = utcnow()
-    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+    if last_used_at is None or now - last_used_at > LAST_USED_RESOLUTION:
         with writing(session):
             session.exec(
-                update(ApiToken).where(col(ApiToken.id) == token.id).values(last_used_at=now)
+                update(ApiToken).where(col(ApiToken.id) == token_id).values(last_used_at=now)
             )
+        if entry is not None:
+            entry.last_used_at = now
     return user
 
 

@@ -217,7 +217,8 @@ def review_label(
         return _expired(request, f"your label ({shown})")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
-        labelled = queue.label(
+        # the label and the next card's claim in one transaction
+        done = queue.label_and_claim(
             session=session,
             miss_id=miss_id,
             user=principal.user,
@@ -226,6 +227,8 @@ def review_label(
             version=version,
             causes=ctx.causes,
             now=clock.now(),
+            lease=timedelta(seconds=settings.lease_seconds),
+            triage=ctx.triage,
         )
     except ServiceError as exc:
         failed = f"Your label ({shown}) was NOT saved: {exc.message}."
@@ -255,15 +258,9 @@ def review_label(
         )
     # your own label (with double review the miss's final label may not be decided yet), by
     # its name: the label was checked against the causes, so it is one of ours
+    labelled = done.labelled
     saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {copy.label(category)}."
-    return _card(
-        request,
-        session,
-        principal,
-        ctx,
-        _next(session, settings, clock.now(), ctx, principal),
-        message=saved,
-    )
+    return _card(request, session, principal, ctx, done.next, message=saved)
 
 
 @router.post("/triages/{triage_id}/review/skip", name="review_skip")

@@ -1,6 +1,7 @@
 """When PostgreSQL is unreachable: /healthz answers 503 and says nothing more, the API answers
 503 ``database_unavailable`` (never a 500 with a traceback), and once the server is back the
-same app process serves again by itself (pre-pinged pool), after a stop and after a restart."""
+same app process serves again by itself (dead pooled connections dropped on checkout), after
+a stop and after a restart."""
 
 from __future__ import annotations
 
@@ -93,8 +94,8 @@ def test_the_app_recovers_after_a_stop_and_a_restart(cluster: ThrowawayCluster) 
             assert_unavailable(client, token)
 
             cluster.pg_ctl("start")
-            # The pool's connections died with the server; pre-ping replaces them on checkout,
-            # so the very first request after the outage succeeds.
+            # The pool's connections died with the server; the checkout sees their closed
+            # sockets and replaces them, so the very first request after the outage succeeds.
             assert client.get("/api/v1/me", headers=headers).status_code == 200
             assert client.get("/healthz").json()["database"] == "up"
 

@@ -14,7 +14,7 @@ from app.clock import FrozenClock
 from app.models import OTHER, Role, Triage
 from app.models.triage_public import MissPublic
 from app.services import queue, users
-from app.services.triages import closure_report, triage_context
+from app.services.triages import closes, closure_report, triage_context
 from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)
@@ -25,6 +25,8 @@ def _state(engine: Engine, triage_id: int) -> tuple[bool, bool, str]:
     with Session(engine) as s:
         ctx = triage_context(session=s, triage_id=triage_id)
         report = closure_report(session=s, triage=ctx.triage, causes=ctx.causes)
+        # the label's path asks the same rule as one EXISTS
+        assert closes(session=s, triage=ctx.triage) == report.closes
         triage = s.get(Triage, triage_id)
         assert triage is not None
         return report.closes, triage.closed_at is not None, report.closure

@@ -159,9 +159,10 @@ def empty_all(engine: Engine) -> None:
     from sqlmodel import SQLModel
 
     import app.models  # noqa: F401
-    from app.services import kept
+    from app.services import auth_cache, kept
 
     kept.forget()  # the kept answers belong to the rows about to go
+    auth_cache.forget()  # so do the token look-ups
 
     with engine.begin() as connection:
         for table in reversed(SQLModel.metadata.sorted_tables):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
@@ -64,26 +65,67 @@ class LabelBody(BaseModel):
     version: int = Field(ge=1)
 
 
-@router.post("/{miss_id}/label", response_model=MissPublic)
+class LabelledAndNext(BaseModel):
+    """The answer of ``label?next=1``: the labelled miss and the caller's next one, leased to
+    them (``null``: nothing is left for the caller, where ``claim`` would answer 204)."""
+
+    labelled: MissPublic
+    next: MissPublic | None
+
+
+@router.post("/{miss_id}/label", response_model=MissPublic | LabelledAndNext)
 def label(
-    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: LabelBody
-) -> MissPublic:
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    miss_id: Id,
+    body: LabelBody,
+    next: Annotated[
+        bool,
+        Query(
+            description="also claim the caller's next miss in the same transaction and answer "
+            "`{labelled, next}`"
+        ),
+    ] = False,
+) -> MissPublic | LabelledAndNext:
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
     log. With double review (the miss's ``reviewers`` > 1) it is the caller's own, blind
     label (``cant-tell`` allowed; 409 ``already_reviewed`` for a second one): the miss gets
     its final label when the last reviewer agrees, else it goes to adjudication
-    (``state`` ``disputed``)."""
-    return queue.label(
+    (``state`` ``disputed``).
+
+    Without ``next`` the answer is the labelled miss. With ``next=1`` the label and a
+    ``claim`` in the miss's triage run in one transaction and the answer is
+    ``{"labelled": Miss, "next": Miss | null}``: ``next`` is the caller's next miss, leased to
+    them in queue order (their current one first), or ``null`` when nothing is left for them
+    (where ``claim`` answers 204). A refused label (409, 403, 422) claims nothing and answers
+    exactly as without ``next``."""
+    causes = causes_of_miss(session=session, miss_id=miss_id)
+    if not next:
+        return queue.label(
+            session=session,
+            miss_id=miss_id,
+            user=principal.user,
+            category=body.category,
+            note=body.note,
+            version=body.version,
+            causes=causes,
+            now=clock.now(),
+        )
+    done = queue.label_and_claim(
         session=session,
         miss_id=miss_id,
         user=principal.user,
         category=body.category,
         note=body.note,
         version=body.version,
-        causes=causes_of_miss(session=session, miss_id=miss_id),
+        causes=causes,
         now=clock.now(),
+        lease=timedelta(seconds=settings.lease_seconds),
     )
+    return LabelledAndNext(labelled=done.labelled, next=done.next)
 
 
 @router.post("/{miss_id}/adjudicate", response_model=MissPublic)
