@@ -79,6 +79,8 @@ MAX_FAILURES_IN_A_ROW = 5  # a reviewer whose requests keep failing gives up
 P95_TARGET_MS = 50.0
 #: Mean reading time between claim and label (--think-ms); 0 = back to back.
 THINK_S = 0.0
+#: --next: label and take the next miss in one call (POST /misses/{id}/label?next=1).
+NEXT = False
 #: A uvicorn access-log line of a claim or a label: '"POST /api/v1/misses/7/label HTTP/1.1" 200'
 QUEUE_PATH = re.compile(r"/api/v1/\w+/\d+/(?P<route>claim|label)")
 
@@ -242,7 +244,7 @@ def review(
                     time.sleep(THINK_S * (0.5 + (miss_id * 7919 % 1000) / 1000))
                 label_sent = time.perf_counter()
                 answer = client.post(
-                    f"/api/v1/misses/{miss_id}/label",
+                    f"/api/v1/misses/{miss_id}/label" + ("?next=1" if NEXT else ""),
                     json={"category": category, "note": "", "version": miss["version"]},
                 )
                 labelled = time.perf_counter()
@@ -251,6 +253,31 @@ def review(
                     reviewer.acknowledged.append((miss_id, category))
                     reviewer.held.append((miss_id, sent, claimed, labelled))
                     failures = 0
+                    if NEXT:
+                        # the answer holds the next miss, leased to this reviewer: label it
+                        # without a claim (the loop's claim returns the one held, if any)
+                        following = answer.json()["next"]
+                        while following is not None and not stop.is_set():
+                            miss, sent, claimed = following, label_sent, labelled
+                            miss_id = int(miss["id"])
+                            category = DEFAULT_CAUSES[miss_id % len(DEFAULT_CAUSES)]
+                            label_sent = time.perf_counter()
+                            answer = client.post(
+                                f"/api/v1/misses/{miss_id}/label?next=1",
+                                json={"category": category, "note": "", "version": miss["version"]},
+                            )
+                            labelled = time.perf_counter()
+                            if answer.status_code != 200:
+                                reviewer.errors[
+                                    f"label {answer.status_code} {error_code(answer)}"
+                                ] += 1
+                                reviewer.held.append((miss_id, sent, claimed, None))
+                                failures += 1
+                                break
+                            reviewer.labels.append(labelled - label_sent)
+                            reviewer.acknowledged.append((miss_id, category))
+                            reviewer.held.append((miss_id, sent, claimed, labelled))
+                            following = answer.json()["next"]
                 else:
                     reviewer.errors[f"label {answer.status_code} {error_code(answer)}"] += 1
                     reviewer.held.append((miss_id, sent, claimed, None))
@@ -579,6 +606,12 @@ def main() -> None:
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--timeout", type=int, default=600, help="seconds for everything")
     parser.add_argument(
+        "--next",
+        action="store_true",
+        help="label and take the next miss in one call (label?next=1); the label column "
+        "is that call",
+    )
+    parser.add_argument(
         "--think-ms",
         type=float,
         default=0.0,
@@ -590,8 +623,9 @@ def main() -> None:
         parser.error(f"unknown backends {sorted(unknown)}; choose from {BACKENDS}")
     if args.misses < 2 or args.misses % RELEVANT_PER_QUERY:
         parser.error("--misses must be an even number >= 2")
-    global THINK_S
+    global THINK_S, NEXT
     THINK_S = args.think_ms / 1000
+    NEXT = args.next
     if args.reviewers < 1 or args.workers < 1:
         parser.error("--reviewers and --workers must be >= 1")
 
@@ -600,7 +634,7 @@ def main() -> None:
         for backend in backends:
             print(
                 f"{backend}: {args.reviewers} reviewers, {args.misses:,} misses, "
-                f"{args.workers} workers ...",
+                f"{args.workers} workers{', label?next=1' if args.next else ''} ...",
                 flush=True,
             )
             results.append(
