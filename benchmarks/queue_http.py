@@ -15,7 +15,7 @@ version 2, one 'label' event each), 'label' events == misses == acknowledged lab
 double-holds (misses claimed by more than one reviewer, from the client log) and lost labels
 (acknowledged labels whose miss does not carry that category and labeller in the database).
 Prints p50/p95/p99/max of claim and label, wall time, labels/s, non-2xx answers by status, CPU
-seconds of server, client and PostgreSQL, and the targets "p95 < 50 ms, 0 double-holds,
+seconds of server, client and PostgreSQL, and the targets "p95 < 50 ms (PostgreSQL), p99 < 250 ms (SQLite), 0 double-holds,
 0 lost labels". Loopback only; the script stops itself after --timeout seconds; servers,
 temporary folders and the misstriage_bench_* databases it creates are removed even on failure.
 
@@ -77,6 +77,8 @@ REQUEST_TIMEOUT = 60.0
 SETUP_TIMEOUT = 300.0
 MAX_FAILURES_IN_A_ROW = 5  # a reviewer whose requests keep failing gives up
 P95_TARGET_MS = 50.0
+#: SQLite's tail at 32 reviewers (issue 17): p99 of claim and label.
+P99_SQLITE_MS = 250.0
 #: Mean reading time between claim and label (--think-ms); 0 = back to back.
 THINK_S = 0.0
 #: --next: label and take the next miss in one call (POST /misses/{id}/label?next=1).
@@ -519,7 +521,8 @@ def verdict(ok: bool) -> str:
 
 
 def report(results: list[BackendResult]) -> bool:
-    """Print the tables and the targets; True when every run finished and was verified."""
+    """Print the tables and the targets; True when every run finished, was verified and met
+    its targets (the script then exits 0, else 1)."""
     print(
         "\n| backend | misses | reviewers | claim p50 ms | claim p95 | claim p99 | claim max "
         "| label p50 ms | label p95 | label p99 | label max | wall s | labels/s "
@@ -561,19 +564,21 @@ def report(results: list[BackendResult]) -> bool:
         )
 
     print(
-        f"\n| backend | claim p95 < {P95_TARGET_MS:g} ms | label p95 < {P95_TARGET_MS:g} ms "
-        "| 0 double-holds | 0 lost labels | every miss labelled once, events == acknowledged |"
+        "\n| backend | target | claim | label | 0 double-holds | 0 lost labels "
+        "| every miss labelled once, events == acknowledged |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     ok = True
     for r in results:
         v = r.verification
         if v is None or r.error:
-            print(f"| {r.backend} | - | - | - | - | FAILED: {r.error} |")
+            print(f"| {r.backend} | - | - | - | - | - | FAILED: {r.error} |")
             ok = False
             continue
-        claim95 = percentile(r.claims, 95) or float("inf")
-        label95 = percentile(r.labels, 95) or float("inf")
+        # issue 17: p95 under 50 ms on PostgreSQL, p99 under 250 ms on SQLite
+        q, limit = (95, P95_TARGET_MS) if r.backend == "postgresql" else (99, P99_SQLITE_MS)
+        claim_q = percentile(r.claims, q) or float("inf")
+        label_q = percentile(r.labels, q) or float("inf")
         complete = (
             v.misses == r.misses
             and v.labelled_v2 == r.misses
@@ -581,10 +586,11 @@ def report(results: list[BackendResult]) -> bool:
             and v.misses_with_one_label_event == r.misses
             and v.acknowledged == v.label_events
         )
-        ok = ok and complete
+        met = claim_q < limit and label_q < limit
+        ok = ok and complete and met and v.double_holds == 0 and v.lost_labels == 0
         print(
-            f"| {r.backend} | {verdict(claim95 < P95_TARGET_MS)} ({claim95:.1f}) "
-            f"| {verdict(label95 < P95_TARGET_MS)} ({label95:.1f}) "
+            f"| {r.backend} | p{q} < {limit:g} ms | {verdict(claim_q < limit)} ({claim_q:.1f}) "
+            f"| {verdict(label_q < limit)} ({label_q:.1f}) "
             f"| {verdict(v.double_holds == 0)} | {verdict(v.lost_labels == 0)} "
             f"| {'yes' if complete else 'NO'} |"
         )
