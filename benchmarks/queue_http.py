@@ -16,8 +16,9 @@ double-holds (misses claimed by more than one reviewer, from the client log) and
 (acknowledged labels whose miss does not carry that category and labeller in the database).
 Prints p50/p95/p99/max of claim and label, wall time, labels/s, non-2xx answers by status, CPU
 seconds of server, client and PostgreSQL, and the targets "p95 < 50 ms (PostgreSQL), p99 < 250
-ms (SQLite), 0 double-holds, 0 lost labels". Loopback only; the script stops itself after --timeout seconds; servers,
-temporary folders and the misstriage_bench_* databases it creates are removed even on failure.
+ms (SQLite), 0 double-holds, 0 lost labels". Loopback only; the script stops itself after
+--timeout seconds; servers, temporary folders and the misstriage_bench_* databases it creates
+are removed even on failure.
 
 Usage: python benchmarks/queue_http.py [--misses 5000] [--reviewers 32] [--workers 2]
        [--backends postgresql,sqlite] [--timeout 600]
