@@ -9,6 +9,7 @@ from sqlmodel import Session, col, select
 
 from app.eval import Gain
 from app.eval.diagnosis import Thresholds
+from app.eval.errors import shorten
 from app.models import JUDGED, Document, GoldenQuery, GoldenSet, Judgment, Run, RunJudged
 from app.services.errors import NotFound
 from app.services.golden_sets import get_golden_set
@@ -88,7 +89,7 @@ def query_detail(
         ).all()
     )
     if query is None and not grades:
-        raise NotFound(f"no query {qid!r} in this golden set", code="query_not_found")
+        raise NotFound(f"no query {shorten(qid)} in this golden set", code="query_not_found")
     row = None
     ranks: dict[str, int] = {}
     if run.kind == JUDGED:
@@ -183,7 +184,9 @@ def document_detail(*, session: Session, golden_set_id: int, doc_id: str) -> Doc
         ).all()
     )
     if document is None and not judgments:
-        raise NotFound(f"no document {doc_id!r} in this golden set", code="document_not_found")
+        raise NotFound(
+            f"no document {shorten(doc_id)} in this golden set", code="document_not_found"
+        )
     mates: list[str] = []
     if document is not None and document.cluster_id is not None:
         mates = list(

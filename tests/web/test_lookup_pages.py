@@ -171,6 +171,17 @@ def test_unknown_ids_answer_404(
     assert soup.select_one("#error")["data-status"] == "404"
 
 
+@pytest.mark.parametrize("kind", ["queries", "documents"])
+def test_a_huge_unknown_id_is_not_echoed_whole(
+    client: TestClient, ids: dict[str, int], kind: str
+) -> None:
+    base = f"/runs/{ids['run']}" if kind == "queries" else f"/golden-sets/{ids['golden']}"
+    response = client.get(f"{base}/{kind}/" + "z" * 20_000)
+    assert response.status_code == 404
+    assert "z" * 1_000 not in response.text
+    assert "20,000 characters" in response.text
+
+
 def test_a_reviewer_may_view_both(
     client: TestClient, ids: dict[str, int], accounts: dict[Role, Account]
 ) -> None:
