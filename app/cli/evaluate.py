@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import importlib
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +15,6 @@ from typing import Any, NoReturn
 
 import click
 import polars as pl
-from tqdm import tqdm
 
 from app import __version__
 from app.cli.output import render_clusters, render_depth_cost, render_per_query, render_summary
@@ -53,7 +55,6 @@ from app.eval.depth_cost import (
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.jsonl import read_corpus, read_manifest
 from app.eval.textio import DecompressionLimit, ProgressFn, decompression_limit
-from app.services.metrics import ConventionsPublic, EvaluatedRun, QueryRow
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_BAD_INPUT = 2
@@ -133,10 +134,30 @@ def _parse_fail_under(specs: tuple[str, ...]) -> list[tuple[Measure, float]]:
     return thresholds
 
 
+#: What ``evaluate`` needs only once the files are read: imported in a thread while they are
+#: (the reader releases the interpreter's lock while it parses), not before.
+_LATER_MODULES = ("numpy", "app.services.metrics")
+
+
+def _import_later_modules() -> None:
+    def run() -> None:
+        for module in _LATER_MODULES:
+            # a failure here is met again, and reported, where the module is used
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
+
+    threading.Thread(target=run, name="misstriage-imports", daemon=True).start()
+
+
 @contextmanager
-def _progress(paths: list[Path]) -> Iterator[ProgressFn]:
+def _progress(paths: list[Path]) -> Iterator[ProgressFn | None]:
     """A byte-count progress bar on stderr, shown only when reading takes over two seconds
     and stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None  # tqdm would draw nothing: not even imported
+        return
+    from tqdm import tqdm
+
     total = sum(p.stat().st_size for p in paths if p.is_file())
     with tqdm(
         total=total,
@@ -385,6 +406,7 @@ def evaluate(
     thresholds = Thresholds(recall=recall_threshold, ndcg=ndcg_threshold)
     try:
         paths = resolve_golden(qrels_path, queries=queries_path, split=split)
+        _import_later_modules()
         with (
             decompression_limit(_decompression_limit),
             _progress([paths.qrels, *(p for _, p in runs)]) as progress,
@@ -486,6 +508,8 @@ def _emit(
     *,
     advice: dict[str, DepthAdvice],
 ) -> None:
+    from app.services.metrics import ConventionsPublic, EvaluatedRun, QueryRow
+
     first = results[0]
     if output_format == "json":
         document = {
