@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import importlib
 import json
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,21 +129,6 @@ def _parse_fail_under(specs: tuple[str, ...]) -> list[tuple[Measure, float]]:
                 raise click.BadParameter(str(exc), param_hint="--fail-under") from None
             thresholds.append((measure, threshold))
     return thresholds
-
-
-#: What ``evaluate`` needs only once the files are read: imported in a thread while they are
-#: (the reader releases the interpreter's lock while it parses), not before.
-_LATER_MODULES = ("numpy", "app.services.metrics")
-
-
-def _import_later_modules() -> None:
-    def run() -> None:
-        for module in _LATER_MODULES:
-            # a failure here is met again, and reported, where the module is used
-            with contextlib.suppress(Exception):
-                importlib.import_module(module)
-
-    threading.Thread(target=run, name="misstriage-imports", daemon=True).start()
 
 
 @contextmanager
@@ -406,7 +388,6 @@ def evaluate(
     thresholds = Thresholds(recall=recall_threshold, ndcg=ndcg_threshold)
     try:
         paths = resolve_golden(qrels_path, queries=queries_path, split=split)
-        _import_later_modules()
         with (
             decompression_limit(_decompression_limit),
             _progress([paths.qrels, *(p for _, p in runs)]) as progress,
@@ -508,6 +489,7 @@ def _emit(
     *,
     advice: dict[str, DepthAdvice],
 ) -> None:
+    # the output's models (pydantic) are imported when an output is written, not at start-up
     from app.services.metrics import ConventionsPublic, EvaluatedRun, QueryRow
 
     first = results[0]

@@ -363,12 +363,16 @@ def _repeated_lines(frame: pl.DataFrame) -> pl.Series:
     key = (
         ((pl.col("qid").hash() * _MIX) ^ pl.col("doc_id").hash()) & pl.lit(_LOW_32, pl.UInt64)
     ).cast(pl.UInt32)
-    import numpy as np  # here: `misstriage evaluate` imports it while it reads the run
+    import numpy as np  # here: a command that ranks no run does not load it
 
     keys = frame.lazy().select(key.alias("key")).collect(engine=_STREAMING).to_series()
-    # numpy's sort of 32-bit keys is several times quicker than polars' (SIMD)
-    ordered = np.sort(keys.to_numpy())
+    # numpy's sort of 32-bit keys is several times quicker than polars' (SIMD); in place, so
+    # that the keys are held twice at most
+    ordered = keys.to_numpy()
     del keys
+    if not ordered.flags.writeable:
+        ordered = ordered.copy()
+    ordered.sort()
     # neighbours compared through two views of the sorted keys: no shifted copy
     repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
     del ordered

@@ -44,13 +44,14 @@ def stretches(frame: pl.DataFrame) -> Stretches | None:
     qid = frame.get_column("qid")
     if not qid.len():
         return None
-    # a row starts a stretch where its query differs from the row before (the first row too)
-    starts = qid.ne_missing(qid.shift(1)).arg_true()
-    qids = qid.gather(starts)
+    # run-length encoding: no copy of the column (neighbours compared through a shifted copy
+    # of seven million ids would weigh 112 MB)
+    runs = qid.rle().struct.unnest()
+    qids = runs.get_column("value")
     if qids.n_unique() != qids.len():
         return None  # a query comes back after another one: interleaved
-    first = starts.cast(pl.Int64).to_numpy()
-    return Stretches(qids=qids, starts=first, ends=np.append(first[1:], qid.len()))
+    ends = runs.get_column("len").cast(pl.Int64).cum_sum().to_numpy()
+    return Stretches(qids=qids.alias("qid"), starts=np.append(0, ends[:-1]), ends=ends)
 
 
 def judged_ranks(
@@ -73,40 +74,41 @@ def judged_ranks(
     targets = (
         indexed.filter(pl.col("doc_id").is_in(judged_docs))
         .join(judgments.lazy(), on=["qid", "doc_id"], how="inner")
-        .collect()
+        .collect(engine="streaming")
     )
     kept = np.ones(frame.height, dtype=bool)
     if dropped.len():
         rows = frame.lazy().with_row_index("_i").filter(pl.col("pos").is_in(dropped.implode()))
-        kept[rows.select("_i").collect().to_series().to_numpy()] = False
+        kept[rows.select("_i").collect(engine="streaming").to_series().to_numpy()] = False
     rows_t = targets.get_column("_i").cast(pl.Int64).to_numpy()
     which = np.searchsorted(groups.starts, rows_t, side="right") - 1
     starts, ends = groups.starts[which].tolist(), groups.ends[which].tolist()
-    pos = frame.get_column("pos").cast(pl.Int64).to_numpy()
+    # Columns are read a query at a time: a slice within one of the frame's chunks is a view,
+    # where the whole column as one array would copy it (56 MB a column at 7M lines).
+    score, rank, pos = (frame.get_column(c) for c in ("score", "rank", "pos"))
     before: list[int] = []
     # (target, row) of every kept line tied with a target on the score: compared on the
     # docno afterwards, all at once
     tie_targets: list[npt.NDArray[np.int64]] = []
     tie_rows: list[npt.NDArray[np.int64]] = []
-    if order is Order.TREC_EVAL:
-        score = frame.get_column("score").to_numpy()
-        for t, (row, a, b) in enumerate(zip(rows_t.tolist(), starts, ends, strict=True)):
-            values, alive, own = score[a:b], kept[a:b], score[row]
+    for t, (row, a, b) in enumerate(zip(rows_t.tolist(), starts, ends, strict=True)):
+        alive, at = kept[a:b], row - a
+        if order is Order.TREC_EVAL:
+            values = score.slice(a, b - a).to_numpy()
+            own = values[at]
             before.append(int(np.count_nonzero((values > own) & alive)))
-            tied = np.flatnonzero((values == own) & alive) + a
-            tied = tied[tied != row]
+            tied = np.flatnonzero((values == own) & alive)
+            tied = tied[tied != at]
             if tied.size:
                 tie_targets.append(np.full(tied.size, t, dtype=np.int64))
-                tie_rows.append(tied)
-    elif order is Order.RANK:
-        rank = frame.get_column("rank").to_numpy()
-        for row, a, b in zip(rows_t.tolist(), starts, ends, strict=True):
-            values, alive, own = rank[a:b], kept[a:b], rank[row]
-            first = (values < own) | ((values == own) & (pos[a:b] < pos[row]))
+                tie_rows.append(tied + a)
+        elif order is Order.RANK:
+            values, places = rank.slice(a, b - a).to_numpy(), pos.slice(a, b - a).to_numpy()
+            first = (values < values[at]) | ((values == values[at]) & (places < places[at]))
             before.append(int(np.count_nonzero(first & alive)))
-    else:
-        for row, a, b in zip(rows_t.tolist(), starts, ends, strict=True):
-            before.append(int(np.count_nonzero((pos[a:b] < pos[row]) & kept[a:b])))
+        else:
+            places = pos.slice(a, b - a).to_numpy()
+            before.append(int(np.count_nonzero((places < places[at]) & alive)))
     counts = np.asarray(before, dtype=np.int64)
     if tie_rows:
         tie_t = np.concatenate(tie_targets)
