@@ -266,8 +266,9 @@ def read_fast(
             for line_number, block in _line_blocks(path):
                 pending.append(pool.submit(_parsed_or_none, parse, line_number, block))
                 del block
-                # at most _PARSERS blocks wait: memory stays a few blocks whatever the file
-                while len(pending) >= _PARSERS:
+                # one block more than the parsers take, read while they parse; at most that
+                # many wait, so memory stays a few blocks whatever the file
+                while len(pending) > _PARSERS:
                     part = pending.popleft().result()
                     if part is None:
                         return None
