@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import gc
 import importlib
 import json
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -142,12 +144,25 @@ _LATER_MODULES = ("numpy", "app.services.metrics")
 
 def _import_in_background(modules: tuple[str, ...]) -> None:
     def run() -> None:
+        # evaluate multiplies no matrices: OpenBLAS need not start a thread per core
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         for module in modules:
             # a module that fails to import fails again where it is used, and is reported there
             with contextlib.suppress(Exception):
                 importlib.import_module(module)
 
     threading.Thread(target=run, name="misstriage-imports", daemon=True).start()
+
+
+@contextmanager
+def _start_up_frozen() -> Iterator[None]:
+    """What start-up created (modules, classes) lives to the end: the collector leaves it
+    out of the collections that the evaluation's own objects trigger, until the block ends."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @contextmanager
@@ -410,6 +425,7 @@ def evaluate(
         with (
             decompression_limit(_decompression_limit),
             _progress([paths.qrels, *(p for _, p in runs)]) as progress,
+            _start_up_frozen(),
         ):
             golden = load_golden(
                 paths.qrels, queries=paths.queries, min_grade=min_grade, progress=progress

@@ -161,9 +161,7 @@ def rank_part(frame: pl.DataFrame, golden: Judgments, order: Order) -> RankedPar
     if dropped.len():
         keep.append(~pl.col("pos").is_in(dropped.implode()))
     kept = frame.lazy().filter(*keep) if keep else frame.lazy()
-    dropped_per_query = dict(
-        frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
-    )
+    dropped_per_query = _per_query(frame, dropped)
     return RankedPart(
         per_query=per_query,
         dropped=dropped,
@@ -278,9 +276,7 @@ def rank_log_run(
     frame = _with_positions(frame, fmt)
     per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
     dropped = _repeated_lines(frame)
-    dropped_per_query = dict(
-        frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
-    )
+    dropped_per_query = _per_query(frame, dropped)
     report = RunReport(
         source=source,
         format=fmt,
@@ -386,6 +382,15 @@ def _repeated_lines(frame: pl.DataFrame) -> pl.Series:
         .sort("pos")  # the first occurrence is the one kept
     )
     return candidates.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
+
+
+def _per_query(frame: pl.DataFrame, dropped: pl.Series) -> dict[str, int]:
+    """The number of ``dropped`` lines (by ``pos``) of each query."""
+    if not dropped.len():
+        return {}  # nothing to look up seven million positions in
+    return dict(
+        frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
+    )
 
 
 def _precedes(order: Order) -> pl.Expr:
