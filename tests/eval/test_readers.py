@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from app.eval import InputError, textio
+from app.eval import InputError, fastread, textio
 from app.eval.jsonl import read_corpus, read_jsonl_run, read_queries
 from app.eval.trec import RUN_COLUMNS, RUN_EXPECTED, read_qrels, read_trec_run
 from tests.support.service import WriteFile
@@ -253,7 +253,7 @@ def test_blocks_of_the_fast_path_keep_every_line_and_its_number(
     write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Blocks of 64 bytes: lines and blank lines fall on every side of a block's end."""
-    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    monkeypatch.setattr(fastread, "FAST_BLOCK_BYTES", 64)
     lines = [f"q{i % 7} Q0 d{i} {i} {i / 8} t" if i % 5 else "" for i in range(1, 200)]
     path = write_file("run.trec", "\n".join(lines) + "\n")
     frame = _fast(path)
@@ -268,7 +268,7 @@ def test_a_line_longer_than_a_block_is_read_whole(
 ) -> None:
     """Cut at the block's end, the long line still has six fields: the fast path must not
     take the cut for the end of the file."""
-    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    monkeypatch.setattr(fastread, "FAST_BLOCK_BYTES", 64)
     long_line = "q1 Q0 d9 9 1.5 " + "t" * 200
     path = write_file("run.trec", RUN + long_line + "\nq2 Q0 d8 2 0.5 t\n")
     assert _fast(path) is None
@@ -278,7 +278,7 @@ def test_a_line_longer_than_a_block_is_read_whole(
 def test_a_bad_line_in_a_later_block_is_named(
     write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    monkeypatch.setattr(fastread, "FAST_BLOCK_BYTES", 64)
     good = "".join(f"q1 Q0 d{i} {i} 1 t\n" for i in range(40))
     path = write_file("run.trec", good + "q1 Q0 dx 41 high t\n" + good)
     with pytest.raises(InputError) as caught:
