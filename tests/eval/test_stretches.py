@@ -9,7 +9,8 @@ import random
 import polars as pl
 import pytest
 
-from app.eval import Order, ranking
+from app.eval import Order, repeats
+from app.eval.judged import joined_ranks
 from app.eval.stretches import judged_ranks, stretches
 
 
@@ -45,10 +46,10 @@ def test_stretch_ranks_equal_the_general_ranks(order: Order, seed: int) -> None:
     frame, judgments = _run(rng, together=True), _judgments(rng)
     groups = stretches(frame)
     assert groups is not None
-    dropped = ranking._repeated_lines(frame)
+    dropped = repeats.repeated_lines(frame)
     assert dropped.len()
     kept = frame.lazy().filter(~pl.col("pos").is_in(dropped.implode()))
-    expected = ranking._judged_ranks(kept, judgments, order)
+    expected = joined_ranks(kept, judgments, order)
     assert judged_ranks(frame, groups, judgments, dropped, order).equals(expected)
 
 
