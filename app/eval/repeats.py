@@ -23,25 +23,23 @@ def repeated_lines(frame: pl.DataFrame) -> pl.Series:
     import numpy as np  # here: a command that ranks no run does not load it
 
     keys = frame.lazy().select(key.alias("key")).collect(engine="streaming").to_series()
-    # numpy's sort of 32-bit keys is several times quicker than polars' (SIMD); in place, so
-    # that the keys are held twice at most
+    # numpy's sort of 32-bit keys is several times quicker than polars' (SIMD); on a copy of
+    # the keys (kept below), one copy only: the one to_numpy makes of a chunked column is
+    # writeable and sorted in place, a view of polars' memory is read-only and sorted into one
     ordered = keys.to_numpy()
-    del keys
-    if not ordered.flags.writeable:
-        ordered = ordered.copy()
-    ordered.sort()
+    if ordered.flags.writeable:
+        ordered.sort()
+    else:
+        ordered = np.sort(ordered)
     # neighbours compared through two views of the sorted keys: no shifted copy
     repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
     del ordered
     if not repeated.size:
         return pl.Series("pos", [], dtype=pl.UInt32)
-    candidates = (
-        frame.lazy()
-        .select("qid", "doc_id", "pos")
-        .filter(key.is_in(pl.Series(repeated).implode()))
-        .collect(engine="streaming")
-        .sort("pos")  # the first occurrence is the one kept
-    )
+    # the rows to compare exactly, found in the keys kept (not by hashing every line again)
+    rows = keys.is_in(pl.Series(repeated).implode()).arg_true()
+    del keys
+    candidates = frame.select("qid", "doc_id", "pos")[rows].sort("pos")  # the first one is kept
     return candidates.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
 
 
