@@ -6,6 +6,7 @@ database stack it does not use.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from typing import Any
@@ -71,7 +72,16 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module, _, attribute = target.partition(":")
-        command = getattr(importlib.import_module(module), attribute)
+        # Importing a command's modules (polars, numpy, pydantic) makes objects by the hundred
+        # thousand and no garbage: the collector, run over them again and again, would spend
+        # a tenth of a small evaluation's time there.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            command = getattr(importlib.import_module(module), attribute)
+        finally:
+            if collecting:
+                gc.enable()
         assert isinstance(command, click.Command)
         return command
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Set
 from dataclasses import dataclass
@@ -180,8 +181,10 @@ def evaluate_run(
             evidence=_evidence(missed.get(qid, []), indexed),
         )
         total_relevant += len(relevant)
+        # the hits at every depth of the curve from the sorted ranks, not a pass per depth
+        found_ranks = sorted(rank for _, rank in relevant if rank is not None)
         for d in curve_depths:
-            found = _recall_hits(relevant, d)
+            found = bisect_right(found_ranks, d)
             hits[d] += found
             curve[d].append(found / len(relevant) if relevant else 0.0)
         rows.append(

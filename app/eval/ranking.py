@@ -20,10 +20,13 @@ from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten
 from app.eval.golden import Judgments, count
 from app.eval.jsonl import LIST_FORMAT
+from app.eval.judged import joined_ranks
+from app.eval.ordering import rank_all
+from app.eval.ordering import top_of_results as top_of_results  # re-exported (streaming)
+from app.eval.repeats import dropped_per_query as count_dropped
+from app.eval.repeats import repeated_lines
+from app.eval.stretches import judged_ranks, stretches
 
-#: Multiplier that spreads query hashes before they are mixed with document hashes.
-_MIX = 0x9E3779B97F4A7C15
-_LOW_32 = 0xFFFFFFFF
 _STREAMING: Final[Literal["streaming"]] = "streaming"
 _ABSENT_IDS_SHOWN = 50
 
@@ -143,29 +146,35 @@ class RankedPart:
 
 def rank_part(frame: pl.DataFrame, golden: Judgments, order: Order) -> RankedPart:
     """Rank the lines of some whole queries (with ``pos``, their order in the part)."""
-    per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
+    groups = stretches(frame)
+    if groups is not None:
+        per_query = groups.per_query()
+    else:
+        per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
     known = pl.concat(
         [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
     ).unique()
     is_known = pl.col("qid").is_in(known.implode())
     unknown = per_query.filter(~is_known)
-    dropped = _repeated_lines(frame)
+    dropped = repeated_lines(frame)
     keep: list[pl.Expr] = []
     if unknown.height:
         keep.append(is_known)
     if dropped.len():
         keep.append(~pl.col("pos").is_in(dropped.implode()))
     kept = frame.lazy().filter(*keep) if keep else frame.lazy()
-    dropped_per_query = dict(
-        frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
-    )
+    dropped_per_query = count_dropped(frame, dropped)
     return RankedPart(
         per_query=per_query,
         dropped=dropped,
         dropped_per_query=dropped_per_query,
         unknown_queries=unknown.height,
         unknown_lines=int(unknown.get_column("n").sum()),
-        judged=_judged_ranks(kept, golden.judgments, order),
+        judged=(
+            joined_ranks(kept, golden.judgments, order)
+            if groups is None
+            else judged_ranks(frame, groups, golden.judgments, dropped, order)
+        ),
         results=kept,
     )
 
@@ -248,7 +257,7 @@ def _traces(
         traces = trace_ranking(None, answered)
         # No clusters: every judged document's cluster rank is its own rank.
         return traces if judged is None else replace(traces, cluster_ranks=no_cluster_ranks())
-    ranked = _rank_all(frame, dropped, order)
+    ranked = rank_all(frame, dropped, order)
     wanted = ranked.get_column("doc_id")
     if judged is not None:
         wanted = pl.concat([wanted, judged.get_column("doc_id")])
@@ -268,10 +277,8 @@ def rank_log_run(
     check_order_columns(frame, order, source)
     frame = _with_positions(frame, fmt)
     per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
-    dropped = _repeated_lines(frame)
-    dropped_per_query = dict(
-        frame.filter(pl.col("pos").is_in(dropped.implode())).group_by("qid").len().iter_rows()
-    )
+    dropped = repeated_lines(frame)
+    dropped_per_query = count_dropped(frame, dropped)
     report = RunReport(
         source=source,
         format=fmt,
@@ -343,122 +350,12 @@ def check_order_columns(frame: pl.DataFrame, order: Order, source: str) -> None:
         raise InputError(source, line, f"order '{order.value}' needs a {needed} on every result")
 
 
-def _repeated_lines(frame: pl.DataFrame) -> pl.Series:
-    """Positions (``pos``) of the lines that repeat an earlier (qid, doc_id): the first wins.
-
-    A 32-bit hash of the pair finds candidates cheaply (sorting hashes costs far less than a
-    hash table of string pairs, and 32 bits take half the memory of 64: a run's peak memory is
-    here); only rows whose hash repeats are compared exactly, so a hash collision can never
-    drop a line (at seven million lines about six thousand pairs collide, and are compared).
-    """
-    key = (
-        ((pl.col("qid").hash() * _MIX) ^ pl.col("doc_id").hash()) & pl.lit(_LOW_32, pl.UInt64)
-    ).cast(pl.UInt32)
-    ordered = frame.lazy().select(key.alias("key")).collect(engine=_STREAMING).to_series().sort()
-    # neighbours compared through two views of the sorted keys: no shifted copy
-    same = ordered.slice(1) == ordered.slice(0, max(ordered.len() - 1, 0))
-    repeated = ordered.slice(1).filter(same).unique()
-    del ordered, same
-    if not repeated.len():
-        return pl.Series("pos", [], dtype=pl.UInt32)
-    candidates = (
-        frame.lazy()
-        .select("qid", "doc_id", "pos")
-        .filter(key.is_in(repeated.implode()))
-        .collect(engine=_STREAMING)
-        .sort("pos")  # the first occurrence is the one kept
-    )
-    return candidates.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
-
-
-def _precedes(order: Order) -> pl.Expr:
-    """True where a result (left columns) comes before the judged document (``_j`` columns)."""
-    if order is Order.TREC_EVAL:
-        return (pl.col("score") > pl.col("score_j")) | (
-            (pl.col("score") == pl.col("score_j")) & (pl.col("doc_id") > pl.col("doc_id_j"))
-        )
-    if order is Order.RANK:
-        return (pl.col("rank") < pl.col("rank_j")) | (
-            (pl.col("rank") == pl.col("rank_j")) & (pl.col("pos") < pl.col("pos_j"))
-        )
-    return pl.col("pos") < pl.col("pos_j")
-
-
-def _judged_ranks(kept: pl.LazyFrame, judgments: pl.DataFrame, order: Order) -> pl.DataFrame:
-    # Filtering on the (few) judged document ids first avoids hashing every (qid, doc_id) pair.
-    judged_docs = judgments.get_column("doc_id").unique().implode()
-    judged = (
-        kept.filter(pl.col("doc_id").is_in(judged_docs))
-        .join(judgments.lazy(), on=["qid", "doc_id"], how="inner")
-        .collect()
-    )
-    targets = judged.select(
-        "qid",
-        pl.col("doc_id").alias("doc_id_j"),
-        pl.col("score").alias("score_j"),
-        pl.col("rank").alias("rank_j"),
-        pl.col("pos").alias("pos_j"),
-    )
-    before = (
-        kept.select("qid", "doc_id", "score", "rank", "pos")
-        .join(targets.lazy(), on="qid")
-        .filter(_precedes(order))
-        .group_by("qid", "doc_id_j")
-        .agg(pl.len().alias("before"))
-        .collect(engine=_STREAMING)
-    )
-    return (
-        judged.join(before, left_on=["qid", "doc_id"], right_on=["qid", "doc_id_j"], how="left")
-        .select(
-            "qid",
-            "doc_id",
-            "grade",
-            (pl.col("before").fill_null(0) + 1).cast(pl.UInt32).alias("rank"),
-        )
-        .sort("qid", "rank")
-    )
-
-
-def sort_key(order: Order) -> tuple[list[str], list[bool]]:
-    """Columns and directions that sort results into ranking order within a query."""
-    if order is Order.TREC_EVAL:
-        return ["qid", "score", "doc_id"], [False, True, True]
-    if order is Order.RANK:
-        return ["qid", "rank", "pos"], [False, False, False]
-    return ["qid", "pos"], [False, False]
-
-
 def top_candidates(ranked: RankedRun, depth: int) -> pl.DataFrame:
     """The first ``depth`` results of every query: qid, rank, doc_id, score (see
     ``top_of_results``)."""
     if ranked.results is None:
         raise ValueError("rank_run(..., keep_results=True) is needed for top_candidates")
     return top_of_results(ranked.results, ranked.order, depth)
-
-
-def top_of_results(results: pl.LazyFrame, order: Order, depth: int) -> pl.DataFrame:
-    """The first ``depth`` of the kept ``results`` of every query: qid, rank, doc_id, score.
-
-    Sorting seven million lines to keep two hundred per query would copy the run twice; the
-    first sort key alone finds, per query, the value of its ``depth``-th best result, and only
-    the results at least that good (ties included) are sorted.
-    """
-    if depth < 1:
-        raise ValueError(f"depth must be >= 1, got {depth}")
-    columns, descending = sort_key(order)
-    first, best_first = columns[1], descending[1]
-    cut = pl.col(first).top_k(depth).min() if best_first else pl.col(first).bottom_k(depth).max()
-    threshold = results.group_by("qid").agg(cut.alias("_cut"))
-    keep = pl.col(first) >= pl.col("_cut") if best_first else pl.col(first) <= pl.col("_cut")
-    return (
-        results.join(threshold, on="qid")
-        .filter(keep)
-        .sort(columns, descending=descending)
-        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
-        .filter(pl.col("rank") <= depth)
-        .select("qid", "rank", "doc_id", "score")
-        .collect(engine=_STREAMING)
-    )
 
 
 def rank_every_query(
@@ -477,26 +374,7 @@ def rank_every_query(
     order = effective_order(order, fmt)
     check_order_columns(frame, order, source)
     frame = _with_positions(frame, fmt)
-    ranked = _rank_all(frame, _repeated_lines(frame), order)
+    ranked = rank_all(frame, repeated_lines(frame), order)
     if depth is not None:
         ranked = ranked.filter(pl.col("rank") <= depth)
     return ranked.sort("qid", "rank")
-
-
-def _rank_all(frame: pl.DataFrame, dropped: pl.Series, order: Order) -> pl.DataFrame:
-    """qid, rank, doc_id of every result of ``frame`` (with its ``pos``) but the ``dropped``
-    repeated lines. Only the columns the order needs are sorted (a run's lines carry more)."""
-    columns, descending = sort_key(order)
-    needed = ["qid", "doc_id", "pos", *(c for c in columns if c not in ("qid", "doc_id", "pos"))]
-    lines = frame.lazy().select(needed)
-    if dropped.len():
-        lines = lines.filter(~pl.col("pos").is_in(dropped.implode()))
-    return (
-        lines.sort(columns, descending=descending)
-        .select(
-            "qid",
-            pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"),
-            "doc_id",
-        )
-        .collect()
-    )

@@ -30,15 +30,13 @@ from typing import BinaryIO
 import polars as pl
 
 from app.eval.errors import InputError
+from app.eval.fastread import read_fast as read_fast  # re-exported (app.eval.streaming)
 from app.eval.values import float_column, int_column
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: A UTF-8 byte-order mark, which some editors write at the start of a text file: stripped.
 BOM = b"\xef\xbb\xbf"
 CHUNK_BYTES = 32 << 20
-#: The fast path's blocks: small enough that the reader's buffers are reused from one to the
-#: next, large enough that polars parses each in parallel.
-FAST_BLOCK_BYTES = 4 << 20
 #: Fields are separated by runs of blanks and tabs, as trec_eval's whitespace splitting does.
 _SEP = r"[ \t\v\f]+"
 _FIELD = r"([^ \t\v\f\r\n]+)"
@@ -230,96 +228,6 @@ def read_table(
     for column in ints:
         frame = int_column(frame, column, source=source, what=column)
     return frame
-
-
-def read_fast(
-    path: Path | bytes,
-    *,
-    columns: Sequence[str],
-    keep: Sequence[str],
-    separator: str,
-    floats: Sequence[str],
-    ints: Sequence[str],
-    first_line: int = 1,
-) -> pl.DataFrame | None:
-    """polars' CSV reader, block by block; None when anything is off (too many or too few
-    fields, a value that does not parse, a NUL byte): the tolerant path then finds and words
-    the problem. ``path`` may be a block of whole lines already (bytes), the first numbered
-    ``first_line``.
-
-    The file is handed over in blocks of whole lines (``FAST_BLOCK_BYTES``): given the whole
-    file, the reader's buffers stay allocated after it returns and a run's peak memory grows by
-    about half its size. Numbers are parsed by the reader itself (no text column kept for them):
-    a value it cannot parse stops it, and the tolerant path, which casts the text with the same
-    parser, names the line.
-    """
-    schema: dict[str, type[pl.DataType]] = {
-        c: pl.Float64 if c in floats else pl.Int64 if c in ints else pl.String
-        for c in [*columns, "_extra"]
-    }
-    # A blank line is a row of nulls; a short line has a null last field, a long one a value
-    # in "_extra"; a number that is not finite, or missing, is off.
-    anomalies = [pl.col(columns[-1]).is_null(), pl.col("_extra").is_not_null()]
-    anomalies += [~pl.col(c).is_finite().fill_null(False) for c in floats]
-    anomalies += [pl.col(c).is_null() for c in ints]
-    values = [pl.col(c) + 0.0 if c in floats else pl.col(c) for c in keep]
-    parts: list[pl.DataFrame] = []
-    try:
-        blocks = [(first_line, path)] if isinstance(path, bytes) else _line_blocks(path)
-        for line_number, block in blocks:
-            # A NUL byte is binary data (and no database stores it in text): the tolerant path
-            # names it. Looking for one in the bytes costs a tenth of looking in every field.
-            if b"\x00" in block:
-                return None
-            part = (
-                pl.scan_csv(
-                    block,
-                    separator=separator,
-                    has_header=False,
-                    # One column more than a line may have: with projection pushdown polars
-                    # stops reading a line at the last column it needs, so extra fields must
-                    # be asked for.
-                    new_columns=[*columns, "_extra"],
-                    schema=schema,
-                    missing_columns="insert",
-                    quote_char=None,
-                    raise_if_empty=False,
-                    encoding="utf8",
-                )
-                # polars keeps one row per line (a blank line is a row of nulls)
-                .with_row_index("line", offset=line_number)
-                .filter(pl.col(columns[0]).is_not_null())
-                .select(*values, "line", pl.any_horizontal(anomalies).alias("_bad"))
-                .collect(engine="streaming")
-            )
-            if part.get_column("_bad").any():
-                return None
-            parts.append(part.drop("_bad"))
-    except (pl.exceptions.PolarsError, UnicodeDecodeError, OSError, _LineTooLong):
-        return None
-    if not parts:
-        return pl.DataFrame(schema={**{c: schema[c] for c in keep}, "line": pl.UInt32})
-    return pl.concat(parts)
-
-
-class _LineTooLong(Exception):
-    """A line longer than a fast-path block: the tolerant path reads the file."""
-
-
-def _line_blocks(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(number of the first line, bytes) of blocks of whole lines, about ``FAST_BLOCK_BYTES``
-    each; ``_LineTooLong`` when a line does not fit in one."""
-    line = 1
-    with path.open("rb") as handle:
-        while block := handle.read(FAST_BLOCK_BYTES):
-            if len(block) == FAST_BLOCK_BYTES:
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    raise _LineTooLong
-                handle.seek(cut - len(block), 1)
-                block = block[:cut]
-            yield line, block
-            line += block.count(b"\n")
 
 
 def _more(count: int) -> str:

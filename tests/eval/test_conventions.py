@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from app.eval import InputError, Order, enumerate_misses, ranking, top_candidates
+from app.eval import InputError, Order, enumerate_misses, repeats, top_candidates
 from app.eval.conventions import parse_depths
 from tests.support.evaluation import evaluate, golden, ranked, ranks
 
@@ -90,7 +90,7 @@ def test_repeated_lines_are_exact_whatever_the_hashes_collide(
     """Repeats are found by hashes, then compared exactly: with the hash cut to 16 values
     nearly every line collides with another, and still only true repeats are dropped, the
     first occurrence kept."""
-    monkeypatch.setattr(ranking, "_LOW_32", mask)
+    monkeypatch.setattr(repeats, "_LOW_32", mask)
     rng = random.Random(17)
     pairs = [(f"q{rng.randrange(30)}", f"d{rng.randrange(60)}") for _ in range(3000)]
     frame = pl.DataFrame(pairs, schema=["qid", "doc_id"], orient="row").with_row_index("pos")
@@ -101,7 +101,7 @@ def test_repeated_lines_are_exact_whatever_the_hashes_collide(
             expected.append(pos)
         seen.add(pair)
     assert 0 < len(expected) < len(pairs)
-    assert sorted(ranking._repeated_lines(frame).to_list()) == expected
+    assert sorted(repeats.repeated_lines(frame).to_list()) == expected
 
 
 def test_min_grade_and_negative_grades(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from app.eval import InputError, textio
+from app.eval import InputError, fastread, textio
 from app.eval.jsonl import read_corpus, read_jsonl_run, read_queries
 from app.eval.trec import RUN_COLUMNS, RUN_EXPECTED, read_qrels, read_trec_run
 from tests.support.service import WriteFile
@@ -253,7 +253,7 @@ def test_blocks_of_the_fast_path_keep_every_line_and_its_number(
     write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Blocks of 64 bytes: lines and blank lines fall on every side of a block's end."""
-    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    monkeypatch.setattr(fastread, "FAST_BLOCK_BYTES", 64)
     lines = [f"q{i % 7} Q0 d{i} {i} {i / 8} t" if i % 5 else "" for i in range(1, 200)]
     path = write_file("run.trec", "\n".join(lines) + "\n")
     frame = _fast(path)
@@ -268,7 +268,7 @@ def test_a_line_longer_than_a_block_is_read_whole(
 ) -> None:
     """Cut at the block's end, the long line still has six fields: the fast path must not
     take the cut for the end of the file."""
-    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    monkeypatch.setattr(fastread, "FAST_BLOCK_BYTES", 64)
     long_line = "q1 Q0 d9 9 1.5 " + "t" * 200
     path = write_file("run.trec", RUN + long_line + "\nq2 Q0 d8 2 0.5 t\n")
     assert _fast(path) is None
@@ -278,7 +278,7 @@ def test_a_line_longer_than_a_block_is_read_whole(
 def test_a_bad_line_in_a_later_block_is_named(
     write_file: WriteFile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(textio, "FAST_BLOCK_BYTES", 64)
+    monkeypatch.setattr(fastread, "FAST_BLOCK_BYTES", 64)
     good = "".join(f"q1 Q0 d{i} {i} 1 t\n" for i in range(40))
     path = write_file("run.trec", good + "q1 Q0 dx 41 high t\n" + good)
     with pytest.raises(InputError) as caught:
@@ -294,3 +294,40 @@ def test_a_nul_byte_in_any_field_is_left_to_the_tolerant_path(write_file: WriteF
         read_trec_run(path)
     assert caught.value.line == 4
     assert "NUL byte in the doc_id field" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("q1 Q0  5 1.0 t", 5),  # five fields, one doubled separator: an empty docno
+        ("q1  d5 5 1.0 t", 5),  # no Q0 column
+        ("q1 Q0 d5  1.0 t", 5),  # no rank column
+        ("q1 Q0 d\t5 5 1.0 t", 7),  # a tab in a space-separated file separates too
+        ("q1 Q0 d\x0b5 5 1.0 t", 7),  # so does a vertical tab
+        ("q1 Q0 d\r5 5 1.0 t", None),  # a carriage return inside a line
+    ],
+)
+def test_what_the_fast_path_cannot_see_goes_to_the_tolerant_path(
+    write_file: WriteFile, line: str, found: int | None
+) -> None:
+    """Past the head the separator is sniffed from, a line with an empty field or another
+    blank character is still read as trec_eval splits it (on runs of blanks): an error
+    naming it, never shifted fields."""
+    good = "".join(f"q1 Q0 d{i} {i} 1 t\n" for i in range(4000))
+    path = write_file("run.trec", good + line + "\n")
+    assert _fast(path) is None
+    with pytest.raises(InputError) as caught:
+        read_trec_run(path)
+    assert caught.value.line == 4001
+    if found is not None:
+        assert f"found {found}" in caught.value.message
+
+
+def test_a_line_starting_with_a_blank_is_read_not_dropped(write_file: WriteFile) -> None:
+    """A leading blank is no empty field to trec_eval: the line is a result like any other."""
+    good = "".join(f"q1 Q0 d{i} {i} 1 t\n" for i in range(4000))
+    path = write_file("run.trec", good + " q2 Q0 dx 1 2.5 t\n")
+    assert _fast(path) is None
+    frame = read_trec_run(path)
+    assert frame.height == 4001
+    assert frame.row(-1) == ("q2", "dx", 2.5, None, 4001)
