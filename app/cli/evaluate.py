@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import csv
-import functools
-import gc
-import importlib
-import json
-import os
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 import polars as pl
 
-from app import __version__
-from app.cli.output import render_clusters, render_depth_cost, render_per_query, render_summary
+from app.cli import evaluate_output
+from app.cli import evaluate_setup as setup
 from app.cli.params import FiniteFloatRange
 from app.eval import (
     Conventions,
     Gain,
     InputError,
-    Judgments,
     Measure,
     MeasureKind,
     Order,
@@ -37,7 +25,6 @@ from app.eval import (
     load_golden,
     load_run,
     misses_frame,
-    parse_measure,
     resolve_golden,
     top_candidates,
 )
@@ -52,13 +39,11 @@ from app.eval.conventions import (
 )
 from app.eval.depth_cost import (
     DEFAULT_TOLERANCE,
-    DepthAdvice,
     advise_depth,
-    parse_retrieval_p95,
 )
 from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
 from app.eval.jsonl import read_corpus, read_manifest
-from app.eval.textio import DecompressionLimit, ProgressFn, decompression_limit
+from app.eval.textio import DecompressionLimit, decompression_limit
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_BAD_INPUT = 2
@@ -96,112 +81,6 @@ def _fail(message: str) -> NoReturn:
     sys.exit(EXIT_BAD_INPUT)
 
 
-def _parse_runs(specs: tuple[str, ...]) -> list[tuple[str, Path]]:
-    runs: list[tuple[str, Path]] = []
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep:
-            name, path = Path(spec).name.split(".")[0], spec
-        if not name or not path:
-            raise click.BadParameter(f"{spec!r}: expected NAME=FILE", param_hint="--run")
-        if any(name == seen for seen, _ in runs):
-            raise click.BadParameter(f"run name {name!r} is used twice", param_hint="--run")
-        runs.append((name, Path(path)))
-    return runs
-
-
-def _retrieval_p95(text: str | None) -> dict[int, float] | None:
-    """``--retrieval-p95``: a usage error (exit 2) when it is not depth:ms pairs."""
-    if not text:
-        return None
-    try:
-        return parse_retrieval_p95(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--retrieval-p95'") from None
-
-
-def _parse_fail_under(specs: tuple[str, ...]) -> list[tuple[Measure, float]]:
-    thresholds: list[tuple[Measure, float]] = []
-    for spec in specs:
-        for part in filter(None, (p.strip() for p in spec.split(","))):
-            name, sep, value = part.partition("=")
-            try:
-                if not sep:
-                    raise ValueError(f"{part!r}: expected MEASURE=VALUE, e.g. 'R@50=0.85'")
-                measure = parse_measure(name)
-                threshold = float(value)
-                if not 0.0 <= threshold <= 1.0:
-                    raise ValueError(f"{part!r}: the threshold must be within [0, 1]")
-            except ValueError as exc:
-                raise click.BadParameter(str(exc), param_hint="--fail-under") from None
-            thresholds.append((measure, threshold))
-    return thresholds
-
-
-#: Modules needed once a run is read (numpy to rank it, the output's models): imported in
-#: a thread while the run is read, since the parser leaves the interpreter free most of the
-#: time (about 40 ms less wall time at 7M lines on two cores, measured).
-_LATER_MODULES = ("numpy", "app.services.metrics")
-
-
-def _import_in_background(modules: tuple[str, ...]) -> None:
-    def run() -> None:
-        # evaluate multiplies no matrices: OpenBLAS need not start a thread per core
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        for module in modules:
-            # a module that fails to import fails again where it is used, and is reported there
-            with contextlib.suppress(Exception):
-                importlib.import_module(module)
-
-    threading.Thread(target=run, name="misstriage-imports", daemon=True).start()
-
-
-@contextmanager
-def _start_up_frozen() -> Iterator[None]:
-    """What start-up created (modules, classes) lives to the end: the collector leaves it
-    out of the collections that the evaluation's own objects trigger, until the block ends.
-    And at exit, where the interpreter would collect every object only to drop them all,
-    they are frozen first (a twentieth of a second at every run)."""
-    _freeze_at_exit()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
-@functools.cache
-def _freeze_at_exit() -> None:
-    atexit.register(gc.freeze)  # once per process
-
-
-@contextmanager
-def _progress(paths: list[Path]) -> Iterator[ProgressFn | None]:
-    """A byte-count progress bar on stderr, shown only when reading takes over two seconds
-    and stderr is a terminal."""
-    if not sys.stderr.isatty():
-        yield None  # tqdm would draw nothing: not even imported
-        return
-    from tqdm import tqdm
-
-    total = sum(p.stat().st_size for p in paths if p.is_file())
-    with tqdm(
-        total=total,
-        unit="B",
-        unit_scale=True,
-        delay=2.0,
-        file=sys.stderr,
-        disable=None,
-        desc="reading",
-        leave=False,
-    ) as bar:
-
-        def advance(size: int) -> None:
-            bar.update(size)
-
-        yield advance
-
-
 def _measure_value(result: RunEvaluation, measure: Measure) -> float:
     if measure.kind is MeasureKind.RECALL:
         return result.depth_curve[measure.cutoff]
@@ -212,26 +91,6 @@ def _check_computable(measures: list[tuple[Measure, float]], k: int) -> None:
     for measure, _ in measures:
         if measure.kind is not MeasureKind.RECALL and measure.cutoff != k:
             _fail(f"--fail-under {measure} is not computed at --k {k}; use --k {measure.cutoff}")
-
-
-def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]]) -> int:
-    """Write the misses of every run; CSV unless the name ends in .jsonl."""
-    fields = ["run", "qid", "doc_id", "grade", "rank", "query"]
-    count = 0
-    as_jsonl = path.suffix == ".jsonl"
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = None if as_jsonl else csv.writer(handle)
-        if writer is not None:
-            writer.writerow(fields)
-        for name, frame in results:
-            for qid, doc_id, grade, rank in frame.iter_rows():
-                row = [name, qid, doc_id, grade, rank, golden.query_text(qid)]
-                if writer is None:
-                    handle.write(json.dumps(dict(zip(fields, row, strict=True))) + "\n")
-                else:
-                    writer.writerow(["" if v is None else v for v in row])
-                count += 1
-    return count
 
 
 @click.command()
@@ -311,7 +170,7 @@ def _write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]])
 )
 @click.option(
     "--retrieval-p95",
-    callback=lambda _ctx, _param, value: _retrieval_p95(value),
+    callback=lambda _ctx, _param, value: setup.retrieval_p95(value),
     help="With --cost-ms: the first stage's p95 in ms measured at some depths, "
     "'10:12,100:30,1000:95' (linear in between, the nearest beyond), added to the cost.",
 )
@@ -409,12 +268,12 @@ def evaluate(
 
     Exit status: 0 ok, 1 a run is below --fail-under, 2 bad options or input.
     """
-    runs = _parse_runs(run_specs)
+    runs = setup.parse_runs(run_specs)
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
         raise click.BadParameter(str(exc), param_hint="--k") from None
-    thresholds_below = _parse_fail_under(fail_under)
+    thresholds_below = setup.parse_fail_under(fail_under)
     _check_computable(thresholds_below, k)
     try:
         curve = parse_depths(depths)
@@ -434,8 +293,8 @@ def evaluate(
         paths = resolve_golden(qrels_path, queries=queries_path, split=split)
         with (
             decompression_limit(_decompression_limit),
-            _progress([paths.qrels, *(p for _, p in runs)]) as progress,
-            _start_up_frozen(),
+            setup.progress([paths.qrels, *(p for _, p in runs)]) as progress,
+            setup.start_up_frozen(),
         ):
             golden = load_golden(
                 paths.qrels, queries=paths.queries, min_grade=min_grade, progress=progress
@@ -446,7 +305,7 @@ def evaluate(
             results: list[RunEvaluation] = []
             by_cluster: dict[str, ClusterEvaluation] = {}
             missing: list[tuple[str, Any]] = []
-            _import_in_background(_LATER_MODULES)
+            setup.import_in_background(setup.LATER_MODULES)
             for name, path in runs:
                 ranked = load_run(
                     path,
@@ -475,7 +334,7 @@ def evaluate(
                 if misses_out is not None:
                     missing.append((name, misses_frame(golden, ranked, depth)))
         if misses_out is not None:
-            _write_misses(misses_out, golden, missing)
+            evaluate_output.write_misses(misses_out, golden, missing)
     except InputError as exc:
         _fail(str(exc))
     except OSError as exc:
@@ -487,7 +346,7 @@ def evaluate(
         for m, t in thresholds_below
         if _measure_value(r, m) < t
     ]
-    _emit(
+    evaluate_output.emit(
         output_format,
         golden,
         paths.qrels,
@@ -519,80 +378,3 @@ def evaluate(
         )
     if failures:
         sys.exit(EXIT_BELOW_THRESHOLD)
-
-
-def _emit(
-    output_format: str,
-    golden: Judgments,
-    qrels: Path,
-    queries: Path | None,
-    results: list[RunEvaluation],
-    per_query: bool,
-    failures: list[dict[str, Any]],
-    thresholds_below: list[tuple[Measure, float]],
-    curve: tuple[int, ...],
-    clusters: dict[str, ClusterEvaluation],
-    *,
-    advice: dict[str, DepthAdvice],
-) -> None:
-    # the output's models (pydantic) are imported when an output is written, not at start-up
-    from app.services.metrics import ConventionsPublic, EvaluatedRun, QueryRow
-
-    first = results[0]
-    if output_format == "json":
-        document = {
-            "misstriage": __version__,
-            "k": first.k,
-            "depth": first.depth,
-            "depths": list(curve),
-            "conventions": ConventionsPublic.of(first.conventions).model_dump(mode="json"),
-            "golden_set": {
-                "qrels": str(qrels),
-                "queries": str(queries) if queries else None,
-                "report": golden.report.as_dict(),
-            },
-            "runs": [
-                EvaluatedRun.of_evaluation(
-                    r, per_query=per_query, clusters=clusters.get(r.name), cost=advice.get(r.name)
-                ).document()
-                for r in results
-            ],
-            "fail_under": {
-                "thresholds": {str(m): t for m, t in thresholds_below},
-                "failures": failures,
-            },
-        }
-        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
-    elif output_format == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        if per_query:
-            rows = [
-                {"run": r.name, **QueryRow.of(q, r.k, r.depth).in_reading_order()}
-                for r in results
-                for q in r.queries
-            ]
-        else:
-            rows = [
-                {
-                    "run": r.name,
-                    **r.measures,
-                    **{f"micro {name}": v for name, v in r.micro.items()},
-                    f"misses@{r.depth}": r.misses,
-                    "relevant": r.relevant,
-                    "queries": len(r.queries),
-                }
-                for r in results
-            ]
-        writer.writerow(list(rows[0]))
-        writer.writerows([["" if v is None else v for v in row.values()] for row in rows])
-    else:
-        if golden.report.warnings:
-            click.echo("golden set: " + "; ".join(golden.report.warnings), err=True)
-        click.echo(render_summary(results))
-        if advice:
-            click.echo("\n" + render_depth_cost(advice))
-        if clusters:
-            click.echo("\n" + render_clusters(clusters))
-        if per_query:
-            for result in results:
-                click.echo("\n" + render_per_query(result))
