@@ -106,8 +106,8 @@ from app.migrate import upgrade
 from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, MissSkip, Review, Role
 from app.models.triage_public import Overlap
 from app.services import agreement, dashboard, golden_sets, runs, skips, triages, users
+from app.services.dashboard_lists import SKIPS_SHOWN
 from app.settings import Settings
-from app.web.triage import SKIPS_SHOWN
 
 BACKENDS = ("postgresql", "sqlite")
 LEAD_EMAIL = "lead@example.com"

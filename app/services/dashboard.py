@@ -231,24 +231,33 @@ def _placed(
     ]
 
 
-def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
+_UNLABELLED = (col(Miss.state) == MissState.OPEN.value,)
+_OTHER = (col(Miss.category) == OTHER, col(Miss.state) != MissState.OPEN.value)
+
+
+def residue_rows(*, session: Session, triage: Triage, limit: int = 100) -> list[BacklogRow]:
     """What keeps the categories from closing: the first ``limit`` unlabelled misses and
-    those in "other", in queue order, and how many there are. Two reads in queue order, each
-    from its index (ix_miss_queue, ix_miss_category), merged: one OR across both walked the
-    triage's queue from its start, past every labelled miss."""
-    unlabelled = (col(Miss.state) == MissState.OPEN.value,)
-    other = (col(Miss.category) == OTHER, col(Miss.state) != MissState.OPEN.value)
+    those in "other", in queue order. Two reads in queue order, each from its index
+    (ix_miss_queue, ix_miss_category), merged: one OR across both walked the triage's queue
+    from its start, past every labelled miss."""
     rows: list[tuple[Miss, str | None, int | None]] = []
-    total = 0
-    for where in (unlabelled, other):
+    for where in (_UNLABELLED, _OTHER):
         rows += session.exec(
             _misses_with_reviewer(triage).where(*where).order_by(col(Miss.position)).limit(limit)
         ).all()
-        total += session.exec(
+    rows.sort(key=lambda row: row[0].position)
+    return _placed(triage, rows[:limit])
+
+
+def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
+    """``residue_rows`` and how many misses the residue has (a count from each index)."""
+    total = sum(
+        session.exec(
             select(func.count()).select_from(Miss).where(Miss.triage_id == triage.id, *where)
         ).one()
-    rows.sort(key=lambda row: row[0].position)
-    return _placed(triage, rows[:limit]), total
+        for where in (_UNLABELLED, _OTHER)
+    )
+    return residue_rows(session=session, triage=triage, limit=limit), total
 
 
 def backlog(
