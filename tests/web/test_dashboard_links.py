@@ -13,8 +13,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from app.main import create_app
 from app.models import Miss, Role
 from app.services import golden_sets, runs, triages
+from app.settings import Settings
 from tests.support.service import ORIGIN, Account, get, login
 
 #: (query id, document id): ids a path must quote, and ids that keep their slashes.
@@ -119,3 +121,28 @@ def test_repeated_links_are_the_routes_own(
     released = client.post(str(lease_row.form["action"]), headers=ORIGIN, follow_redirects=False)
     assert released.status_code == 303
     assert get(client, f"/triages/{triage_id}", mode).select_one("#leases td.empty") is not None
+
+
+def test_links_follow_the_root_path(
+    settings: Settings, engine: Engine, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    """Links are kept per application by root path (app/web/render.py): the same application
+    served under /tool links under /tool, served at the root it does not, again and again."""
+    triage_id, _, _ = _odd_triage(engine, tmp_path)
+    found = {}
+    app = create_app(settings, engine)
+    for root in ("/tool", "", "/tool"):
+        with TestClient(app, base_url="http://testserver", root_path=root) as client:
+            login(client, accounts[Role.LEAD].email)
+            for _ in range(2):
+                soup = get(client, f"{root}/triages/{triage_id}", "page")
+                links = {
+                    "crumbs": [a["href"] for a in soup.select("nav.crumbs a")],
+                    "residue": [a["href"] for a in soup.select("#residue a")],
+                    "style": [link["href"] for link in soup.select("link[rel=stylesheet]")],
+                }
+                assert found.setdefault(root, links) == links
+    assert found["/tool"] == {
+        part: [f"/tool{href}" for href in hrefs] for part, hrefs in found[""].items()
+    }
+    assert all(href.startswith("/") for hrefs in found[""].values() for href in hrefs)
