@@ -66,15 +66,11 @@ templates.env.globals["agree"] = copy.agree
 PATHS_KEPT = 4096
 
 
-@pass_context
-def _path_for(context: Context, name: str, /, **path_params: object) -> str:
-    """Links within the product are paths: never built from the request's Host header
-    (absolute URLs that leave the product come from MISSTRIAGE_PUBLIC_URL).
-
-    Each link is built once per application (kept in its state, by root path, route name
-    and parameters): ``url_for`` walks the application's routes, 0.1-0.3 ms a link, and every
-    page asks for the same links of the layout again."""
-    request: Request = context["request"]
+def path_for(request: Request, name: str, /, **path_params: object) -> str:
+    """The path of route ``name`` (with the root path the application is served under),
+    built once per application: kept in its state by root path, route name and parameters.
+    ``url_for`` walks the application's routes, 0.1-0.3 ms a link, and every page asks for
+    the same links of the layout again."""
     scope = request.scope
     state = request.app.state
     paths: dict[tuple[object, ...], str] | None = getattr(state, "link_paths", None)
@@ -92,6 +88,13 @@ def _path_for(context: Context, name: str, /, **path_params: object) -> str:
         paths.clear()
     paths[key] = path
     return path
+
+
+@pass_context
+def _path_for(context: Context, name: str, /, **path_params: object) -> str:
+    """Links within the product are paths: never built from the request's Host header
+    (absolute URLs that leave the product come from MISSTRIAGE_PUBLIC_URL)."""
+    return path_for(context["request"], name, **path_params)
 
 
 templates.env.globals["url_for"] = _path_for

@@ -25,7 +25,7 @@ from app.services.errors import ServiceError
 from app.services.review import build_card
 from app.settings import Settings
 from app.web.dashboard import ExportPanel, dashboard_page
-from app.web.render import redirect, render
+from app.web.render import path_for, redirect, render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
@@ -33,7 +33,7 @@ PER_PAGE = 50
 
 def miss_url_prefix(request: Request) -> str:
     """``/misses/`` as a path: one url_for per page instead of one per row."""
-    return request.url_for("miss_page", miss_id=0).path.removesuffix("0")
+    return path_for(request, "miss_page", miss_id=0).removesuffix("0")
 
 
 @router.get("/triages/{triage_id}", name="triage_page")
