@@ -41,13 +41,15 @@ first of the agreement, each on a fresh server right after the load (the agreeme
 process are cold), and at overlap 2 the dashboard and the agreement each right after a new
 label event on the warm server (the agreement is computed again, as while reviewers work).
 
-Prints p50/p95/p99/max per page and backend, the answer size, the target "p95 < 150 ms", the
-setup times, and the service functions behind the pages timed in-process on the same database
-(statement by statement); for a page over the target, the plan (EXPLAIN) of its slowest
-statements. --extra-index "CREATE INDEX ..." (repeatable) creates indexes in the bench
-database after the first measurement and measures every page again, to test a fix without
-touching the app. Loopback only; the script stops itself after --timeout seconds; servers,
-temporary folders and the misstriage_bench_* databases it creates are removed even on failure.
+Prints p50/p95/p99/max per page and backend, the server process's CPU time per request (what
+other load on the machine leaves alone), the answer size, the targets (the dashboard p95 < 50
+ms, the other pages < 150 ms; exit status 1 when one is missed), the setup times, and the
+service functions behind the pages timed in-process on the same database (statement by
+statement); for a page over its target, the plan (EXPLAIN) of its slowest statements.
+--extra-index "CREATE INDEX ..." (repeatable) creates indexes in the bench database after the
+first measurement and measures every page again, to test a fix without touching the app.
+Loopback only; the script stops itself after --timeout seconds; servers, temporary folders and
+the misstriage_bench_* databases it creates are removed even on failure.
 
 Usage: python benchmarks/dashboard_http.py [--misses 100000] [--overlap 1|2] [--events N]
        [--requests 50] [--backends postgresql,sqlite] [--extra-index SQL ...] [--timeout 1800]
@@ -71,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 from dashboard_labels import (
     HALF_LABELLED_SHARE,
     LABELLED_SHARE,
@@ -106,8 +109,8 @@ from app.migrate import upgrade
 from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, MissSkip, Review, Role
 from app.models.triage_public import Overlap
 from app.services import agreement, dashboard, golden_sets, runs, skips, triages, users
+from app.services.dashboard_lists import SKIPS_SHOWN
 from app.settings import Settings
-from app.web.triage import SKIPS_SHOWN
 
 BACKENDS = ("postgresql", "sqlite")
 LEAD_EMAIL = "lead@example.com"
@@ -119,7 +122,10 @@ RETURNED_PER_QUERY = 3
 BATCH = 5000
 WARMUP = 3
 PER_PAGE = 50
+#: p95 targets per page (ms): the dashboard's is the queue issue's (issue 17), the other
+#: pages keep the earlier 150 ms.
 P95_TARGET_MS = 150.0
+DASHBOARD_P95_TARGET_MS = 50.0
 CLOSURE_TEXT = "does not close"
 REQUEST_TIMEOUT = 60.0
 SERVICE_REPEATS = 5
@@ -177,6 +183,13 @@ class PageResult:
     times: list[float] = field(default_factory=list)
     size: int = 0
     problems: Counter[str] = field(default_factory=Counter)
+    #: CPU seconds (user + system) the server process spent on the timed requests, or None
+    server_cpu: float | None = None
+
+    @property
+    def target_ms(self) -> float:
+        """The p95 this page must stay under."""
+        return DASHBOARD_P95_TARGET_MS if self.name == "dashboard" else P95_TARGET_MS
 
 
 @dataclass
@@ -478,9 +491,21 @@ def get_page(
     return time.perf_counter() - sent, answer
 
 
-def time_pages(base: str, data: Data, n_requests: int) -> list[PageResult]:
+def cpu_seconds(server: psutil.Process | None) -> float | None:
+    """The CPU time (user + system) the server process has used so far, or None."""
+    if server is None:
+        return None
+    times = server.cpu_times()
+    return float(times.user + times.system)
+
+
+def time_pages(
+    base: str, data: Data, n_requests: int, server: psutil.Process | None = None
+) -> list[PageResult]:
     """Each page: warm-up requests, then ``n_requests`` timed ones, one after the other, on
-    one keep-alive client (HTML with the session cookie, the JSON API with the token)."""
+    one keep-alive client (HTML with the session cookie, the JSON API with the token); the
+    server process's CPU time over the timed ones (a figure other load on the machine leaves
+    alone, unlike the wall-clock times)."""
     results = []
     with httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT) as client:
         login(client, base, data.triage_id)
@@ -490,12 +515,16 @@ def time_pages(base: str, data: Data, n_requests: int) -> list[PageResult]:
                 _, answer = get_page(client, name, result.path, data)
                 if problem := check_answer(name, answer, data):
                     result.problems[f"warm-up: {problem}"] += 1
+            began = cpu_seconds(server)
             for _ in range(n_requests):
                 seconds, answer = get_page(client, name, result.path, data)
                 result.times.append(seconds)
                 result.size = len(answer.content)
                 if problem := check_answer(name, answer, data):
                     result.problems[problem] += 1
+            ended = cpu_seconds(server)
+            if began is not None and ended is not None:
+                result.server_cpu = ended - began
             results.append(result)
     return results
 
@@ -703,7 +732,7 @@ def slow_statements(
     by_name = {t.name: t for t in timings}
     chosen: dict[str, tuple[str, Statement]] = {}
     for page in result.pages:
-        if (percentile(page.times, 95) or 0) < P95_TARGET_MS:
+        if (percentile(page.times, 95) or 0) < page.target_ms:
             continue
         for service in PAGE_SERVICES[page.name]:
             timing = by_name.get(service)
@@ -784,7 +813,8 @@ def bench_backend(
                     process, base = serve(env, tmp, log, processes)
                     path = pattern.format(id=data.triage_id)
                     result.cold.append(first_request(base, data, name, path))
-                result.pages = time_pages(base, data, args.requests)
+                assert process is not None  # the loop above started one
+                result.pages = time_pages(base, data, args.requests, psutil.Process(process.pid))
                 if data.overlap > 1:
                     result.cold += after_labels(base, settings, data, AFTER_LABEL_REPEATS)
                 result.services = time_services(settings, data)
@@ -807,7 +837,9 @@ def bench_backend(
                         engine.dispose()
                     print(f"  {len(args.extra_index)} extra index(es); timing again ...")
                     process, base = serve(env, tmp, log, processes)
-                    result.indexed_pages = time_pages(base, data, args.requests)
+                    result.indexed_pages = time_pages(
+                        base, data, args.requests, psutil.Process(process.pid)
+                    )
                     result.indexed_services = time_services(settings, data)
                     result.indexed_profiles = profile_pages(settings, data)
             except Exception as error:
@@ -836,24 +868,25 @@ def number(value: float | None) -> str:
 
 
 def page_table(title: str, rows: list[tuple[str, PageResult]]) -> bool:
-    """Print one table of page timings; True when every page met the target, answered
+    """Print one table of page timings; True when every page met its target, answered
     correctly and was measured."""
     print(
-        f"\n{title}\n\n| backend | page | p50 ms | p95 ms | p99 ms | max ms | size KB "
-        f"| p95 < {P95_TARGET_MS:g} ms | answers wrong |"
+        f"\n{title}\n\n| backend | page | p50 ms | p95 ms | p99 ms | max ms "
+        "| server CPU ms per request | size KB | p95 target | answers wrong |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     ok = True
     for backend, page in rows:
         p95 = percentile(page.times, 95)
-        met = p95 is not None and p95 < P95_TARGET_MS and not page.problems
-        ok = ok and met
+        under = p95 is not None and p95 < page.target_ms
+        ok = ok and under and not page.problems
         wrong = ", ".join(f"{k}: {n}" for k, n in sorted(page.problems.items())) or "0"
+        cpu = page.server_cpu * 1000 / len(page.times) if page.server_cpu and page.times else None
         print(
             f"| {backend} | `{page.path}` | {number(percentile(page.times, 50))} "
             f"| {number(p95)} | {number(percentile(page.times, 99))} "
-            f"| {number(percentile(page.times, 100))} | {page.size / 1024:.1f} "
-            f"| {'met' if p95 is not None and p95 < P95_TARGET_MS else 'NOT met'} | {wrong} |"
+            f"| {number(percentile(page.times, 100))} | {number(cpu)} | {page.size / 1024:.1f} "
+            f"| < {page.target_ms:g} ms: {'met' if under else 'NOT met'} | {wrong} |"
         )
     return ok
 

@@ -231,24 +231,33 @@ def _placed(
     ]
 
 
-def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
+_UNLABELLED = (col(Miss.state) == MissState.OPEN.value,)
+_OTHER = (col(Miss.category) == OTHER, col(Miss.state) != MissState.OPEN.value)
+
+
+def residue_rows(*, session: Session, triage: Triage, limit: int = 100) -> list[BacklogRow]:
     """What keeps the categories from closing: the first ``limit`` unlabelled misses and
-    those in "other", in queue order, and how many there are. Two reads in queue order, each
-    from its index (ix_miss_queue, ix_miss_category), merged: one OR across both walked the
-    triage's queue from its start, past every labelled miss."""
-    unlabelled = (col(Miss.state) == MissState.OPEN.value,)
-    other = (col(Miss.category) == OTHER, col(Miss.state) != MissState.OPEN.value)
+    those in "other", in queue order. Two reads in queue order, each from its index
+    (ix_miss_queue, ix_miss_category), merged: one OR across both walked the triage's queue
+    from its start, past every labelled miss."""
     rows: list[tuple[Miss, str | None, int | None]] = []
-    total = 0
-    for where in (unlabelled, other):
+    for where in (_UNLABELLED, _OTHER):
         rows += session.exec(
             _misses_with_reviewer(triage).where(*where).order_by(col(Miss.position)).limit(limit)
         ).all()
-        total += session.exec(
+    rows.sort(key=lambda row: row[0].position)
+    return _placed(triage, rows[:limit])
+
+
+def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
+    """``residue_rows`` and how many misses the residue has (a count from each index)."""
+    total = sum(
+        session.exec(
             select(func.count()).select_from(Miss).where(Miss.triage_id == triage.id, *where)
         ).one()
-    rows.sort(key=lambda row: row[0].position)
-    return _placed(triage, rows[:limit]), total
+        for where in (_UNLABELLED, _OTHER)
+    )
+    return residue_rows(session=session, triage=triage, limit=limit), total
 
 
 def backlog(
@@ -263,29 +272,38 @@ def backlog(
     page: int = 1,
     per_page: int = DEFAULT_PER_PAGE,
 ) -> tuple[list[BacklogRow], int]:
-    """One page of the backlog; ``state`` "skipped" = misses with a skip still in force."""
-    query = _misses_with_reviewer(triage)
+    """One page of the backlog; ``state`` "skipped" = misses with a skip still in force.
+
+    The page is chosen, and its misses counted, on the misses alone (their reviewer joined only
+    to filter by it); the page's rows are then read with their reviewer and result count: the
+    count through those outer joins cost 31 ms at 100,000 misses on SQLite, the ids 3 ms."""
+    filters: list[Any] = [col(Miss.triage_id) == triage.id]
     if cause == UNLABELLED:
-        query = query.where(col(Miss.category).is_(None), Miss.state != MissState.COVERED.value)
+        filters += [col(Miss.category).is_(None), col(Miss.state) != MissState.COVERED.value]
     elif cause == MissState.COVERED.value:
-        query = query.where(Miss.state == MissState.COVERED.value)
+        filters.append(col(Miss.state) == MissState.COVERED.value)
     elif cause:
-        query = query.where(Miss.category == cause)
+        filters.append(col(Miss.category) == cause)
     if qid:
-        query = query.where(Miss.qid == qid)
+        filters.append(col(Miss.qid) == qid)
     if state == SKIPPED:
-        query = query.where(col(Miss.id).in_(skips_service.skipped_ids(triage_id=triage.id)))  # type: ignore[arg-type]
+        filters.append(col(Miss.id).in_(skips_service.skipped_ids(triage_id=triage.id)))  # type: ignore[arg-type]
     elif state:
-        query = query.where(Miss.state == state)
+        filters.append(col(Miss.state) == state)
+    ids = select(Miss.id)
     if reviewer:
-        query = query.where(User.email == reviewer)
+        ids = ids.join(User, col(User.id) == col(Miss.labelled_by_id))
+        filters.append(col(User.email) == reviewer)
     order = BACKLOG_SORTS.get(sort, BACKLOG_SORTS["position"])
-    found, total = page_rows(
+    page_ids, total = page_rows(
         session=session,
-        query=query.order_by(order, col(Miss.position)),
+        query=ids.where(*filters).order_by(order, col(Miss.position)),
         page=page,
         per_page=per_page,
     )
+    rows = session.exec(_misses_with_reviewer(triage).where(col(Miss.id).in_(list(page_ids)))).all()
+    place = {miss_id: n for n, miss_id in enumerate(page_ids)}
+    found = sorted(rows, key=lambda row: place[row[0].id])
     placed = _placed(triage, found)
     by_miss: dict[int, list[skips_service.Skip]] = {}
     for skip in skips_service.skips(

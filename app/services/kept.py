@@ -1,12 +1,13 @@
-"""Answers kept per triage until its labels change: the agreement statistics and the
-dashboard's label-derived panels cost a scan of the triage's labels (tens of ms to a second at
-100,000 misses) and change only when a label does.
+"""Answers kept per triage until its labels change: the agreement statistics, the
+dashboard's label-derived panels and its lists (the residue, the skips in force) cost a scan of
+the triage's labels, reviews or skips (tens of ms to a second at 100,000 misses) and change only
+when a label does.
 
-Every label, relabel, undo, agreement, dispute and adjudication writes a label event, and
-putting covered misses on the queue or taking them off changes how many misses are off the
-queue: the newest event's time and those counts (read from indexes) say whether anything
-changed. Each process keeps its own answers; several processes stay exact because each checks
-the key against the database on every request.
+Every label, relabel, undo, agreement, dispute, adjudication, skip and take-back writes a label
+event, and putting covered misses on the queue or taking them off changes how many misses are
+off the queue: the newest event's time and those counts (read from indexes) say whether
+anything changed. Each process keeps its own answers; several processes stay exact because each
+checks the key against the database on every request.
 """
 
 from __future__ import annotations

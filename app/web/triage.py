@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated
 from urllib.parse import urlencode
@@ -14,37 +14,26 @@ from sqlmodel import Session
 from app.exporters import REGISTRY, Tracker, missing_credentials, tracker_named
 from app.http.deps import ClockDep, LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
-from app.models import OTHER, MissState, Role
-from app.models.exports import ExportAction, ExportOutcome, ExportResult
+from app.models import OTHER, MissState
+from app.models.exports import ExportAction, ExportResult
 from app.models.triage_public import TriageContext
-from app.services import agreement, dashboard, kept, queue, skips
+from app.services import dashboard, queue
 from app.services import exports as export_service
 from app.services import golden_sets as golden_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
 from app.services.review import build_card
 from app.settings import Settings
-from app.web.render import redirect, render
+from app.web.dashboard import ExportPanel, dashboard_page
+from app.web.render import path_for, redirect, render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
-SKIPS_SHOWN = 100
 
 
 def miss_url_prefix(request: Request) -> str:
     """``/misses/`` as a path: one url_for per page instead of one per row."""
-    return request.url_for("miss_page", miss_id=0).path.removesuffix("0")
-
-
-@dataclass(frozen=True)
-class ExportPanel:
-    """The export form on the dashboard: what was entered, why it was refused, or what a
-    dry run would send."""
-
-    tracker: str = Tracker.GITHUB.value
-    target: str = ""
-    error: str | None = None
-    outcome: ExportOutcome | None = None
+    return path_for(request, "miss_page", miss_id=0).removesuffix("0")
 
 
 @router.get("/triages/{triage_id}", name="triage_page")
@@ -57,82 +46,7 @@ def triage_page(
     triage_id: Id,
 ) -> HTMLResponse:
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
-    return _dashboard(request, session, settings, clock.now(), principal, ctx)
-
-
-def _dashboard(
-    request: Request,
-    session: Session,
-    settings: Settings,
-    now: datetime,
-    principal: Principal,
-    ctx: TriageContext,
-    *,
-    export: ExportPanel | None = None,
-    status: int = 200,
-    error_code: str | None = None,
-) -> HTMLResponse:
-    triage = ctx.triage
-    tally = triage_service.state_tally(session=session, triage=triage)
-    key = kept.label_key(session, triage, tally)
-    # asked for once: the closure sentence quotes it, the lead's panel shows it
-    measured, current = (
-        agreement.dashboard_agreement(session=session, triage=triage, causes=ctx.causes, key=key)
-        if triage.reviewers > 1
-        else (None, True)
-    )
-    panels = dashboard.label_panels(session=session, triage=triage, key=key)
-    summary = triage_service.closure_report(
-        session=session,
-        triage=triage,
-        causes=ctx.causes,
-        agreement=True,
-        measured=measured,
-        tally=tally,
-    )
-    residue, residue_total = dashboard.residue(session=session, triage=triage)
-    texts = golden_service.query_texts(
-        session=session, golden=ctx.golden, qids={r.miss.qid for r in residue}
-    )
-    skipped, skipped_total = skips.open_skips(session=session, triage=triage, limit=SKIPS_SHOWN)
-    largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
-    return render(
-        request,
-        "triage.html",
-        {
-            "triage": triage,
-            "run": ctx.run,
-            "golden": ctx.golden,
-            "summary": summary,
-            "largest": largest,
-            "residue": residue,
-            "residue_total": residue_total,
-            "texts": texts,
-            "throughput": panels.throughput,
-            "hints": panels.hints,
-            # leads only: it names reviewers and their disagreements
-            "agreement": measured if principal.role.allows(Role.LEAD) else None,
-            "agreement_current": current,
-            "covered_on_queue": panels.covered_on_queue,
-            "leases": dashboard.live_leases(session=session, triage=triage, now=now),
-            "labelled": triage.misses - summary.unlabelled - summary.covered,
-            "queued": triage.misses - summary.covered,
-            "is_lead": principal.role.allows_lead,
-            "adjudicates": principal.user.adjudicates,
-            "miss_url": miss_url_prefix(request),
-            "trackers": list(Tracker),
-            "tracker_names": {t: REGISTRY[t].title for t in Tracker},
-            "exports": export_service.stored(session=session, triage=triage),
-            "export": export or ExportPanel(),
-            "credentials": {t: REGISTRY[t].credentials for t in Tracker},
-            "missing": {t: missing_credentials(t, settings) for t in Tracker},
-            "skipped": skipped,
-            "skipped_total": skipped_total,
-        },
-        principal=principal,
-        status=status,
-        error_code=error_code,
-    )
+    return dashboard_page(request, session, settings, clock.now(), principal, ctx)
 
 
 @router.get("/triages/{triage_id}/export-preview", name="export_preview")
@@ -191,7 +105,7 @@ def _export(
     entered = ExportPanel(tracker=tracker, target=target.strip())
 
     def refused(message: str, status: int, code: str) -> HTMLResponse:
-        return _dashboard(
+        return dashboard_page(
             request,
             session,
             settings,
@@ -233,7 +147,7 @@ def _export(
             flash=_pushed_sentence(chosen, entered.target, outcome.results),
             kind="error" if any(r.action is ExportAction.FAILED for r in outcome.results) else "ok",
         )
-    return _dashboard(
+    return dashboard_page(
         request, session, settings, now, principal, ctx, export=replace(entered, outcome=outcome)
     )
 

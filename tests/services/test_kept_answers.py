@@ -1,7 +1,8 @@
 """Answers kept per triage until its labels change (app/services/kept.py): the dashboard's
 label-derived panels and the agreement equal a fresh computation after every change, and a
 slow agreement is computed in the background while the dashboard shows the kept one, saying
-so. The residue read from two indexes equals the plain filter over every miss."""
+so. The residue read from two indexes equals the plain filter over every miss; the dashboard's
+kept residue and skips equal a fresh read after every label and every skip."""
 
 from __future__ import annotations
 
@@ -14,9 +15,19 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from app.clock import FrozenClock
-from app.models import OTHER, Miss, MissState, Role, Triage, User
+from app.models import OTHER, GoldenSet, Miss, MissState, Role, Triage, User
 from app.models.triage_public import Overlap
-from app.services import agreement, dashboard, queue, triages, users
+from app.services import (
+    agreement,
+    dashboard,
+    dashboard_lists,
+    golden_sets,
+    queue,
+    skips,
+    triages,
+    users,
+)
+from app.services.dashboard_lists import RESIDUE_SHOWN, SKIPS_SHOWN, LabelLists
 from app.services.kept import label_key
 from tests.support.triage import make_triage
 
@@ -128,3 +139,57 @@ def test_a_slow_agreement_is_computed_in_the_background(
         assert now_shown.units > first.units
         # the API's answer is always current, and it is what the background computed
         assert now_shown == agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
+
+
+def _fresh_lists(session: Session, triage: Triage, golden: GoldenSet) -> LabelLists:
+    rows = dashboard.residue_rows(session=session, triage=triage, limit=RESIDUE_SHOWN)
+    skipped, total = skips.open_skips(session=session, triage=triage, limit=SKIPS_SHOWN)
+    texts = golden_sets.query_texts(
+        session=session, golden=golden, qids={row.miss.qid for row in rows}
+    )
+    return LabelLists(residue=rows, texts=texts, skipped=skipped, skipped_total=total)
+
+
+def test_lists_follow_every_label_and_skip(engine: Engine, tmp_path: Path) -> None:
+    """The residue and the skips kept for the dashboard equal a fresh read after each label,
+    and after each skip alone (a skip changes no count, only the newest event)."""
+    golden, _, triage = make_triage(engine, tmp_path, queries=4, per_query=3, corpus=True)
+    people = _people(engine, 2)
+    clock = FrozenClock()
+    previous: list[LabelLists] = []
+    for round_ in range(6):
+        with Session(engine, expire_on_commit=False) as s:
+            kept = dashboard_lists.label_lists(session=s, triage=triage, golden=golden)
+            assert kept == _fresh_lists(s, triage, golden)
+            assert dashboard_lists.label_lists(session=s, triage=triage, golden=golden) is kept
+            # the count beside the residue, from the closure's tally, is the one counted
+            tally = triages.state_tally(session=s, triage=triage)
+            assert (
+                dashboard_lists.residue_total(tally)
+                == dashboard.residue(session=s, triage=triage)[1]
+            )
+            # each round's skip or label made it read the lists again
+            assert all(kept is not earlier for earlier in previous)
+            previous.append(kept)
+            user = people[round_ % 2]
+            clock.advance(seconds=5)
+            held = queue.claim(session=s, triage=triage, user=user, now=clock.now(), lease=LEASE)
+            assert held is not None
+            clock.advance(seconds=5)
+            if round_ % 2:
+                queue.label(
+                    session=s,
+                    miss_id=held.id,
+                    user=user,
+                    category=OTHER,
+                    note=f"round {round_}",
+                    version=held.version,
+                    causes=CAUSES,
+                    now=clock.now(),
+                )
+            else:
+                queue.skip(
+                    session=s, miss_id=held.id, user=user, reason=f"round {round_}", now=clock.now()
+                )
+    assert previous[1].skipped_total == 1  # the first round's skip, in force
+    assert [s.reason for s in previous[1].skipped] == ["round 0"]

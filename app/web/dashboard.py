@@ -1,0 +1,154 @@
+"""The triage dashboard's page: what it shows and the links it repeats per row.
+
+A link built with ``url_for`` walks the application's routes (0.1-0.3 ms each): at 300 links a
+page that was most of the dashboard's time. The links repeated per row are built as a prefix
+(and suffix) around the one part that changes, once per application (``path_for``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from sqlmodel import Session
+
+from app.exporters import REGISTRY, Tracker, missing_credentials
+from app.http.deps import Principal
+from app.models import Role
+from app.models.exports import ExportOutcome
+from app.models.triage_public import TriageContext
+from app.services import agreement, dashboard, dashboard_lists, kept
+from app.services import exports as export_service
+from app.services import triages as triage_service
+from app.settings import Settings
+from app.web.render import path_for, render
+
+#: Stands for the changing part of a link while its prefix is built: digits only (an integer
+#: path parameter takes it) and long enough to appear nowhere else in a path.
+_SENTINEL = 987_654_321_987
+
+
+@dataclass(frozen=True)
+class ExportPanel:
+    """The export form on the dashboard: what was entered, why it was refused, or what a
+    dry run would send."""
+
+    tracker: str = Tracker.GITHUB.value
+    target: str = ""
+    error: str | None = None
+    outcome: ExportOutcome | None = None
+
+
+@dataclass(frozen=True)
+class Around:
+    """A link with one changing part: ``prefix + part + suffix``."""
+
+    prefix: str
+    suffix: str = ""
+
+
+def around(request: Request, name: str, part: str, /, **params: object) -> Around:
+    """The link of route ``name`` split around its path parameter ``part`` (the others in
+    ``params``). The changing part is given to it already quoted by the template
+    (``|urlencode``), as ``url_for`` takes it."""
+    path = path_for(request, name, **params, **{part: _SENTINEL})
+    prefix, found, suffix = path.rpartition(str(_SENTINEL))
+    if not found:  # a route that changes its parameter: no prefix to reuse
+        raise ValueError(f"the route {name} does not keep its {part} as given")
+    return Around(prefix, suffix)
+
+
+@dataclass(frozen=True)
+class Links:
+    """The dashboard's repeated links, each built once per page."""
+
+    query: Around
+    document: Around
+    miss: Around
+    release: Around
+    backlog: str
+
+
+def dashboard_links(request: Request, ctx: TriageContext) -> Links:
+    """The links the dashboard repeats per row, for this triage's run and golden set."""
+    return Links(
+        query=around(request, "query_page", "qid", run_id=ctx.run.id),
+        document=around(request, "document_page", "doc_id", golden_set_id=ctx.golden.id),
+        miss=around(request, "miss_page", "miss_id"),
+        release=around(request, "release_lease_form", "miss_id", triage_id=ctx.triage.id),
+        backlog=path_for(request, "backlog_page", triage_id=ctx.triage.id),
+    )
+
+
+def dashboard_page(
+    request: Request,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    principal: Principal,
+    ctx: TriageContext,
+    *,
+    export: ExportPanel | None = None,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
+    """The dashboard of ``ctx``'s triage: the closure, counts per cause, the residue, skips,
+    hints, agreement (leads), reviewers, live leases and the export panel (leads)."""
+    triage = ctx.triage
+    tally = triage_service.state_tally(session=session, triage=triage)
+    key = kept.label_key(session, triage, tally)
+    # asked for once: the closure sentence quotes it, the lead's panel shows it
+    measured, current = (
+        agreement.dashboard_agreement(session=session, triage=triage, causes=ctx.causes, key=key)
+        if triage.reviewers > 1
+        else (None, True)
+    )
+    panels = dashboard.label_panels(session=session, triage=triage, key=key)
+    summary = triage_service.closure_report(
+        session=session,
+        triage=triage,
+        causes=ctx.causes,
+        agreement=True,
+        measured=measured,
+        tally=tally,
+    )
+    lists = dashboard_lists.label_lists(session=session, triage=triage, golden=ctx.golden, key=key)
+    largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
+    return render(
+        request,
+        "triage.html",
+        {
+            "triage": triage,
+            "run": ctx.run,
+            "golden": ctx.golden,
+            "summary": summary,
+            "largest": largest,
+            "residue": lists.residue,
+            "residue_total": dashboard_lists.residue_total(tally),
+            "texts": lists.texts,
+            "throughput": panels.throughput,
+            "hints": panels.hints,
+            # leads only: it names reviewers and their disagreements
+            "agreement": measured if principal.role.allows(Role.LEAD) else None,
+            "agreement_current": current,
+            "covered_on_queue": panels.covered_on_queue,
+            "leases": dashboard.live_leases(session=session, triage=triage, now=now),
+            "labelled": triage.misses - summary.unlabelled - summary.covered,
+            "queued": triage.misses - summary.covered,
+            "is_lead": principal.role.allows_lead,
+            "adjudicates": principal.user.adjudicates,
+            "links": dashboard_links(request, ctx),
+            "trackers": list(Tracker),
+            "tracker_names": {t: REGISTRY[t].title for t in Tracker},
+            "exports": export_service.stored(session=session, triage=triage),
+            "export": export or ExportPanel(),
+            "credentials": {t: REGISTRY[t].credentials for t in Tracker},
+            "missing": {t: missing_credentials(t, settings) for t in Tracker},
+            "skipped": lists.skipped,
+            "skipped_total": lists.skipped_total,
+        },
+        principal=principal,
+        status=status,
+        error_code=error_code,
+    )
