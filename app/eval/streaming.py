@@ -57,7 +57,9 @@ BLOCKS_AHEAD = 1
 #: Blocks ranked at once.
 RANKERS = 2
 
-#: What the heads are turned into, block by block (a frame with a qid column).
+#: What the heads are turned into, block by block (a frame with a qid column): given the first
+#: results of some queries (qid, rank, doc_id, score), each query's rows together in rank
+#: order, the queries in no particular order.
 ShapeFn = Callable[[pl.DataFrame], pl.DataFrame]
 #: Where the shaped heads go, some queries at a time (each query once, whole).
 SinkFn = Callable[[pl.DataFrame], None]
