@@ -1,11 +1,12 @@
 """Large TREC runs in bounded memory: ranked block by block of whole queries.
 
-Retrieval toolkits write a run query by query. Such a file is read in blocks of about
-``BLOCK_BYTES``; the complete queries of each block are ranked (``rank_part``: the conventions
-are per query) and the heads of their rankings handed to a sink as soon as they are final, so
-no more than a few blocks of lines are held at once, instead of every line of the run, and the
-caller can write the heads while the next blocks are parsed. A thread reads and parses the
-next block while one is ranked (polars lets go of the GIL in both). The lines of the last
+Retrieval toolkits write a run query by query, best result first. Such a file is read in
+blocks of about ``BLOCK_BYTES``; the complete queries of each block are ranked (the conventions
+are per query: ``rank_in_order`` when the block's queries are written best first, without a
+sort, ``rank_part`` otherwise) and the heads of their rankings handed to a sink as soon as they
+are final, so no more than a few blocks of lines are held at once, instead of every line of the
+run, and the caller can write the heads while the next blocks are parsed. A thread reads and
+parses the blocks ahead, two rank them (polars and numpy let go of the GIL). The lines of the last
 query of a block wait for the next block. Anything else goes to the whole-file path
 (``load_run``), which words the errors and gives the same results: a query whose lines are not
 contiguous, a line the fast reader refuses, an id too long for the store, a missing score,
@@ -54,7 +55,8 @@ BLOCK_BYTES = 8 << 20
 
 #: Parsed blocks waiting to be ranked: one, while the reader parses the next.
 BLOCKS_AHEAD = 1
-#: Blocks ranked at once.
+#: Blocks ranked at once, by threads of their own: the caller hands over the heads of one
+#: while the other is ranked.
 RANKERS = 2
 
 #: What the heads are turned into, block by block (a frame with a qid column): given the first
