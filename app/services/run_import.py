@@ -190,8 +190,9 @@ class _Import:
                     gold,
                     name=self.row["name"],
                     keep_depth=self.row["keep_depth"],
-                    shape=heads,
-                    sink=lambda part: copy(part.select(run_id, "qid", "ranking")),
+                    # shaped by the ranking threads, written in this one
+                    shape=lambda top: heads(top).select(run_id, "qid", "ranking"),
+                    sink=copy,
                     order=self.order,
                     fmt=self.fmt,
                     progress=self.progress,
