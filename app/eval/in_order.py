@@ -42,15 +42,15 @@ def rank_in_order(
     """What ``rank_part`` gives for ``frame`` (lines of whole queries, each query's lines
     together, with ``pos``), without its results, and the rows ``top_of_results`` gives for
     its first ``depth`` results, each query's rows together in rank order, the queries in file
-    order; None when some query's lines are not in ranking
-    order (see the module). ``known``: ``known_qids(golden)``."""
+    order; None when some query's lines are not in ranking order (see the module).
+    ``known``: ``known_qids(golden)``."""
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     first = (pl.col("qid") != pl.col("qid").shift(1)).fill_null(True)
     frame = frame.with_columns(first.alias("_first")).with_columns(_FIRST.cum_sum().alias("_query"))
     if not _in_order(frame, order):
         return None
-    # the queries in file order, each once (query number - 1), and their lines
+    # the queries in file order, each once (row i: query number i + 1), and their lines
     per_query = (
         frame.get_column("qid")
         .rle()
