@@ -19,7 +19,12 @@ either printed target is missed or a measurement fails. Loopback only; the whole
 script stops itself after --timeout seconds; servers, temporary folders and the
 misstriage_bench_* databases it creates are removed even on failure.
 
+With ``--py-spy DIR`` (py-spy installed beside the interpreter), the server is sampled during
+the run import (wall clock: idle threads too, native frames off) into DIR/<backend>.txt, the
+collapsed stacks a flame graph tool reads.
+
 Usage: python benchmarks/import_run_http.py [--queries N] [--backends sqlite,postgresql]
+    [--py-spy DIR]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -278,6 +284,31 @@ def vm_hwm_mib(pid: int) -> float | None:
     return None
 
 
+def start_py_spy(pid: int, out: Path | None) -> subprocess.Popen[bytes] | None:
+    """py-spy recording the server ``pid`` into ``out`` (collapsed stacks), or None."""
+    if out is None:
+        return None
+    py_spy = Path(sys.executable).with_name("py-spy")
+    if not py_spy.exists():
+        raise RuntimeError(f"--py-spy: {py_spy} is not installed")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = [str(py_spy), "record", "--pid", str(pid), "--format", "raw", "--idle"]
+    command += ["--threads", "--rate", "200", "--output", str(out)]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_py_spy(spy: subprocess.Popen[bytes] | None) -> None:
+    """Stop py-spy as Ctrl-C would, so that it writes its file."""
+    if spy is None:
+        return
+    spy.send_signal(signal.SIGINT)
+    try:
+        spy.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.wait()
+
+
 def import_over_http(
     result: BackendResult,
     base: str,
@@ -287,6 +318,7 @@ def import_over_http(
     expected_lines: int,
     sampler: Sampler,
     pid: int,
+    profile: Path | None = None,
 ) -> None:
     """Import the golden set, then the run (timed, sampled); fill ``result``."""
     headers = {"Authorization": f"Bearer {token}"}
@@ -305,6 +337,7 @@ def import_over_http(
 
         result.rss_idle_mib = sampler.rss() / MIB
         cpu_before = cpu_seconds(pid)
+        spy = start_py_spy(pid, profile)
         sampler.start()
         try:
             with TimedReader(io.FileIO(run, "rb"), COPY_BLOCK) as handle:
@@ -317,6 +350,7 @@ def import_over_http(
                 end = time.perf_counter()
         finally:
             sampler.stop()
+            stop_py_spy(spy)
         result.wall = end - start
         result.cpu_seconds = cpu_seconds(pid) - cpu_before
         result.rss_peak_mib = sampler.peak / MIB
@@ -339,6 +373,7 @@ def bench_backend(
     run: Path,
     expected_lines: int,
     processes: list[subprocess.Popen[bytes]],
+    profile: Path | None = None,
 ) -> BackendResult:
     """Start a server on a fresh database of ``backend``, import over HTTP, clean up."""
     result = BackendResult(backend)
@@ -389,7 +424,15 @@ def bench_backend(
                 sampler = Sampler(process.pid, server_tmp, run.stat().st_size, wal, pg_name)
                 try:
                     import_over_http(
-                        result, base, token, qrels, run, expected_lines, sampler, process.pid
+                        result,
+                        base,
+                        token,
+                        qrels,
+                        run,
+                        expected_lines,
+                        sampler,
+                        process.pid,
+                        profile,
                     )
                 finally:
                     result.hwm_mib = vm_hwm_mib(process.pid)
@@ -562,6 +605,9 @@ def main() -> None:
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--timeout", type=int, default=1200, help="seconds for everything")
     parser.add_argument("--no-copy", action="store_true", help="skip the raw COPY baselines")
+    parser.add_argument(
+        "--py-spy", type=Path, metavar="DIR", help="profile the server into DIR/<backend>.txt"
+    )
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if unknown := set(backends) - set(BACKENDS):
@@ -582,7 +628,8 @@ def main() -> None:
         results = []
         for backend in backends:
             print(f"importing over HTTP into {backend} ...", flush=True)
-            results.append(bench_backend(backend, qrels, run, expected, processes))
+            profile = args.py_spy / f"{backend}.txt" if args.py_spy else None
+            results.append(bench_backend(backend, qrels, run, expected, processes, profile))
         copies = None
         if not args.no_copy:
             print("raw COPY baselines ...", flush=True)

@@ -1,20 +1,31 @@
 """Large TREC runs in bounded memory: ranked block by block of whole queries.
 
-Retrieval toolkits write a run query by query. Such a file is read in blocks of about
-``BLOCK_BYTES``; the complete queries of each block are ranked (``rank_part``: the conventions
-are per query) and the heads of their rankings kept, so no more than a block of lines is held at
-once, instead of every line of the run. The lines of the last query of a block wait for the
-next block. Anything else goes to the whole-file path (``load_run``), which words the errors
-and gives the same results: a query whose lines are not contiguous, a line the fast reader
-refuses, an id too long for the store, a missing score, JSONL, and a corpus with clusters or
-text (its traces need the whole run sorted).
+Retrieval toolkits write a run query by query, best result first. Such a file is read in
+blocks of about ``BLOCK_BYTES``; the complete queries of each block are ranked (the conventions
+are per query: ``rank_in_order`` when the block's queries are written best first, without a
+sort, ``rank_part`` otherwise) and the heads of their rankings handed to a sink as soon as they
+are final, so no more than a few blocks of lines are held at once, instead of every line of the
+run, and the caller can write the heads while the next blocks are parsed. A thread reads and
+parses the blocks ahead, two rank them (polars and numpy let go of the GIL). The lines of the last
+query of a block wait for the next block. Anything else goes to the whole-file path
+(``load_run``), which words the errors and gives the same results: a query whose lines are not
+contiguous, a line the fast reader refuses, an id too long for the store, a missing score,
+JSONL, and a corpus with clusters or text (its traces need the whole run sorted).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import contextvars
+import threading
+from collections import deque
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from queue import Full, Queue
+from typing import TypeVar
 
 import polars as pl
 
@@ -23,6 +34,7 @@ from app.eval.cluster_ranks import no_cluster_ranks
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.golden import IdLimits, Judgments
+from app.eval.in_order import known_qids, rank_in_order
 from app.eval.ranking import (
     RankedPart,
     RankedRun,
@@ -41,12 +53,30 @@ from app.eval.trec import RUN_COLUMNS, run_columns
 #: at 6.98M lines, 8 MiB blocks peaked 50 MB lower than 16 MiB ones for the same CPU time.
 BLOCK_BYTES = 8 << 20
 
-#: What the heads are turned into, block by block (a frame with a qid column).
+#: Parsed blocks waiting to be ranked: one, while the reader parses the next.
+BLOCKS_AHEAD = 1
+#: Blocks ranked at once, by threads of their own: the caller hands over the heads of one
+#: while the other is ranked.
+RANKERS = 2
+
+#: What the heads are turned into, block by block (a frame with a qid column): given the first
+#: results of some queries (qid, rank, doc_id, score), each query's rows together in rank
+#: order, the queries in no particular order.
 ShapeFn = Callable[[pl.DataFrame], pl.DataFrame]
+#: Where the shaped heads go, some queries at a time (each query once, whole).
+SinkFn = Callable[[pl.DataFrame], None]
+
+_T = TypeVar("_T")
 
 
 class _WholeFile(Exception):
     """The file needs the whole-file path."""
+
+
+class HeadsSent(Exception):
+    """The file needs the whole-file path, but the heads of some queries went to the sink
+    already: the caller undoes what its sink did with them and calls again with
+    ``streamed=False``."""
 
 
 def load_run_heads(
@@ -65,9 +95,57 @@ def load_run_heads(
     """``load_run(..., keep_results=True)`` and ``shape(top_candidates(run, keep_depth))``,
     sorted by qid, in bounded memory for a TREC file written query by query (see the module);
     the run comes back without its results."""
+    shaped: list[pl.DataFrame] = []
+    stream = partial(
+        stream_run_heads,
+        path,
+        golden,
+        name=name,
+        keep_depth=keep_depth,
+        shape=shape,
+        sink=shaped.append,
+        order=order,
+        fmt=fmt,
+        progress=progress,
+        id_limits=id_limits,
+        corpus=corpus,
+    )
+    try:
+        ranked = stream()
+    except HeadsSent:
+        shaped.clear()
+        ranked = stream(streamed=False)
+    return ranked, pl.concat(shaped).sort("qid")
+
+
+def stream_run_heads(
+    path: Path,
+    golden: Judgments,
+    *,
+    name: str,
+    keep_depth: int,
+    shape: ShapeFn,
+    sink: SinkFn,
+    order: Order = Order.TREC_EVAL,
+    fmt: str | None = None,
+    progress: ProgressFn | None = None,
+    id_limits: IdLimits | None = None,
+    corpus: CorpusSource | None = None,
+    streamed: bool = True,
+) -> RankedRun:
+    """``load_run(..., keep_results=True)`` without its results, ``sink`` called with
+    ``shape(top_candidates(run, keep_depth))`` some queries at a time: block by block as the
+    file is read for a TREC file written query by query (see the module), at once from the
+    whole-file path otherwise (always with ``streamed=False``). HeadsSent when the file turns
+    out to need the whole-file path after some heads went to the sink; an InputError raised by
+    the whole-file path comes before any call of ``sink``."""
     if keep_depth < 1:
         raise ValueError(f"depth must be >= 1, got {keep_depth}")
-    if (corpus is None or not corpus.matters) and (fmt or detect_run_format(path)) == "trec":
+    if (
+        streamed
+        and (corpus is None or not corpus.matters)
+        and (fmt or detect_run_format(path)) == "trec"
+    ):
         try:
             return _streamed(
                 path,
@@ -75,6 +153,7 @@ def load_run_heads(
                 name=name,
                 keep_depth=keep_depth,
                 shape=shape,
+                sink=sink,
                 order=order,
                 progress=progress,
                 id_limits=id_limits,
@@ -93,8 +172,10 @@ def load_run_heads(
         id_limits=id_limits,
         corpus=corpus,
     )
-    shaped = shape(top_candidates(ranked, keep_depth)).sort("qid")
-    return replace(ranked, results=None), shaped
+    heads = shape(top_candidates(ranked, keep_depth))
+    ranked = replace(ranked, results=None)  # the lines go before the heads are written
+    sink(heads)
+    return ranked
 
 
 def _streamed(
@@ -104,43 +185,72 @@ def _streamed(
     name: str,
     keep_depth: int,
     shape: ShapeFn,
+    sink: SinkFn,
     order: Order,
     progress: ProgressFn | None,
     id_limits: IdLimits | None,
     corpus: CorpusSource | None,
-) -> tuple[RankedRun, pl.DataFrame]:
+) -> RankedRun:
     source = str(path)
     parts: list[RankedPart] = []
-    shaped: list[pl.DataFrame] = []
     finished: set[str] = set()
     lines = 0
     carry: pl.DataFrame | None = None
 
-    def rank(lines_of_queries: pl.DataFrame) -> None:
-        part = rank_part(lines_of_queries.with_row_index("pos"), golden, order)
-        shaped.append(shape(top_of_results(part.results, order, keep_depth)))
-        # The part's lines are no longer needed: only its counts and judged ranks stay.
-        parts.append(replace(part, results=pl.LazyFrame()))
+    known = known_qids(golden)
 
+    def rank(lines_of_queries: pl.DataFrame) -> tuple[RankedPart, pl.DataFrame]:
+        numbered = lines_of_queries.with_row_index("pos")
+        if (ranked := rank_in_order(numbered, golden, known, order, keep_depth)) is not None:
+            part, top = ranked
+            return part, shape(top)
+        part = rank_part(numbered, golden, order)
+        heads = shape(top_of_results(part.results, order, keep_depth))
+        # The part's lines are no longer needed: only its counts and judged ranks stay.
+        return replace(part, results=pl.LazyFrame()), heads
+
+    def done(future: Future[tuple[RankedPart, pl.DataFrame]]) -> None:
+        part, heads = future.result()
+        parts.append(part)
+        sink(heads)
+
+    ranking: deque[Future[tuple[RankedPart, pl.DataFrame]]] = deque()
     try:
-        with plain_file(path) as plain:
-            for block, last in _blocks(plain, source, order, id_limits, progress):
-                lines += block.height
-                frame = block if carry is None else pl.concat([carry, block])
-                qids = frame.get_column("qid")
-                # Where each run of lines of one query begins: a query seen in two runs, here
-                # or in an earlier block, is not contiguous.
-                begins = (qids != qids.shift(1)).fill_null(True).arg_true()
-                runs = qids.gather(begins).to_list()
-                if len(set(runs)) != len(runs) or not finished.isdisjoint(runs):
-                    raise _WholeFile
-                # The last query may go on in the next block: it waits (a slice, not a copy).
-                cut = frame.height if last or not len(begins) else int(begins[-1])
-                carry = None if last else frame.slice(cut)
-                if cut:
-                    finished.update(runs if last else runs[:-1])
-                    rank(frame.slice(0, cut))
-    except InputError:
+        with (
+            plain_file(path) as plain,
+            _ahead(_blocks(plain, source, order, id_limits)) as blocks,
+            ThreadPoolExecutor(RANKERS, thread_name_prefix="run-ranks") as rankers,
+        ):
+            try:
+                for block, last, read in blocks:
+                    if progress is not None and read:
+                        progress(read)
+                    lines += block.height
+                    frame = block if carry is None else pl.concat([carry, block])
+                    qids = frame.get_column("qid")
+                    # Where each run of lines of one query begins: a query seen in two runs,
+                    # here or in an earlier block, is not contiguous.
+                    begins = (qids != qids.shift(1)).fill_null(True).arg_true()
+                    runs = qids.gather(begins).to_list()
+                    if len(set(runs)) != len(runs) or not finished.isdisjoint(runs):
+                        raise _WholeFile
+                    # The last query may go on in the next block: it waits (a slice, not a
+                    # copy).
+                    cut = frame.height if last or not len(begins) else int(begins[-1])
+                    carry = None if last else frame.slice(cut)
+                    if cut:
+                        finished.update(runs if last else runs[:-1])
+                        ranking.append(rankers.submit(rank, frame.slice(0, cut)))
+                        while len(ranking) >= RANKERS:
+                            done(ranking.popleft())
+                while ranking:
+                    done(ranking.popleft())
+            finally:
+                for future in ranking:
+                    future.cancel()
+    except (InputError, _WholeFile):
+        if parts:
+            raise HeadsSent from None
         raise _WholeFile from None  # the whole-file path words it
     if not lines:
         raise _WholeFile  # "the run is empty"
@@ -150,28 +260,74 @@ def _streamed(
     if corpus is not None:  # without clusters or text: every rank is its own cluster rank
         traces = trace_ranking(None, answered_per_query(parts))
         ranked = replace(ranked, traces=replace(traces, cluster_ranks=no_cluster_ranks()))
-    return ranked, pl.concat(shaped).sort("qid")
+    return ranked
+
+
+@contextmanager
+def _ahead(items: Generator[_T]) -> Iterator[Iterator[_T]]:
+    """``items``, made by a thread of their own at most ``BLOCKS_AHEAD`` ahead of the caller;
+    an exception raised making them is raised by the iterator. Leaving the block stops the
+    thread (after the item it is making) and waits for it."""
+    queue: Queue[tuple[bool, _T | BaseException | None]] = Queue(maxsize=BLOCKS_AHEAD)
+    stop = threading.Event()
+
+    def put(entry: tuple[bool, _T | BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                queue.put(entry, timeout=0.05)
+                return True
+            except Full:
+                continue
+        return False
+
+    def make() -> None:
+        try:
+            for item in items:
+                if not put((True, item)):
+                    return
+            put((False, None))
+        except BaseException as error:  # the caller raises it
+            put((False, error))
+        finally:
+            items.close()
+
+    def taken() -> Iterator[_T]:
+        while True:
+            more, value = queue.get()
+            if more:
+                yield value  # type: ignore[misc]
+                continue
+            if value is not None:
+                raise value  # type: ignore[misc]
+            return
+
+    # The caller's context (a decompression limit) holds in the thread too.
+    thread = threading.Thread(
+        target=contextvars.copy_context().run, args=(make,), name="run-blocks", daemon=True
+    )
+    thread.start()
+    try:
+        yield taken()
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _blocks(
-    path: Path,
-    source: str,
-    order: Order,
-    id_limits: IdLimits | None,
-    progress: ProgressFn | None,
-) -> Iterator[tuple[pl.DataFrame, bool]]:
-    """(parsed lines, whether they are the last) of each block of whole lines; _WholeFile
-    at the first thing the fast reader refuses or the conventions need worded."""
+    path: Path, source: str, order: Order, id_limits: IdLimits | None
+) -> Generator[tuple[pl.DataFrame, bool, int]]:
+    """(parsed lines, whether they are the last, bytes read for them) of each block of whole
+    lines; _WholeFile at the first thing the fast reader refuses or the conventions need
+    worded."""
     separator = sniff_separator(path)
     if separator is None:
         raise _WholeFile
     with_rank = order is Order.RANK
-    first_line, rest = 1, b""
+    first_line, rest, read = 1, b"", 0
     with path.open("rb") as handle:
         while True:
             data = handle.read(BLOCK_BYTES)
-            if progress is not None and data:
-                progress(len(data))
+            read += len(data)
             last = not data
             data = rest + data
             if not last:
@@ -198,9 +354,10 @@ def _blocks(
                 check_ids(frame, path, id_limits)
                 check_order_columns(frame, order, source)
                 first_line += data.count(b"\n")
-                yield frame, last
+                yield frame, last, read
+                read = 0
             elif last:
-                yield run_columns(_empty(with_rank), with_rank=with_rank), True
+                yield run_columns(_empty(with_rank), with_rank=with_rank), True, read
             if last:
                 return
 

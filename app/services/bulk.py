@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
+from psycopg.copy import QueuedLibpqWriter
 from sqlmodel import Session, SQLModel
 
 COPY_SLICE_ROWS = 200_000
@@ -40,3 +43,31 @@ def bulk_insert(
     finally:
         cursor.close()
     return frame.height
+
+
+@contextmanager
+def copy_rows(
+    session: Session, model: type[SQLModel], columns: Sequence[str]
+) -> Iterator[Callable[[pl.DataFrame], None]]:
+    """PostgreSQL: one COPY into ``model``'s table, open while the block runs, on the
+    session's connection (it commits or rolls back with everything else). The callable
+    yielded writes the rows of a frame (its ``columns``, named as the table's); a thread of
+    psycopg's sends them while the caller goes on. An exception leaving the block ends the
+    COPY with an error: none of its rows stays."""
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        raise ValueError("copy_rows needs PostgreSQL; bulk_insert writes on any database")
+    driver: Any = connection.connection.driver_connection
+    table = str(model.__tablename__)
+    names = ", ".join(f'"{c}"' for c in columns)
+    statement = f'COPY "{table}" ({names}) FROM STDIN WITH (FORMAT csv)'
+    with (
+        driver.cursor() as cursor,
+        cursor.copy(statement, writer=QueuedLibpqWriter(cursor)) as copy,
+    ):
+
+        def write(frame: pl.DataFrame) -> None:
+            for part in frame.select(columns).iter_slices(COPY_SLICE_ROWS):
+                copy.write(part.write_csv(include_header=False))
+
+        yield write

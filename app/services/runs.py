@@ -1,11 +1,10 @@
-"""Runs: import (all or nothing), list, get, delete, and metrics at any k and depth."""
+"""Runs: import (all or nothing: app.services.run_import), list, get, delete, and metrics at
+any k and depth."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -15,7 +14,6 @@ from app.db import writing
 from app.eval import (
     Conventions,
     Gain,
-    InputError,
     Order,
     RankedRun,
     RunEvaluation,
@@ -23,7 +21,6 @@ from app.eval import (
     Thresholds,
     evaluate_run,
 )
-from app.eval.cluster_profile import CorpusSource
 from app.eval.conventions import (
     DEFAULT_DEPTH,
     DEFAULT_DEPTHS,
@@ -32,215 +29,29 @@ from app.eval.conventions import (
     check_cutoffs,
 )
 from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
-from app.eval.errors import printable_name
 from app.eval.golden import Judgments
-from app.eval.sources import load_log_traces
-from app.eval.streaming import load_run_heads
-from app.eval.textio import ProgressFn
 from app.models import (
-    JUDGED,
-    LOG,
-    RUN_KINDS,
     Document,
     GoldenSet,
     Run,
     RunHead,
     RunJudged,
     RunQuery,
-    User,
-    column_width,
 )
-from app.services.bulk import bulk_insert
 from app.services.clusters import (
     cluster_evaluation,
-    corpus_source,
     require_judged,
-    store_traces,
 )
-from app.services.errors import Conflict, Invalid, NotFound
+from app.services.errors import Invalid, NotFound
 from app.services.golden_sets import (
-    ID_LIMITS,
-    bad_input,
     eval_golden_set,
     get_golden_set,
 )
 from app.services.metrics import RunMetrics
-from app.services.names import check_name
-from app.settings import DEFAULT_KEEP_DEPTH
-
-RUN_FORMATS = ("trec", "jsonl")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def import_run(
-    *,
-    session: Session,
-    golden: GoldenSet,
-    name: str,
-    path: Path,
-    source_name: str,
-    fmt: str | None = None,
-    order: Order = Order.TREC_EVAL,
-    description: str = "",
-    keep_depth: int = DEFAULT_KEEP_DEPTH,
-    user: User | None = None,
-    progress: ProgressFn | None = None,
-    kind: str = JUDGED,
-) -> Run:
-    """Parse and rank the file first, then write in one transaction: a bad file leaves no
-    rows. Keeps the rank of every judged document and the first ``keep_depth`` results, the
-    cluster traces of every query the run answers and the judged documents' cluster ranks
-    (cluster measures at any k). A ``log`` run (production query-log
-    results, no judgments) keeps every query and only its cluster traces.
-    ``progress`` is called with the bytes read as the file is read."""
-    name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
-    if fmt is not None and fmt not in RUN_FORMATS:
-        raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
-    if kind not in RUN_KINDS:
-        raise Invalid(f"kind must be one of {', '.join(RUN_KINDS)}", code="invalid_kind")
-    taken = session.exec(
-        select(Run).where(Run.golden_set_id == golden.id, Run.name == name)
-    ).first()
-    if taken is not None:
-        raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
-    corpus = corpus_source(session=session, golden=golden)
-    source_name = printable_name(source_name)
-    if kind == LOG:
-        return _import_log_run(
-            session=session,
-            golden=golden,
-            name=name,
-            path=path,
-            source_name=source_name,
-            fmt=fmt,
-            order=order,
-            description=description,
-            user=user,
-            progress=progress,
-            corpus=corpus,
-        )
-    gold = eval_golden_set(session=session, golden=golden)
-    try:
-        # Block by block of whole queries where the file allows: the heads of the rankings
-        # are kept, not the run's lines (app.eval.streaming).
-        ranked, ranking_heads = load_run_heads(
-            path,
-            gold,
-            name=name,
-            keep_depth=keep_depth,
-            shape=heads,
-            order=order,
-            fmt=fmt,
-            id_limits=ID_LIMITS,
-            progress=progress,
-            corpus=corpus,
-        )
-    except InputError as error:
-        raise bad_input(error, {str(path): source_name}) from None
-    # The uploaded file's name, cut to its column (the end, which has the extension).
-    source_name = source_name[-column_width(Run, "source_name") :]
-    report = ranked.report.as_dict()
-    report["source"] = source_name
-    run = Run(
-        golden_set_id=golden.id,  # type: ignore[arg-type]
-        name=name,
-        description=description.strip(),
-        source_name=source_name,
-        sha256=sha256_of(path),
-        format=ranked.report.format,
-        order=ranked.order.value,
-        lines=ranked.report.lines,
-        queries=ranked.report.queries,
-        keep_depth=keep_depth,
-        report=report,
-        created_by_id=user.id if user else None,
-    )
-    with writing(session):
-        session.add(run)
-        session.flush()
-        run_id = pl.lit(run.id, dtype=pl.Int64).alias("run_id")
-        bulk_insert(
-            session,
-            RunQuery,
-            pl.DataFrame(
-                {"qid": list(ranked.retrieved), "retrieved": list(ranked.retrieved.values())},
-                schema={"qid": pl.String, "retrieved": pl.Int64},
-            ).select(run_id, pl.all()),
-        )
-        bulk_insert(
-            session,
-            RunJudged,
-            ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
-        )
-        bulk_insert(session, RunHead, ranking_heads.select(run_id, "qid", "ranking"))
-        assert ranked.traces is not None  # asked for with the corpus
-        store_traces(session=session, run_id=run.id, traces=ranked.traces)  # type: ignore[arg-type]
-    session.refresh(run)
-    return run
-
-
-def _import_log_run(
-    *,
-    session: Session,
-    golden: GoldenSet,
-    name: str,
-    path: Path,
-    source_name: str,
-    fmt: str | None,
-    order: Order,
-    description: str,
-    user: User | None,
-    progress: ProgressFn | None,
-    corpus: CorpusSource,
-) -> Run:
-    """A log run: every query kept, judged or not; only its cluster traces are stored."""
-    try:
-        report, traces = load_log_traces(
-            path, corpus, order=order, fmt=fmt, progress=progress, id_limits=ID_LIMITS
-        )
-    except InputError as error:
-        raise bad_input(error, {str(path): source_name}) from None
-    source_name = source_name[-column_width(Run, "source_name") :]
-    stored = report.as_dict()
-    stored["source"] = source_name
-    run = Run(
-        golden_set_id=golden.id,  # type: ignore[arg-type]
-        name=name,
-        kind=LOG,
-        description=description.strip(),
-        source_name=source_name,
-        sha256=sha256_of(path),
-        format=report.format,
-        order=report.order,
-        lines=report.lines,
-        queries=report.queries,
-        keep_depth=0,  # no head is kept: a log run has no review
-        report=stored,
-        created_by_id=user.id if user else None,
-    )
-    with writing(session):
-        session.add(run)
-        session.flush()
-        store_traces(session=session, run_id=run.id, traces=traces)  # type: ignore[arg-type]
-    session.refresh(run)
-    return run
-
-
-def heads(top: pl.DataFrame) -> pl.DataFrame:
-    """One row a query: qid and the JSON text {"doc_ids": [...], "scores": [...]}."""
-    return (
-        top.sort("qid", "rank")
-        .group_by("qid", maintain_order=True)
-        .agg(pl.col("doc_id").alias("doc_ids"), pl.col("score").alias("scores"))
-        .select("qid", pl.struct("doc_ids", "scores").struct.json_encode().alias("ranking"))
-    )
+from app.services.run_import import RUN_FORMATS as RUN_FORMATS
+from app.services.run_import import heads as heads
+from app.services.run_import import import_run as import_run
+from app.services.run_import import sha256_of as sha256_of
 
 
 def head_of(*, session: Session, run: Run, qid: str) -> list[tuple[int, str, float | None]]:

@@ -80,14 +80,21 @@ def post_run(client: TestClient, lead: Account, golden_id: int, name: str, text:
 
 @pytest.fixture
 def parts_ranked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Small blocks; [parts ranked block by block, whole-file reads] of the imports."""
+    """Small blocks; [parts ranked block by block (in order or sorted), whole-file reads] of
+    the imports."""
     counts: list[int] = [0, 0]
     rank_part: Callable[..., RankedPart] = streaming.rank_part
+    rank_in_order: Callable[..., Any] = streaming.rank_in_order
     load_run: Callable[..., Any] = streaming.load_run
 
     def counting_parts(*args: Any) -> RankedPart:
         counts[0] += 1
         return rank_part(*args)
+
+    def counting_in_order(*args: Any) -> Any:
+        ranked = rank_in_order(*args)
+        counts[0] += ranked is not None
+        return ranked
 
     def counting_whole(*args: Any, **kwargs: Any) -> Any:
         counts[1] += 1
@@ -95,6 +102,7 @@ def parts_ranked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(streaming, "BLOCK_BYTES", BLOCK_BYTES)
     monkeypatch.setattr(streaming, "rank_part", counting_parts)
+    monkeypatch.setattr(streaming, "rank_in_order", counting_in_order)
     monkeypatch.setattr(streaming, "load_run", counting_whole)
     return counts
 

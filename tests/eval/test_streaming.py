@@ -4,6 +4,8 @@ and blocks smaller than a line, a query or the file."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Generator
 from pathlib import Path
 
 import polars as pl
@@ -129,3 +131,29 @@ def test_errors_are_the_whole_files(
         streaming.load_run_heads(path, gold, name="r", keep_depth=2, shape=heads)
     assert message in str(got.value)
     assert str(got.value) == str(expected.value)
+
+
+def test_blocks_made_ahead_stop_with_their_reader() -> None:
+    """The reading thread hands its items over in order, raises its error in the caller, and
+    stops (its generator closed) when the caller leaves early."""
+    closed: list[bool] = []
+
+    def numbers(fail_at: int | None = None) -> Generator[int]:
+        try:
+            for n in range(1000):
+                if n == fail_at:
+                    raise ValueError(f"failed at {n}")
+                yield n
+        finally:
+            closed.append(True)
+
+    with streaming._ahead(numbers()) as items:
+        assert list(items) == list(range(1000))
+    with streaming._ahead(numbers(5)) as items:
+        assert next(items) == 0
+        with pytest.raises(ValueError, match="failed at 5"):
+            list(items)
+    with streaming._ahead(numbers()) as items:
+        assert next(items) == 0  # then the caller leaves, the reader blocked on a full queue
+    assert closed == [True, True, True]
+    assert not [t for t in threading.enumerate() if t.name == "run-blocks"]

@@ -1,0 +1,308 @@
+"""Importing a run, all or nothing: the ranks of its judged documents, the head of every
+ranking, its result counts and cluster traces.
+
+On PostgreSQL the heads of the rankings are copied into the database while the file is read
+(app.eval.streaming hands them over as soon as a block's queries are final), inside the
+transaction that writes the rest: the import takes about the time of the parse, and holds a
+few blocks of the file at once, not its rankings. SQLite has one writer at a time, so there
+the file is read first and the rows are written after, keeping the write lock short.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from sqlalchemy import text
+from sqlmodel import Session, select
+
+from app.db import writing
+from app.eval import InputError, Order, RankedRun, RunReport
+from app.eval.cluster_profile import CorpusSource
+from app.eval.errors import printable_name
+from app.eval.golden import Judgments
+from app.eval.sources import load_log_traces
+from app.eval.streaming import HeadsSent, load_run_heads, stream_run_heads
+from app.eval.textio import ProgressFn
+from app.models import (
+    JUDGED,
+    LOG,
+    RUN_KINDS,
+    GoldenSet,
+    Run,
+    RunHead,
+    RunJudged,
+    RunQuery,
+    User,
+    column_width,
+)
+from app.services.bulk import bulk_insert, copy_rows
+from app.services.clusters import corpus_source, store_traces
+from app.services.errors import Conflict, Invalid
+from app.services.golden_sets import ID_LIMITS, bad_input, eval_golden_set
+from app.services.names import check_name
+from app.settings import DEFAULT_KEEP_DEPTH
+
+RUN_FORMATS = ("trec", "jsonl")
+
+
+def sha256_of(path: Path) -> str:
+    """The hex SHA-256 of a file, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def heads(top: pl.DataFrame) -> pl.DataFrame:
+    """One row a query: qid and the JSON text {"doc_ids": [...], "scores": [...]}, from the
+    first results of some queries (qid, rank, doc_id, score), each query's rows together in
+    rank order (as ``top_of_results`` and ``rank_in_order`` give them)."""
+    return (
+        top.group_by("qid", maintain_order=True)
+        .agg(pl.col("doc_id").alias("doc_ids"), pl.col("score").alias("scores"))
+        .select("qid", pl.struct("doc_ids", "scores").struct.json_encode().alias("ranking"))
+    )
+
+
+def import_run(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    name: str,
+    path: Path,
+    source_name: str,
+    fmt: str | None = None,
+    order: Order = Order.TREC_EVAL,
+    description: str = "",
+    keep_depth: int = DEFAULT_KEEP_DEPTH,
+    user: User | None = None,
+    progress: ProgressFn | None = None,
+    kind: str = JUDGED,
+) -> Run:
+    """Import the run file at ``path`` in one transaction: a bad file leaves no rows. Keeps
+    the rank of every judged document and the first ``keep_depth`` results, the cluster
+    traces of every query the run answers and the judged documents' cluster ranks (cluster
+    measures at any k). A ``log`` run (production query-log results, no judgments) keeps
+    every query and only its cluster traces. ``progress`` is called with the bytes read as
+    the file is read."""
+    name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
+    if fmt is not None and fmt not in RUN_FORMATS:
+        raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
+    if kind not in RUN_KINDS:
+        raise Invalid(f"kind must be one of {', '.join(RUN_KINDS)}", code="invalid_kind")
+    taken = session.exec(
+        select(Run).where(Run.golden_set_id == golden.id, Run.name == name)
+    ).first()
+    if taken is not None:
+        raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
+    corpus = corpus_source(session=session, golden=golden)
+    source_name = printable_name(source_name)
+    row = {
+        "golden_set_id": golden.id,
+        "name": name,
+        "kind": kind,
+        "description": description.strip(),
+        # The uploaded file's name, cut to its column (the end, which has the extension).
+        "source_name": source_name[-column_width(Run, "source_name") :],
+        "keep_depth": keep_depth if kind != LOG else 0,  # a log run has no review, no head
+        "created_by_id": user.id if user else None,
+    }
+    job = _Import(session, row, path, fmt, order, progress, corpus)
+    try:
+        # The file's digest is taken by a thread of its own meanwhile (hashlib lets go of the
+        # GIL), not by a pass after the parse.
+        with _sha256_meanwhile(path) as digest:
+            job.digest = digest
+            if kind == LOG:
+                job.log_run()
+            else:
+                job.judged_run(eval_golden_set(session=session, golden=golden))
+    except InputError as error:
+        raise bad_input(error, {str(path): source_name}) from None
+    assert job.run is not None
+    session.refresh(job.run)
+    return job.run
+
+
+class _Import:
+    """One import: what it reads, and the run row it writes."""
+
+    def __init__(
+        self,
+        session: Session,
+        row: dict[str, Any],
+        path: Path,
+        fmt: str | None,
+        order: Order,
+        progress: ProgressFn | None,
+        corpus: CorpusSource,
+    ) -> None:
+        self.session, self.row, self.path = session, row, path
+        self.fmt, self.order, self.progress, self.corpus = fmt, order, progress, corpus
+        self.run: Run | None = None
+        self.digest: Callable[[], str] = lambda: sha256_of(path)
+
+    def judged_run(self, gold: Judgments) -> None:
+        """Rank and store a judged run: the heads copied while the file is read on
+        PostgreSQL, written after it on SQLite, or when the corpus is asked about the run's
+        documents (its clusters or text: the whole file is read; nothing may use the
+        connection while a COPY holds it)."""
+        session = self.session
+        if session.get_bind().dialect.name != "postgresql" or self.corpus.matters:
+            ranked, ranking_heads = load_run_heads(
+                self.path,
+                gold,
+                name=self.row["name"],
+                keep_depth=self.row["keep_depth"],
+                shape=heads,
+                order=self.order,
+                fmt=self.fmt,
+                progress=self.progress,
+                id_limits=ID_LIMITS,
+                corpus=self.corpus,
+            )
+            with writing(session):
+                run_id = self._add_run(ranked.report, ranked.order.value)
+                bulk_insert(session, RunHead, ranking_heads.select(run_id, "qid", "ranking"))
+                self._store(ranked, run_id)
+            return
+        try:
+            self._copied(gold, streamed=True)
+        except HeadsSent:  # rolled back: the whole file is read, then copied
+            self._copied(gold, streamed=False)
+
+    def _copied(self, gold: Judgments, *, streamed: bool) -> None:
+        """The PostgreSQL way: the run row first, its heads copied as the file is read."""
+        session = self.session
+        with writing(session):
+            _lz4_toast(session)
+            run_id = self._add_run(None, self.order.value)
+            with copy_rows(session, RunHead, ["run_id", "qid", "ranking"]) as copy:
+                ranked = stream_run_heads(
+                    self.path,
+                    gold,
+                    name=self.row["name"],
+                    keep_depth=self.row["keep_depth"],
+                    # shaped by the ranking threads, written in this one
+                    shape=lambda top: heads(top).select(run_id, "qid", "ranking"),
+                    sink=copy,
+                    order=self.order,
+                    fmt=self.fmt,
+                    progress=self.progress,
+                    id_limits=ID_LIMITS,
+                    corpus=self.corpus,
+                    streamed=streamed,
+                )
+            self._fill(ranked.report, ranked.order.value)
+            self._store(ranked, run_id)
+
+    def log_run(self) -> None:
+        """A log run: every query kept, judged or not; only its cluster traces are stored."""
+        report, traces = load_log_traces(
+            self.path,
+            self.corpus,
+            order=self.order,
+            fmt=self.fmt,
+            progress=self.progress,
+            id_limits=ID_LIMITS,
+        )
+        with writing(self.session):
+            self._add_run(report, report.order)
+            store_traces(session=self.session, run_id=self._id(), traces=traces)
+
+    def _add_run(self, report: RunReport | None, order: str) -> pl.Expr:
+        """Insert the run row, with its ``report`` or to be filled from one; its id as a
+        column. A new row each time: a rolled back attempt's row is gone with it."""
+        self.run = Run(**self.row, sha256="", format="", order=order, lines=0, queries=0, report={})
+        if report is not None:
+            self._fill(report, order)
+        self.session.add(self.run)
+        self.session.flush()
+        return pl.lit(self._id(), dtype=pl.Int64).alias("run_id")
+
+    def _id(self) -> int:
+        assert self.run is not None
+        assert self.run.id is not None
+        return self.run.id
+
+    def _fill(self, report: RunReport, order: str) -> None:
+        """The run row's fields from the import ``report``."""
+        run = self.run
+        assert run is not None
+        run.report = report.as_dict() | {"source": run.source_name}
+        run.format, run.order, run.lines, run.queries = (
+            report.format,
+            order,
+            report.lines,
+            report.queries,
+        )
+        run.sha256 = self.digest()
+
+    def _store(self, ranked: RankedRun, run_id: pl.Expr) -> None:
+        """The rows of a judged run but its heads."""
+        session = self.session
+        bulk_insert(
+            session,
+            RunQuery,
+            pl.DataFrame(
+                {"qid": list(ranked.retrieved), "retrieved": list(ranked.retrieved.values())},
+                schema={"qid": pl.String, "retrieved": pl.Int64},
+            ).select(run_id, pl.all()),
+        )
+        bulk_insert(
+            session,
+            RunJudged,
+            ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
+        )
+        assert ranked.traces is not None  # asked for with the corpus
+        store_traces(session=session, run_id=self._id(), traces=ranked.traces)
+
+
+def _lz4_toast(session: Session) -> None:
+    """Where the server has it, lz4 compresses the heads for the rest of the transaction:
+    a head is some kilobytes of JSON, stored compressed; pglz, the default, took most of the
+    server's time of the COPY (about 0.5 s of 0.6 s for 7,000 heads of 200 results; lz4
+    about 0.2 s, for a tenth more room). The values read back the same."""
+    connection = session.connection()
+    has_lz4 = connection.execute(
+        text(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        )
+    ).scalar()
+    if has_lz4:
+        connection.execute(text("SET LOCAL default_toast_compression = 'lz4'"))
+
+
+@contextmanager
+def _sha256_meanwhile(path: Path) -> Iterator[Callable[[], str]]:
+    """The file's SHA-256 taken by a thread while the block runs: the callable yielded waits
+    for it. Leaving the block waits for the thread, however the block ends."""
+    found: list[str] = []
+    failed: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            found.append(sha256_of(path))
+        except BaseException as error:  # raised by the caller
+            failed.append(error)
+
+    thread = threading.Thread(target=take, name="run-sha256", daemon=True)
+    thread.start()
+
+    def digest() -> str:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+
+    try:
+        yield digest
+    finally:
+        thread.join()
