@@ -374,6 +374,12 @@ def closes(*, session: Session, triage: Triage) -> bool:
     in "other"; covered misses are off the queue) stops the search, so a triage far from
     closing answers at its first open miss instead of counting every miss. The rule is
     closure_report's (tests/services/test_closure.py checks they agree)."""
+    assert triage.id is not None
+    return closes_by_id(session=session, triage_id=triage.id)
+
+
+def closes_by_id(*, session: Session, triage_id: int) -> bool:
+    """``closes`` for a triage known by its id (the label's hot path holds no ``Triage``)."""
     keeps_open = or_(
         col(Miss.state).not_in([MissState.LABELLED.value, MissState.COVERED.value]),
         and_(
@@ -382,7 +388,7 @@ def closes(*, session: Session, triage: Triage) -> bool:
         ),
     )
     found = session.exec(
-        select(Miss.id).where(Miss.triage_id == triage.id, keeps_open).limit(1)
+        select(Miss.id).where(Miss.triage_id == triage_id, keeps_open).limit(1)
     ).first()
     return found is None
 
