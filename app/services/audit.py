@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from sqlmodel import Session, select
 
 from app.eval.errors import shorten
-from app.models import CANT_TELL, OTHER, LabelAction, LabelEvent, Miss, Role, User
+from app.models import CANT_TELL, OTHER, LabelAction, LabelEvent, Miss, MissState, Role, User
 from app.services.errors import Invalid, NotFound
 
 
@@ -99,6 +99,17 @@ def locked_miss(session: Session, miss_id: int) -> Miss:
     if miss is None:
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
     return miss
+
+
+def holds(miss: Labelled, user: User) -> bool:
+    """The caller's lease. An expired lease still counts while nobody else has claimed the
+    miss: the version check keeps that safe, and a slow reviewer's label is not lost."""
+    return miss.state == MissState.OPEN.value and miss.lease_holder_id == user.id
+
+
+def adjudicating(miss: Labelled, user: User) -> bool:
+    """The caller's adjudication lease on a disputed miss."""
+    return miss.state == MissState.DISPUTED.value and miss.lease_holder_id == user.id
 
 
 def is_lead(user: User) -> bool:

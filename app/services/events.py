@@ -96,11 +96,16 @@ def label_context(session: Session, triage_id: int) -> LabelContext:
 
 
 def after_label(
-    session: Session, miss: Miss | MissRow, context: LabelContext | None = None
+    session: Session,
+    miss: Miss | MissRow,
+    context: LabelContext | None = None,
+    *,
+    still_open: bool = False,
 ) -> None:
     """Queue the events a label causes, in the label's own transaction (no commit here).
     ``context``: the triage's and golden set's parts when the caller holds them already
-    (else they are read here)."""
+    (else they are read here). ``still_open``: the caller knows a miss of the triage is open
+    (it has just leased one to the reviewer), so the triage does not close: no query."""
     if context is None:
         context = label_context(session, miss.triage_id)
     events = set(context.webhook_events) if context.webhook_url else set()
@@ -124,7 +129,7 @@ def after_label(
     session.flush()
     # Whether the triage closes: the closure report's rule, asked as one EXISTS that stops
     # at the first miss keeping it open (triages.closes).
-    closes = triage_closes(session=session, triage_id=context.triage_id)
+    closes = not still_open and triage_closes(session=session, triage_id=context.triage_id)
     if closes and context.closed_at is None:
         _set_closed_at(session, context.triage_id, utcnow())
         if WebhookEvent.TRIAGE_CLOSED in events:

@@ -17,9 +17,7 @@ from sqlmodel import Session, col, select
 from app.db import writing
 from app.models import (
     CANT_TELL,
-    LABEL_ACTIONS,
     LabelAction,
-    LabelEvent,
     Miss,
     MissState,
     Triage,
@@ -30,8 +28,10 @@ from app.services import events as outbox
 from app.services import overlap, queue_core
 from app.services.audit import (
     Labelled,
+    adjudicating,
     checked_note,
     event_values,
+    holds,
     is_lead,
     locked_miss,
     record_event,
@@ -40,7 +40,7 @@ from app.services.audit import (
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
 from app.services.queue_core import OPEN_LITERAL
 from app.services.queue_reads import Progress, audit_page, audit_trail, progress, who_did
-from app.services.skips import record_skip
+from app.services.queue_returns import release, skip, undo
 
 __all__ = [
     "LabelledAndNext",
@@ -59,15 +59,6 @@ __all__ = [
     "undo",
     "who_did",
 ]
-
-#: Undo looks this far back in the caller's labels for one still in force.
-UNDO_LOOKBACK = 50
-
-
-def _holds(miss: Labelled, user: User) -> bool:
-    """The caller's lease. An expired lease still counts while nobody else has claimed the
-    miss: the version check keeps that safe, and a slow reviewer's label is not lost."""
-    return miss.state == MissState.OPEN.value and miss.lease_holder_id == user.id
 
 
 def current(*, session: Session, triage: Triage, user: User, now: datetime) -> MissPublic | None:
@@ -158,16 +149,11 @@ def renew(
             review.lease_expires_at = now + lease
             session.add(review)
             return overlap.viewed(miss, review)
-        if not (_holds(miss, user) or _adjudicating(miss, user)):
+        if not (holds(miss, user) or adjudicating(miss, user)):
             raise Forbidden("this miss is no longer leased to you", code="lease_not_held")
         miss.lease_expires_at = now + lease
         session.add(miss)
     return MissPublic.of(miss)
-
-
-def _adjudicating(miss: Miss, user: User) -> bool:
-    """The caller's adjudication lease on a disputed miss."""
-    return miss.state == MissState.DISPUTED.value and miss.lease_holder_id == user.id
 
 
 def label(
@@ -185,6 +171,8 @@ def label(
     set's, when the caller has them (else read with the miss)."""
     with writing(session):
         done = _label_in(session, miss_id, user, category, note, version, causes, now)
+        if done.closure is not None:
+            outbox.after_label(session, *done.closure)
     if done.refusal is not None:
         raise done.refusal[1]
     return done.miss
@@ -221,6 +209,10 @@ def label_and_claim(
             following = _claim_in(
                 session, done.triage_id, done.triage_reviewers, user, now, lease, triage
             )
+        if done.closure is not None:
+            # after the claim: a miss leased to the caller is open, so the triage does not
+            # close, and the closure step needs no query (the claim changed no label)
+            outbox.after_label(session, *done.closure, still_open=following is not None)
     if done.refusal is not None:
         raise done.refusal[1]
     return LabelledAndNext(labelled=done.miss, next=following)
@@ -234,6 +226,8 @@ class _Labelled:
     triage_id: int
     triage_reviewers: int
     refusal: tuple[LabelAction, ServiceError] | None
+    #: A single-review label's closure and outbox step, left to the caller (``after_label``)
+    closure: tuple[queue_core.MissRow, outbox.LabelContext] | None = None
 
 
 def _label_in(
@@ -256,6 +250,7 @@ def _label_in(
     known = target.causes if causes is None else causes
     note = checked_note(category, note, [*known, CANT_TELL])
     miss = target.miss
+    closure: tuple[queue_core.MissRow, outbox.LabelContext] | None = None
     if miss.reviewers > 1:
         overlapped, refusal = _label_overlap(session, miss_id, user, category, note, version, now)
         public = MissPublic.of(overlapped)
@@ -285,20 +280,17 @@ def _label_in(
             queue_core.append_event(
                 conn, event_values(miss, user, action, now=now, before=before, note=note)
             )
-            outbox.after_label(
-                session,
-                miss,
-                outbox.LabelContext(
-                    triage_id=miss.triage_id,
-                    closed_at=target.closed_at,
-                    misses=target.misses,
-                    golden_id=target.golden_id,
-                    webhook_url=target.webhook_url,
-                    webhook_events=target.webhook_events,
-                ),
+            context = outbox.LabelContext(
+                triage_id=miss.triage_id,
+                closed_at=target.closed_at,
+                misses=target.misses,
+                golden_id=target.golden_id,
+                webhook_url=target.webhook_url,
+                webhook_events=target.webhook_events,
             )
+            closure = (miss, context)
         public = miss.public()
-    return _Labelled(public, miss.triage_id, target.triage_reviewers, refusal)
+    return _Labelled(public, miss.triage_id, target.triage_reviewers, refusal, closure)
 
 
 def _label_overlap(
@@ -342,111 +334,10 @@ def _refusal(miss: Labelled, user: User, version: int) -> tuple[LabelAction, Ser
             details={"current": snapshot(miss)},
         )
     relabel = miss.state == MissState.LABELLED
-    if is_lead(user) or (not relabel and _holds(miss, user)):
+    if is_lead(user) or (not relabel and holds(miss, user)):
         return None
     if relabel:
         return LabelAction.REFUSED, Forbidden(
             "relabelling needs the lead role", code="lead_required"
         )
     return LabelAction.REFUSED, Forbidden("this miss is not leased to you", code="lease_not_held")
-
-
-def release(*, session: Session, miss_id: int, user: User, now: datetime) -> MissPublic:
-    """Give a miss back to the queue (its holder, or a lead)."""
-    with writing(session):
-        miss = locked_miss(session, miss_id)
-        if miss.reviewers > 1 and miss.state == MissState.OPEN.value:
-            dropped = overlap.give_up(session, miss, None if is_lead(user) else user)
-            if not dropped:
-                raise Forbidden("this miss is not leased to you", code="lease_not_held")
-            for lease in dropped:
-                before = snapshot(miss) | lease
-                record_event(session, miss, user, LabelAction.RELEASE, now=now, before=before)
-            return MissPublic.of(miss)
-        mine = _holds(miss, user) or _adjudicating(miss, user)
-        if not (mine or (is_lead(user) and miss.lease_holder_id is not None)):
-            raise Forbidden("this miss is not leased to you", code="lease_not_held")
-        before = snapshot(miss) | {"lease_holder": miss.lease_holder_id}
-        miss.lease_holder_id = None
-        miss.lease_expires_at = None
-        session.add(miss)
-        record_event(session, miss, user, LabelAction.RELEASE, now=now, before=before)
-    return MissPublic.of(miss)
-
-
-def skip(*, session: Session, miss_id: int, user: User, reason: str, now: datetime) -> MissPublic:
-    """Pass a miss on to other reviewers, saying why."""
-    reason = reason.strip()
-    if not reason:
-        raise Invalid("say why you skip this miss", code="reason_required")
-    with writing(session):
-        miss = locked_miss(session, miss_id)
-        if miss.reviewers > 1 and miss.state == MissState.OPEN.value:
-            if not overlap.give_up(session, miss, user):
-                raise Forbidden("this miss is not leased to you", code="lease_not_held")
-            record_event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
-            record_skip(session, miss, user, reason=reason, now=now)
-            return MissPublic.of(miss)
-        if not _holds(miss, user):
-            raise Forbidden("this miss is not leased to you", code="lease_not_held")
-        miss.lease_holder_id = None
-        miss.lease_expires_at = None
-        session.add(miss)
-        record_event(session, miss, user, LabelAction.SKIP, now=now, note=reason)
-        record_skip(session, miss, user, reason=reason, now=now)
-    return MissPublic.of(miss)
-
-
-def undo(
-    *, session: Session, triage: Triage, user: User, now: datetime, lease: timedelta
-) -> MissPublic:
-    """Undo the caller's most recent label that is still in force; the miss goes back to
-    its previous state and, if that was unlabelled, to the caller's lease. With double review,
-    a reviewer's own label on a miss still waiting for another reviewer's is taken back the
-    same way (a miss whose labels are all in is decided by them, or by an adjudicator)."""
-    with writing(session):
-        undone = _undo_latest(session, triage=triage, user=user, now=now, lease=lease)
-        if undone is None:
-            raise NotFound("you have no label to undo in this triage", code="nothing_to_undo")
-    return undone
-
-
-def _undo_latest(
-    session: Session, *, triage: Triage, user: User, now: datetime, lease: timedelta
-) -> MissPublic | None:
-    """Inside the caller's writing block: undo the latest label still in force."""
-    events = session.exec(
-        select(LabelEvent)
-        .where(
-            LabelEvent.triage_id == triage.id,
-            LabelEvent.user_id == user.id,
-            col(LabelEvent.action).in_([*LABEL_ACTIONS, LabelAction.REVIEW]),
-        )
-        .order_by(col(LabelEvent.id).desc())
-        .limit(UNDO_LOOKBACK)
-    ).all()
-    for event in events:
-        miss = locked_miss(session, event.miss_id)
-        if event.action == LabelAction.REVIEW.value:
-            taken_back = overlap.take_back(session, miss, user, now=now, lease=lease)
-            if taken_back is not None:
-                return taken_back
-            continue  # all its labels are in (or undone already): not the caller's to undo
-        if miss.version != event.after.get("version"):
-            continue  # changed since (undone already, or relabelled by a lead)
-        before = snapshot(miss)
-        previous = event.before
-        miss.state = previous["state"]
-        miss.category = previous["category"]
-        miss.note = previous["note"]
-        miss.version += 1
-        if miss.state == MissState.OPEN:
-            miss.labelled_by_id = None
-            miss.labelled_at = None
-            miss.lease_holder_id = user.id
-            miss.lease_expires_at = now + lease
-        session.add(miss)
-        record_event(session, miss, user, LabelAction.UNDO, now=now, before=before)
-        outbox.after_label(session, miss)
-        return MissPublic.of(miss)
-    return None

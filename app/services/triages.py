@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
-from sqlalchemy import and_, exists, func, or_, update
+from sqlalchemy import and_, bindparam, exists, func, or_, update
 from sqlmodel import Session, col, select
 
 from app.db import writing
@@ -380,17 +380,30 @@ def closes(*, session: Session, triage: Triage) -> bool:
 
 def closes_by_id(*, session: Session, triage_id: int) -> bool:
     """``closes`` for a triage known by its id (the label's hot path holds no ``Triage``)."""
-    keeps_open = or_(
-        col(Miss.state).not_in([MissState.LABELLED.value, MissState.COVERED.value]),
-        and_(
-            col(Miss.state) == MissState.LABELLED.value,
-            or_(col(Miss.category).is_(None), col(Miss.category) == OTHER),
+    found = session.execute(_KEEPS_OPEN, {"triage_id": triage_id}).first()
+    return found is None
+
+
+_MISS = Miss.__table__  # type: ignore[attr-defined]
+#: The first miss keeping the triage's categories open, as one fixed statement (compiled
+#: once; state is never null, so two inequalities say NOT IN without an expanding list).
+_KEEPS_OPEN = (
+    select(_MISS.c.id)
+    .where(
+        _MISS.c.triage_id == bindparam("triage_id"),
+        or_(
+            and_(
+                _MISS.c.state != MissState.LABELLED.value,
+                _MISS.c.state != MissState.COVERED.value,
+            ),
+            and_(
+                _MISS.c.state == MissState.LABELLED.value,
+                or_(_MISS.c.category.is_(None), _MISS.c.category == OTHER),
+            ),
         ),
     )
-    found = session.exec(
-        select(Miss.id).where(Miss.triage_id == triage_id, keeps_open).limit(1)
-    ).first()
-    return found is None
+    .limit(1)
+)
 
 
 def triage_detail(*, session: Session, triage_id: int) -> TriageDetail:
