@@ -99,10 +99,21 @@ def claim_in_triage(
 ) -> MissPublic | None:
     """``claim`` in the triage ``triage_id``, read in the claim's own transaction (the API's
     claim: one transaction per request). 404 ``triage_not_found``."""
+    assert user.id is not None
     with writing(session):
-        reviewers = queue_core.triage_reviewers(session.connection(), triage_id)
+        conn = session.connection()
+        # a single-review triage's claim in one statement; only when it leases nothing is
+        # the triage read (no such triage: 404; double review: overlap; else none is left)
+        row = queue_core.lease_next(
+            conn, triage_id=triage_id, user_id=user.id, now=now, lease=lease, checked=True
+        )
+        if row is not None:
+            return row.public()
+        reviewers = queue_core.triage_reviewers(conn, triage_id)
         if reviewers is None:
             raise NotFound(f"no triage {triage_id}", code="triage_not_found")
+        if reviewers == 1:
+            return None
         return _claim_in(session, triage_id, reviewers, user, now, lease, None)
 
 

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    exists,
     func,
     insert,
     literal_column,
@@ -137,33 +138,49 @@ _MINE = (
     .limit(1)
     .scalar_subquery()
 )
-# Else the next open miss in queue order whose lease is free or expired, not skipped by the
-# caller; SKIP LOCKED: a miss another transaction is leasing goes to the next claimer.
-_FREE = (
-    select(MISS.c.id)
-    .where(
-        MISS.c.triage_id == _TRIAGE_ID,
-        MISS.c.state == MissState.OPEN.value,
-        or_(MISS.c.lease_holder_id.is_(None), MISS.c.lease_expires_at <= _NOW),
-        MISS.c.id.not_in(
-            select(_SKIP.c.miss_id).where(
-                _SKIP.c.triage_id == _TRIAGE_ID, _SKIP.c.user_id == _USER_ID
-            )
-        ),
+#: The triage is a single-review one (for a claim that has not read it): uncorrelated, so
+#: PostgreSQL asks it once, as a filter before it scans (or locks) any miss.
+_SINGLE_REVIEW = exists(
+    select(TRIAGE.c.id).where(TRIAGE.c.id == _TRIAGE_ID, TRIAGE.c.reviewers == 1)
+)
+
+
+def _lease_statement(*, checked: bool) -> Any:
+    """The lease in one round trip: COALESCE evaluates the free miss's subquery (and its
+    lock) only when the caller holds none; the current miss's lease is renewed (its holder
+    is the caller already). ``checked``: the statement also requires a single-review triage
+    (else it leases nothing)."""
+    gate = (_SINGLE_REVIEW,) if checked else ()
+    # Else the next open miss in queue order whose lease is free or expired, not skipped by
+    # the caller; SKIP LOCKED: a miss another transaction is leasing goes to the next one.
+    free = (
+        select(MISS.c.id)
+        .where(
+            MISS.c.triage_id == _TRIAGE_ID,
+            MISS.c.state == MissState.OPEN.value,
+            or_(MISS.c.lease_holder_id.is_(None), MISS.c.lease_expires_at <= _NOW),
+            MISS.c.id.not_in(
+                select(_SKIP.c.miss_id).where(
+                    _SKIP.c.triage_id == _TRIAGE_ID, _SKIP.c.user_id == _USER_ID
+                )
+            ),
+            *gate,
+        )
+        .order_by(MISS.c.position)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
     )
-    .order_by(MISS.c.position)
-    .limit(1)
-    .with_for_update(skip_locked=True)
-    .scalar_subquery()
-)
-# One round trip: COALESCE evaluates the free miss's subquery (and its lock) only when the
-# caller holds none. The current miss's lease is renewed (its holder is the caller already).
-_LEASE = (
-    update(MISS)
-    .where(MISS.c.id == func.coalesce(_MINE, _FREE))
-    .values(lease_holder_id=_USER_ID, lease_expires_at=_EXPIRES)
-    .returning(*_PUBLIC)
-)
+    return (
+        update(MISS)
+        .where(MISS.c.id == func.coalesce(_MINE, free), *gate)
+        .values(lease_holder_id=_USER_ID, lease_expires_at=_EXPIRES)
+        .returning(*_PUBLIC)
+    )
+
+
+_LEASE = _lease_statement(checked=False)
+_LEASE_CHECKED = _lease_statement(checked=True)
 
 
 def triage_reviewers(conn: Connection, triage_id: int) -> int | None:
@@ -173,12 +190,19 @@ def triage_reviewers(conn: Connection, triage_id: int) -> int | None:
 
 
 def lease_next(
-    conn: Connection, *, triage_id: int, user_id: int, now: datetime, lease: timedelta
+    conn: Connection,
+    *,
+    triage_id: int,
+    user_id: int,
+    now: datetime,
+    lease: timedelta,
+    checked: bool = False,
 ) -> MissRow | None:
     """The caller's current miss (lease renewed), else the next free one leased to them, in
-    a single-review triage. None when nothing is left for the caller."""
+    a single-review triage. None when nothing is left for the caller, or (``checked``: the
+    caller has not read the triage) when the triage is not a single-review one."""
     found = conn.execute(
-        _LEASE,
+        _LEASE_CHECKED if checked else _LEASE,
         {"p_triage": triage_id, "p_user": user_id, "p_now": now, "p_expires": now + lease},
     ).first()
     return None if found is None else _row(found)
