@@ -100,12 +100,13 @@ def after_label(
     miss: Miss | MissRow,
     context: LabelContext | None = None,
     *,
-    still_open: bool = False,
+    still_open: bool | None = None,
 ) -> None:
     """Queue the events a label causes, in the label's own transaction (no commit here).
     ``context``: the triage's and golden set's parts when the caller holds them already
-    (else they are read here). ``still_open``: the caller knows a miss of the triage is open
-    (it has just leased one to the reviewer), so the triage does not close: no query."""
+    (else they are read here). ``still_open``: whether a miss keeps the triage's categories
+    open, when the caller knows it (the hot path's label statement answers it), else the
+    closure rule is asked here (``triages.closes``)."""
     if context is None:
         context = label_context(session, miss.triage_id)
     events = set(context.webhook_events) if context.webhook_url else set()
@@ -129,7 +130,10 @@ def after_label(
     session.flush()
     # Whether the triage closes: the closure report's rule, asked as one EXISTS that stops
     # at the first miss keeping it open (triages.closes).
-    closes = not still_open and triage_closes(session=session, triage_id=context.triage_id)
+    if still_open is None:
+        closes = triage_closes(session=session, triage_id=context.triage_id)
+    else:
+        closes = not still_open
     if closes and context.closed_at is None:
         _set_closed_at(session, context.triage_id, utcnow())
         if WebhookEvent.TRIAGE_CLOSED in events:

@@ -183,7 +183,7 @@ def label(
     with writing(session):
         done = _label_in(session, miss_id, user, category, note, version, causes, now)
         if done.closure is not None:
-            outbox.after_label(session, *done.closure)
+            outbox.after_label(session, *done.closure[:2], still_open=done.closure[2])
     if done.refusal is not None:
         raise done.refusal[1]
     return done.miss
@@ -221,9 +221,7 @@ def label_and_claim(
                 session, done.triage_id, done.triage_reviewers, user, now, lease, triage
             )
         if done.closure is not None:
-            # after the claim: a miss leased to the caller is open, so the triage does not
-            # close, and the closure step needs no query (the claim changed no label)
-            outbox.after_label(session, *done.closure, still_open=following is not None)
+            outbox.after_label(session, *done.closure[:2], still_open=done.closure[2])
     if done.refusal is not None:
         raise done.refusal[1]
     return LabelledAndNext(labelled=done.miss, next=following)
@@ -237,8 +235,9 @@ class _Labelled:
     triage_id: int
     triage_reviewers: int
     refusal: tuple[LabelAction, ServiceError] | None
-    #: A single-review label's closure and outbox step, left to the caller (``after_label``)
-    closure: tuple[queue_core.MissRow, outbox.LabelContext] | None = None
+    #: A single-review label's closure and outbox step, left to the caller (``after_label``):
+    #: the miss, its context, and whether the triage stays open
+    closure: tuple[queue_core.MissRow, outbox.LabelContext, bool] | None = None
 
 
 def _label_in(
@@ -254,14 +253,15 @@ def _label_in(
     """Inside the caller's writing block: label the miss, or record the refused attempt and
     return why (the caller raises the error once the block has committed the attempt).
     A single-review miss takes the hot path (``queue_core``: one locked read of the miss
-    with its triage and golden set, one update, one insert, the closure check)."""
+    with its triage and golden set, one update that also answers the closure check, one
+    insert)."""
     target = queue_core.load_for_label(session.connection(), miss_id)
     if target is None:
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
     known = target.causes if causes is None else causes
     note = checked_note(category, note, [*known, CANT_TELL])
     miss = target.miss
-    closure: tuple[queue_core.MissRow, outbox.LabelContext] | None = None
+    closure: tuple[queue_core.MissRow, outbox.LabelContext, bool] | None = None
     if miss.reviewers > 1:
         overlapped, refusal = _label_overlap(session, miss_id, user, category, note, version, now)
         public = MissPublic.of(overlapped)
@@ -287,7 +287,9 @@ def _label_in(
         else:
             action = LabelAction.RELABEL if miss.state == MissState.LABELLED else LabelAction.LABEL
             before = snapshot(miss)
-            queue_core.set_label(conn, miss, user_id=user.id, category=category, note=note, now=now)
+            still_open = queue_core.set_label(
+                conn, miss, user_id=user.id, category=category, note=note, now=now
+            )
             queue_core.append_event(
                 conn, event_values(miss, user, action, now=now, before=before, note=note)
             )
@@ -299,7 +301,7 @@ def _label_in(
                 webhook_url=target.webhook_url,
                 webhook_events=target.webhook_events,
             )
-            closure = (miss, context)
+            closure = (miss, context, still_open)
         public = miss.public()
     return _Labelled(public, miss.triage_id, target.triage_reviewers, refusal, closure)
 

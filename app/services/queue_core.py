@@ -36,6 +36,7 @@ from sqlmodel import Session
 
 from app.models import GoldenSet, LabelEvent, Miss, MissSkip, MissState, Run, Triage
 from app.models.triage_public import MissPublic
+from app.services.triages import keeps_open
 
 MISS: Table = Miss.__table__  # type: ignore[attr-defined]
 TRIAGE: Table = Triage.__table__  # type: ignore[attr-defined]
@@ -267,6 +268,22 @@ def load_for_label(conn: Connection, miss_id: int) -> LabelTarget | None:
     )
 
 
+_OTHER = MISS.alias("other_miss")
+#: After the label, does the triage stay open? The labelled miss by its new values, the
+#: others as the statement found them (the closure rule: ``triages.keeps_open``): the
+#: closure check rides on the label's own UPDATE instead of a query of its own.
+_STILL_OPEN = or_(
+    keeps_open(MISS),
+    exists(
+        # parameters, not correlation: SQLite writes RETURNING's columns unqualified, and
+        # there ``triage_id = miss.triage_id`` would read ``triage_id = triage_id``
+        select(_OTHER.c.id).where(
+            _OTHER.c.triage_id == _TRIAGE_ID,
+            _OTHER.c.id != _MISS_ID,
+            keeps_open(_OTHER),
+        )
+    ),
+)
 _SET_LABEL = (
     update(MISS)
     .where(MISS.c.id == _MISS_ID)
@@ -280,17 +297,20 @@ _SET_LABEL = (
         lease_holder_id=None,
         lease_expires_at=None,
     )
+    .returning(_STILL_OPEN)
 )
 
 
 def set_label(
     conn: Connection, miss: MissRow, *, user_id: int | None, category: str, note: str, now: datetime
-) -> None:
-    """Write the label on the (locked) miss and bring ``miss`` up to date with it."""
-    conn.execute(
+) -> bool:
+    """Write the label on the (locked) miss and bring ``miss`` up to date with it. Answers
+    whether the triage stays open (a miss, this one or another, keeps its categories open)."""
+    still_open = conn.execute(
         _SET_LABEL,
         {
             "p_miss": miss.id,
+            "p_triage": miss.triage_id,
             "p_state": MissState.LABELLED.value,
             "p_category": category,
             "p_note": note,
@@ -298,13 +318,14 @@ def set_label(
             "p_user": user_id,
             "p_now": now,
         },
-    )
+    ).scalar_one()
     miss.state = MissState.LABELLED.value
     miss.category = category
     miss.note = note
     miss.version += 1
     miss.lease_holder_id = None
     miss.lease_expires_at = None
+    return bool(still_open)
 
 
 _RENEW = (

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
-from sqlalchemy import and_, bindparam, exists, func, or_, update
+from sqlalchemy import ColumnElement, and_, bindparam, exists, func, or_, update
 from sqlmodel import Session, col, select
 
 from app.db import writing
@@ -384,24 +385,28 @@ def closes_by_id(*, session: Session, triage_id: int) -> bool:
     return found is None
 
 
-_MISS = Miss.__table__  # type: ignore[attr-defined]
-#: The first miss keeping the triage's categories open, as one fixed statement (compiled
-#: once; state is never null, so two inequalities say NOT IN without an expanding list).
-_KEEPS_OPEN = (
-    select(_MISS.c.id)
-    .where(
-        _MISS.c.triage_id == bindparam("triage_id"),
-        or_(
-            and_(
-                _MISS.c.state != MissState.LABELLED.value,
-                _MISS.c.state != MissState.COVERED.value,
-            ),
-            and_(
-                _MISS.c.state == MissState.LABELLED.value,
-                or_(_MISS.c.category.is_(None), _MISS.c.category == OTHER),
-            ),
+def keeps_open(miss: Any) -> ColumnElement[bool]:
+    """The closure rule for one miss (of the ``miss`` table or an alias of it): it keeps its
+    triage's categories open when it is unlabelled (open or disputed, or without a category)
+    or in "other"; covered misses are off the queue. State is never null, so two
+    inequalities say NOT IN without an expanding list (a fixed statement compiles once)."""
+    return or_(
+        and_(
+            miss.c.state != MissState.LABELLED.value,
+            miss.c.state != MissState.COVERED.value,
+        ),
+        and_(
+            miss.c.state == MissState.LABELLED.value,
+            or_(miss.c.category.is_(None), miss.c.category == OTHER),
         ),
     )
+
+
+_MISS = Miss.__table__  # type: ignore[attr-defined]
+#: The first miss keeping the triage's categories open, as one fixed statement.
+_KEEPS_OPEN = (
+    select(_MISS.c.id)
+    .where(_MISS.c.triage_id == bindparam("triage_id"), keeps_open(_MISS))
     .limit(1)
 )
 
