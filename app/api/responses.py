@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from fastapi import Response
 from pydantic import BaseModel, Field
 
 
@@ -41,3 +42,11 @@ def attachment(filename: str) -> str:
     an ASCII fallback, and the exact name in RFC 5987 ``filename*`` (RFC 6266)."""
     fallback = "".join(c if 0x20 <= ord(c) < 0x7F and c not in '"\\;%/' else "_" for c in filename)
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
+def answer(model: BaseModel) -> Response:
+    """A read model as a 200 JSON answer, serialised once by its own pydantic serializer:
+    the body ``response_model`` would write, without validating the model again (the queue's
+    hot path builds its models from database rows it trusts)."""
+    body = model.__pydantic_serializer__.to_json(model)
+    return Response(content=body, media_type="application/json")

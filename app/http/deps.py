@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.clock import Clock
 from app.db import end_reading
@@ -88,8 +89,44 @@ def session_id_from_cookie(request: Request) -> str | None:
     return signer.unsign(cookie)
 
 
-def optional_principal(request: Request, session: SessionDep) -> Principal | None:
+async def optional_principal(request: Request, session: SessionDep) -> Principal | None:
     """Bearer token first (API clients), else the session cookie (the HTML UI).
+
+    A token this process has looked up lately is answered here, in the event loop, from
+    memory (``users.cached_user_for_token``): no thread hand-off and no query, so a route
+    costs one hand-off, its own. Anything that needs the database (a token not cached, the
+    revocation check due, a last use to write, a session cookie) is looked up in a worker
+    thread (``_principal_from_database``)."""
+    principal = _principal_from_memory(request, session)
+    if principal is _ASK_DATABASE:
+        principal = await run_in_threadpool(_principal_from_database, request, session)
+    assert not isinstance(principal, _AskDatabase)
+    request.state.principal = principal  # for the error page, which must not query
+    return principal
+
+
+class _AskDatabase:
+    """``_principal_from_memory``'s answer when only the database can tell."""
+
+
+_ASK_DATABASE = _AskDatabase()
+
+
+def _principal_from_memory(request: Request, session: Session) -> Principal | _AskDatabase | None:
+    authorization = request.headers.get("authorization")
+    if authorization:
+        user = user_service.cached_user_for_token(session=session, secret=_bearer(authorization))
+        if user is None:
+            return _ASK_DATABASE
+        note_user(user.id)
+        return Principal(user=user, via="token")
+    if request.cookies.get(SESSION_COOKIE):
+        return _ASK_DATABASE
+    return None
+
+
+def _principal_from_database(request: Request, session: Session) -> Principal | None:
+    """The principal, looked up in the database (in a worker thread).
 
     Ends its transaction before returning, so the request gives its pooled connection back
     while it waits for a worker thread to run the route. Holding it there deadlocks a busy
@@ -102,17 +139,21 @@ def optional_principal(request: Request, session: SessionDep) -> Principal | Non
         session.rollback()  # hand the connection back on this way out too
         raise
     end_reading(session)  # not a unit of work: ends the reads; the user stays loaded
-    request.state.principal = principal  # for the error page, which must not query
     return principal
+
+
+def _bearer(authorization: str) -> str:
+    """The secret of an ``Authorization: Bearer <token>`` header; 401 for anything else."""
+    scheme, _, secret = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise NotAuthenticated("use 'Authorization: Bearer <token>'", code="invalid_token")
+    return secret.strip()
 
 
 def _principal(request: Request, session: Session) -> Principal | None:
     authorization = request.headers.get("authorization")
     if authorization:
-        scheme, _, secret = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            raise NotAuthenticated("use 'Authorization: Bearer <token>'", code="invalid_token")
-        user = user_service.user_for_token(session=session, secret=secret.strip())
+        user = user_service.user_for_token(session=session, secret=_bearer(authorization))
         if user is None:
             raise NotAuthenticated("the token is unknown or revoked", code="invalid_token")
         note_user(user.id)

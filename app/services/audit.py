@@ -4,16 +4,36 @@ label snapshot, the audit event, and the miss locked for the operation."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlmodel import Session, select
 
 from app.eval.errors import shorten
-from app.models import CANT_TELL, OTHER, LabelAction, LabelEvent, Miss, Role, User
+from app.models import CANT_TELL, OTHER, LabelAction, LabelEvent, Miss, MissState, Role, User
 from app.services.errors import Invalid, NotFound
 
 
-def snapshot(miss: Miss) -> dict[str, Any]:
+class Labelled(Protocol):
+    """What a label snapshot and the lease checks read: a ``Miss``, or the hot path's row of
+    one (``queue_core.MissRow``)."""
+
+    @property
+    def id(self) -> int | None: ...
+    @property
+    def triage_id(self) -> int: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def category(self) -> str | None: ...
+    @property
+    def note(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def lease_holder_id(self) -> int | None: ...
+
+
+def snapshot(miss: Labelled) -> dict[str, Any]:
     """A miss's label as the audit trail records it before and after an event."""
     return {
         "state": miss.state,
@@ -35,19 +55,34 @@ def record_event(
     note: str = "",
 ) -> None:
     """Append one ``LabelEvent`` (in the caller's transaction)."""
+    values = event_values(miss, user, action, now=now, before=before, after=after, note=note)
+    session.add(LabelEvent(**values))
+
+
+def event_values(
+    miss: Labelled,
+    user: User,
+    action: LabelAction,
+    *,
+    now: datetime,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    """The columns of one ``LabelEvent``: ``before`` and ``after`` default to the miss's
+    snapshot as it stands (``record_event`` adds the row through the session, the hot path
+    inserts it with one statement)."""
     assert miss.id is not None
-    session.add(
-        LabelEvent(
-            miss_id=miss.id,
-            triage_id=miss.triage_id,
-            user_id=user.id,
-            at=now,
-            action=action,
-            before=before or snapshot(miss),
-            after=after or snapshot(miss),
-            note=note,
-        )
-    )
+    return {
+        "miss_id": miss.id,
+        "triage_id": miss.triage_id,
+        "user_id": user.id,
+        "at": now,
+        "action": LabelAction(action).value,
+        "before": before or snapshot(miss),
+        "after": after or snapshot(miss),
+        "note": note,
+    }
 
 
 def is_postgres(session: Session) -> bool:
@@ -64,6 +99,17 @@ def locked_miss(session: Session, miss_id: int) -> Miss:
     if miss is None:
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
     return miss
+
+
+def holds(miss: Labelled, user: User) -> bool:
+    """The caller's lease. An expired lease still counts while nobody else has claimed the
+    miss: the version check keeps that safe, and a slow reviewer's label is not lost."""
+    return miss.state == MissState.OPEN.value and miss.lease_holder_id == user.id
+
+
+def adjudicating(miss: Labelled, user: User) -> bool:
+    """The caller's adjudication lease on a disputed miss."""
+    return miss.state == MissState.DISPUTED.value and miss.lease_holder_id == user.id
 
 
 def is_lead(user: User) -> bool:

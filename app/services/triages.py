@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
-from sqlalchemy import and_, exists, func, or_, update
+from sqlalchemy import ColumnElement, and_, bindparam, exists, func, or_, update
 from sqlmodel import Session, col, select
 
 from app.db import writing
@@ -374,17 +375,40 @@ def closes(*, session: Session, triage: Triage) -> bool:
     in "other"; covered misses are off the queue) stops the search, so a triage far from
     closing answers at its first open miss instead of counting every miss. The rule is
     closure_report's (tests/services/test_closure.py checks they agree)."""
-    keeps_open = or_(
-        col(Miss.state).not_in([MissState.LABELLED.value, MissState.COVERED.value]),
+    assert triage.id is not None
+    return closes_by_id(session=session, triage_id=triage.id)
+
+
+def closes_by_id(*, session: Session, triage_id: int) -> bool:
+    """``closes`` for a triage known by its id (the label's hot path holds no ``Triage``)."""
+    found = session.execute(_KEEPS_OPEN, {"triage_id": triage_id}).first()
+    return found is None
+
+
+def keeps_open(miss: Any) -> ColumnElement[bool]:
+    """The closure rule for one miss (of the ``miss`` table or an alias of it): it keeps its
+    triage's categories open when it is unlabelled (open or disputed, or without a category)
+    or in "other"; covered misses are off the queue. State is never null, so two
+    inequalities say NOT IN without an expanding list (a fixed statement compiles once)."""
+    return or_(
         and_(
-            col(Miss.state) == MissState.LABELLED.value,
-            or_(col(Miss.category).is_(None), col(Miss.category) == OTHER),
+            miss.c.state != MissState.LABELLED.value,
+            miss.c.state != MissState.COVERED.value,
+        ),
+        and_(
+            miss.c.state == MissState.LABELLED.value,
+            or_(miss.c.category.is_(None), miss.c.category == OTHER),
         ),
     )
-    found = session.exec(
-        select(Miss.id).where(Miss.triage_id == triage.id, keeps_open).limit(1)
-    ).first()
-    return found is None
+
+
+_MISS = Miss.__table__  # type: ignore[attr-defined]
+#: The first miss keeping the triage's categories open, as one fixed statement.
+_KEEPS_OPEN = (
+    select(_MISS.c.id)
+    .where(_MISS.c.triage_id == bindparam("triage_id"), keeps_open(_MISS))
+    .limit(1)
+)
 
 
 def triage_detail(*, session: Session, triage_id: int) -> TriageDetail:

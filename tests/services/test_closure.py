@@ -81,3 +81,29 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
         # undoing that relabel reopens the triage
         queue.undo(session=s, triage=triage, user=lead, now=clock.now(), lease=LEASE)
         assert _state(engine, triage.id)[:2] == (False, False)
+
+        # the combined call (label, then claim: nothing is left) closes it again, and a
+        # relabel to "other" reopens it: the label's own statement answers the closure rule
+        current = queue.audit_trail(session=s, miss_id=other.id)[-1].after.version
+        done = queue.label_and_claim(
+            session=s,
+            miss_id=other.id,
+            user=lead,
+            category=causes[2],
+            note="",
+            version=current,
+            now=clock.now(),
+            lease=LEASE,
+        )
+        assert done.next is None
+        assert _state(engine, triage.id)[:2] == (True, True)
+        queue.label(
+            session=s,
+            miss_id=other.id,
+            user=lead,
+            category=OTHER,
+            note="not one of ours",
+            version=done.labelled.version,
+            now=clock.now(),
+        )
+        assert _state(engine, triage.id)[:2] == (False, False)

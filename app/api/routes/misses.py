@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
+from app.api.responses import answer
 from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.models.triage_public import LabelEventPublic, MissPublic
@@ -26,15 +27,16 @@ def renew(
     clock: ClockDep,
     principal: ReviewerDep,
     miss_id: Id,
-) -> MissPublic:
+) -> Response:
     """Extend the caller's lease (the review page does this while it is open)."""
-    return queue.renew(
+    renewed = queue.renew(
         session=session,
         miss_id=miss_id,
         user=principal.user,
         now=clock.now(),
         lease=timedelta(seconds=settings.lease_seconds),
     )
+    return answer(renewed)
 
 
 @router.post("/{miss_id}/release", response_model=MissPublic)
@@ -88,7 +90,7 @@ def label(
             "`{labelled, next}`"
         ),
     ] = False,
-) -> MissPublic | LabelledAndNext:
+) -> Response:
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
     log. With double review (the miss's ``reviewers`` > 1) it is the caller's own, blind
@@ -102,18 +104,18 @@ def label(
     them in queue order (their current one first), or ``null`` when nothing is left for them
     (where ``claim`` answers 204). A refused label (409, 403, 422) claims nothing and answers
     exactly as without ``next``."""
-    causes = causes_of_miss(session=session, miss_id=miss_id)
+    # the golden set's causes are read with the miss, in the label's transaction
     if not next:
-        return queue.label(
+        labelled = queue.label(
             session=session,
             miss_id=miss_id,
             user=principal.user,
             category=body.category,
             note=body.note,
             version=body.version,
-            causes=causes,
             now=clock.now(),
         )
+        return answer(labelled)
     done = queue.label_and_claim(
         session=session,
         miss_id=miss_id,
@@ -121,11 +123,10 @@ def label(
         category=body.category,
         note=body.note,
         version=body.version,
-        causes=causes,
         now=clock.now(),
         lease=timedelta(seconds=settings.lease_seconds),
     )
-    return LabelledAndNext(labelled=done.labelled, next=done.next)
+    return answer(LabelledAndNext.model_construct(labelled=done.labelled, next=done.next))
 
 
 @router.post("/{miss_id}/adjudicate", response_model=MissPublic)

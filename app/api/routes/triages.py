@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from app.api.responses import attachment
+from app.api.responses import answer, attachment
 from app.exporters import Tracker
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
@@ -105,21 +105,21 @@ def claim(
     clock: ClockDep,
     principal: ReviewerDep,
     triage_id: Id,
-) -> MissPublic | Response:
+) -> Response:
     """The next miss for the caller, leased to them; 204 when nothing is left. With double
     review, a miss is offered to distinct reviewers until it has its labels, and never again
     to one who labelled it."""
-    triage = service.get_triage(session=session, triage_id=triage_id)
-    miss = queue.claim(
+    # the triage is read in the claim's own transaction (one per request)
+    miss = queue.claim_in_triage(
         session=session,
-        triage=triage,
+        triage_id=triage_id,
         user=principal.user,
         now=clock.now(),
         lease=timedelta(seconds=settings.lease_seconds),
     )
     if miss is None:
         return Response(status_code=204)
-    return miss
+    return answer(miss)
 
 
 @router.post(
