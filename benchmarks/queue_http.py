@@ -51,6 +51,7 @@ from support import (
     MISSTRIAGE,
     PG_URL,
     bench_database,
+    cpu_by_process,
     cpu_seconds,
     free_port,
     log_problems,
@@ -131,6 +132,9 @@ class BackendResult:
     errors: Counter[str] = field(default_factory=Counter)
     verification: Verification | None = None
     server_cpu: float | None = None
+    #: CPU seconds of each server process (the supervisor, then its workers): an uneven
+    #: split means the workers did not share the connections evenly
+    server_cpu_by_process: list[float] = field(default_factory=list)
     client_cpu: float | None = None
     postgres_cpu: float | None = None
     setup_wall: float | None = None
@@ -480,10 +484,15 @@ def bench_backend(
 
                 pg_before = postgres_cpu() if backend == "postgresql" else {}
                 server_before = cpu_seconds(process.pid)
+                by_process_before = cpu_by_process(process.pid)
                 client_before = psutil.Process().cpu_times()
                 result.wall = run_reviewers(base, triage_id, reviewers)
                 client_after = psutil.Process().cpu_times()
                 result.server_cpu = cpu_seconds(process.pid) - server_before
+                result.server_cpu_by_process = [
+                    seconds - by_process_before.get(pid, 0.0)
+                    for pid, seconds in cpu_by_process(process.pid).items()
+                ]
                 result.client_cpu = (client_after.user + client_after.system) - (
                     client_before.user + client_before.system
                 )
@@ -563,6 +572,10 @@ def report(results: list[BackendResult]) -> bool:
             f"| {number(r.server_cpu)} | {number(r.client_cpu)} | {number(r.postgres_cpu)} "
             f"| {number(r.setup_wall)} |"
         )
+    for r in results:
+        if r.server_cpu_by_process:
+            split = " / ".join(number(s) for s in r.server_cpu_by_process)
+            print(f"\n{r.backend} server CPU s by process (supervisor, workers): {split}")
 
     print(
         "\n| backend | target | claim | label | 0 double-holds | 0 lost labels "

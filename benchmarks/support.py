@@ -148,6 +148,17 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def cpu_by_process(pid: int) -> dict[int, float]:
+    """User plus system CPU seconds of a process and of each living descendant, by pid."""
+    process = psutil.Process(pid)
+    found: dict[int, float] = {}
+    for member in [process, *process.children(recursive=True)]:
+        with suppress(psutil.NoSuchProcess):
+            times = member.cpu_times()
+            found[member.pid] = times.user + times.system
+    return found
+
+
 def arm_time_limit(seconds: int, processes: list[subprocess.Popen[bytes]]) -> threading.Timer:
     """Raise BenchTimeout after ``seconds`` (SIGALRM), so the script cleans up and reports;
     if cleaning up hangs too, a watchdog kills the servers in ``processes`` and exits 124."""

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import click
 from sqlmodel import Session, select
 
+from app.cli import workers as balanced_workers
 from app.cli.params import FiniteFloatRange
 from app.db import make_engine
 from app.eval import InputError, Order
@@ -111,20 +112,29 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
     upgrade(settings)
     if log_format is None:
         log_format = "text" if settings.environment == "development" else "json"
-    click.echo(f"misstriage: serving on http://{host}:{port}/", err=True)
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
+    options: dict[str, Any] = {
+        "app": "app.main:create_app",
+        "factory": True,
+        "host": host,
+        "port": port,
         # X-Forwarded-* are read by the app, only from MISSTRIAGE_TRUSTED_PROXIES (uvicorn's
         # own default would believe any client on 127.0.0.1).
-        proxy_headers=False,
-        log_config=logging_config("json" if log_format == "json" else "text", log_level.upper()),
+        "proxy_headers": False,
+        "log_config": logging_config("json" if log_format == "json" else "text", log_level.upper()),
         # The app writes one line per request itself (request id, user, no query string).
-        access_log=False,
-    )
+        "access_log": False,
+    }
+    if workers > 1 and balanced_workers.balances():
+        # a listening socket per worker: the kernel spreads connections evenly (workers.py)
+        try:
+            sockets = balanced_workers.bind_group(host, port, workers)
+        except (balanced_workers.PortInUse, OSError) as exc:
+            _fail(f"cannot listen on {host}:{port}: {exc}")
+        uvicorn.Config(**options)  # sets up logging in this process, as uvicorn.run would
+        click.echo(f"misstriage: serving on http://{host}:{port}/ ({workers} workers)", err=True)
+        sys.exit(balanced_workers.serve(options, sockets))
+    click.echo(f"misstriage: serving on http://{host}:{port}/", err=True)
+    uvicorn.run(**options, workers=workers)
 
 
 @click.group()

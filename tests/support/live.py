@@ -65,6 +65,7 @@ class LiveServer:
             "MISSTRIAGE_ENVIRONMENT": "test",
             "MISSTRIAGE_SECRET_KEY": secret,
         }
+        self.env = env
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
                 [
