@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not balances(), reason="SO_REUSEPORT spreads con
 CONNECTIONS = 32
 
 
-@pytest.fixture()
+@pytest.fixture
 def server(sqlite_template: Path, tmp_path: Path) -> Iterator[LiveServer]:
     database = tmp_path / "misstriage.db"
     shutil.copy(sqlite_template, database)
@@ -107,7 +107,16 @@ def _pids(live: LiveServer) -> set[int]:
 def test_a_port_in_use_is_refused_in_one_line(server: LiveServer) -> None:
     for workers in ("2", "1"):
         second = subprocess.run(
-            [sys.executable, "-m", "app", "serve", "--port", str(server.port), "--workers", workers],
+            [
+                sys.executable,
+                "-m",
+                "app",
+                "serve",
+                "--port",
+                str(server.port),
+                "--workers",
+                workers,
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -124,6 +133,6 @@ def test_sigterm_stops_the_workers_then_the_parent(server: LiveServer) -> None:
     assert len(workers) == 2
     server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(30) == 0
-    gone, alive = psutil.wait_procs(workers, timeout=10)
+    _gone, alive = psutil.wait_procs(workers, timeout=10)
     assert alive == []
     assert "Finished server process" in server.log.read_text()
