@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     decompression_max_ratio: int = 100
     #: How long a claimed miss stays leased to its reviewer.
     lease_seconds: int = 600
+    #: Threads per app process that run the queue's requests (claim, label, renew, release,
+    #: skip), apart from the rest: a few threads keep the lock that Python's threads share
+    #: from changing hands all the time under many reviewers (app/http/lanes.py).
+    queue_threads: int = Field(default=4, ge=1, le=64)
     session_hours: int = 24 * 14
     #: Failed logins allowed within the window, then 429: per (email, client address) pair
     #: first, per email across all addresses only at a higher limit (so a stranger cannot keep

@@ -6,98 +6,27 @@ something went wrong: the reviewer is always told whether the label was saved.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
-from sqlmodel import Session
 
 from app.http.deps import (
     ClockDep,
-    Principal,
     ReviewerDep,
     ReviewerOrNoneDep,
     SessionDep,
     SettingsDep,
 )
+from app.http.lanes import QueueLaneDep
 from app.http.params import FormId, Id
-from app.models import CANT_TELL, OTHER, Role
-from app.models.triage_public import MissPublic, TriageContext
 from app.services import queue, skips
-from app.services import review as review_service
 from app.services import triages as triage_service
 from app.services.errors import ServiceError
-from app.settings import Settings
-from app.web import copy
-from app.web.render import error_page, is_fragment_request, redirect, render, templates
+from app.web import copy, review_card
 
 router = APIRouter(include_in_schema=False)
-KEYS = "123456789"
-#: Heartbeat answers go to the status line above the card, not into the card.
-RETARGET = {"HX-Retarget": "#review-status", "HX-Reswap": "innerHTML"}
-
-
-def _card(
-    request: Request,
-    session: Session,
-    principal: Principal,
-    ctx: TriageContext,
-    miss: MissPublic | None,
-    *,
-    message: str | None = None,
-    tone: str = "info",
-    status: int = 200,
-    error_code: str | None = None,
-    loading: bool = False,
-) -> HTMLResponse:
-    triage = ctx.triage
-    card = (
-        review_service.build_card(session=session, ctx=ctx, miss_id=miss.id)
-        if miss is not None
-        else None
-    )
-    causes = list(zip(KEYS, ctx.causes, strict=False))
-    waiting = (
-        skips.skipped_waiting(session=session, triage=triage, user=principal.user)
-        if miss is None and not loading
-        else 0
-    )
-    return render(
-        request,
-        "review.html",
-        {
-            "triage": triage,
-            "run": ctx.run,
-            "golden": ctx.golden,
-            "card": card,
-            "causes": causes,
-            "other": OTHER,
-            "cant_tell": CANT_TELL,
-            "message": message,
-            "tone": tone,
-            "progress": queue.progress(session=session, triage=triage, user=principal.user),
-            "is_lead": principal.role.allows(Role.LEAD),
-            "loading": loading,
-            "skipped_waiting": waiting,
-        },
-        principal=principal,
-        status=status,
-        error_code=error_code,
-        block="card",
-    )
-
-
-def _next(
-    session: Session, settings: Settings, now: datetime, ctx: TriageContext, principal: Principal
-) -> MissPublic | None:
-    return queue.claim(
-        session=session,
-        triage=ctx.triage,
-        user=principal.user,
-        now=now,
-        lease=timedelta(seconds=settings.lease_seconds),
-    )
 
 
 @router.get("/triages/{triage_id}/review", name="review_page")
@@ -113,18 +42,24 @@ def review_page(
     from another site, a prefetch or a crawler leases no miss to anybody."""
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     held = queue.current(session=session, triage=ctx.triage, user=principal.user, now=clock.now())
-    return _card(request, session, principal, ctx, held, loading=held is None)
-
-
-def _card_or_back(request: Request, ctx: TriageContext, response: HTMLResponse) -> Response:
-    """HTMX gets the card; a plain form post (no JavaScript) goes back to the page."""
-    if request.headers.get("hx-request"):
-        return response
-    return redirect(request, request.url_for("review_page", triage_id=ctx.triage_id).path)
+    return review_card.card(request, session, principal, ctx, held, loading=held is None)
 
 
 @router.post("/triages/{triage_id}/review/claim", name="review_claim")
-def review_claim(
+async def review_claim(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    lane: QueueLaneDep,
+    triage_id: Id,
+) -> Response:
+    """On the queue's lane of threads (app/http/lanes.py): ``_review_claim``."""
+    return await lane.run(_review_claim, request, session, settings, clock, principal, triage_id)
+
+
+def _review_claim(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -134,10 +69,12 @@ def review_claim(
 ) -> Response:
     """Lease the caller's next miss (their current one first) and answer its card."""
     if principal is None:
-        return _expired(request, None)
+        return review_card.expired(request, None)
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
-    miss = _next(session, settings, clock.now(), ctx, principal)
-    return _card_or_back(request, ctx, _card(request, session, principal, ctx, miss))
+    miss = review_card.next_miss(session, settings, clock.now(), ctx, principal)
+    return review_card.card_or_back(
+        request, ctx, review_card.card(request, session, principal, ctx, miss)
+    )
 
 
 @router.post("/triages/{triage_id}/review/take-back", name="review_take_back")
@@ -151,56 +88,54 @@ def review_take_back(
 ) -> Response:
     """Put the misses the caller skipped back on their queue, and claim the next one."""
     if principal is None:
-        return _expired(request, "taking back your skipped misses")
+        return review_card.expired(request, "taking back your skipped misses")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     taken = skips.take_back(
         session=session, triage=ctx.triage, user=principal.user, now=clock.now()
     ).taken_back
     they = copy.agree(taken, "it is", "they are")
-    response = _card(
+    response = review_card.card(
         request,
         session,
         principal,
         ctx,
-        _next(session, settings, clock.now(), ctx, principal),
+        review_card.next_miss(session, settings, clock.now(), ctx, principal),
         message=f"Took back {copy.count(taken, 'skipped miss')}: {they} on your queue again.",
     )
-    return _card_or_back(request, ctx, response)
-
-
-#: The notices in words, for a plain form post (no JavaScript), which gets a whole page.
-_NOTICE_PAGES = {
-    "expired": "Your session has expired{what}. Log in again{repeat}.",
-    "heartbeat_expired": "Your session has expired: log in again before labelling.",
-    "lease_lost": "This miss is no longer yours (the lease expired). Reload the review page.",
-}
-
-
-def _notice(
-    request: Request, kind: str, *, status: int, code: str, what: str | None = None
-) -> Response:
-    """The notice the review card's HTMX swaps in; a page of the product for anything else."""
-    if not is_fragment_request(request):
-        message = _NOTICE_PAGES[kind].format(
-            what=f": {what} was NOT saved" if what else "",
-            repeat=" and repeat it" if what else "",
-        )
-        return error_page(request, status, code, message)
-    response = templates.TemplateResponse(
-        request, "_review_notice.html", {"kind": kind, "what": what}, status_code=status
-    )
-    assert isinstance(response, HTMLResponse)
-    response.headers["X-Error-Code"] = code
-    return response
-
-
-def _expired(request: Request, what: str | None) -> Response:
-    """A review action without a valid session: say plainly that nothing was saved."""
-    return _notice(request, "expired", status=401, code="session_expired", what=what)
+    return review_card.card_or_back(request, ctx, response)
 
 
 @router.post("/triages/{triage_id}/review/label", name="review_label")
-def review_label(
+async def review_label(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    lane: QueueLaneDep,
+    triage_id: Id,
+    miss_id: FormId,
+    version: Annotated[int, Form()],
+    category: Annotated[str, Form()],
+    note: Annotated[str, Form()] = "",
+) -> Response:
+    """On the queue's lane of threads (app/http/lanes.py): ``_review_label``."""
+    return await lane.run(
+        _review_label,
+        request,
+        session,
+        settings,
+        clock,
+        principal,
+        triage_id,
+        miss_id,
+        version,
+        category,
+        note,
+    )
+
+
+def _review_label(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -214,7 +149,7 @@ def review_label(
 ) -> Response:
     shown = copy.truncate_words(category, 100)
     if principal is None:
-        return _expired(request, f"your label ({shown})")
+        return review_card.expired(request, f"your label ({shown})")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
         # the label and the next card's claim in one transaction
@@ -234,7 +169,7 @@ def review_label(
         failed = f"Your label ({shown}) was NOT saved: {exc.message}."
         if exc.code == "note_required" or exc.code == "unknown_category":
             current = triage_service.find_miss(session=session, miss_id=miss_id)
-            return _card(
+            return review_card.card(
                 request,
                 session,
                 principal,
@@ -245,12 +180,12 @@ def review_label(
                 status=exc.status,
                 error_code=exc.code,
             )
-        return _card(
+        return review_card.card(
             request,
             session,
             principal,
             ctx,
-            _next(session, settings, clock.now(), ctx, principal),
+            review_card.next_miss(session, settings, clock.now(), ctx, principal),
             message=failed + " Here is your next miss.",
             tone="error",
             status=exc.status,
@@ -260,11 +195,28 @@ def review_label(
     # its name: the label was checked against the causes, so it is one of ours
     labelled = done.labelled
     saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {copy.label(category)}."
-    return _card(request, session, principal, ctx, done.next, message=saved)
+    return review_card.card(request, session, principal, ctx, done.next, message=saved)
 
 
 @router.post("/triages/{triage_id}/review/skip", name="review_skip")
-def review_skip(
+async def review_skip(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    lane: QueueLaneDep,
+    triage_id: Id,
+    miss_id: FormId,
+    reason: Annotated[str, Form()] = "",
+) -> Response:
+    """On the queue's lane of threads (app/http/lanes.py): ``_review_skip``."""
+    return await lane.run(
+        _review_skip, request, session, settings, clock, principal, triage_id, miss_id, reason
+    )
+
+
+def _review_skip(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -275,14 +227,14 @@ def review_skip(
     reason: Annotated[str, Form()] = "",
 ) -> Response:
     if principal is None:
-        return _expired(request, "your skip")
+        return review_card.expired(request, "your skip")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
         queue.skip(
             session=session, miss_id=miss_id, user=principal.user, reason=reason, now=clock.now()
         )
     except ServiceError as exc:
-        return _card(
+        return review_card.card(
             request,
             session,
             principal,
@@ -293,12 +245,12 @@ def review_skip(
             status=exc.status,
             error_code=exc.code,
         )
-    return _card(
+    return review_card.card(
         request,
         session,
         principal,
         ctx,
-        _next(session, settings, clock.now(), ctx, principal),
+        review_card.next_miss(session, settings, clock.now(), ctx, principal),
         message="Skipped: it goes to the other reviewers; you can take it back later.",
     )
 
@@ -313,7 +265,7 @@ def review_undo(
     triage_id: Id,
 ) -> Response:
     if principal is None:
-        return _expired(request, "your undo")
+        return review_card.expired(request, "your undo")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
         miss = queue.undo(
@@ -324,18 +276,18 @@ def review_undo(
             lease=timedelta(seconds=settings.lease_seconds),
         )
     except ServiceError as exc:
-        return _card(
+        return review_card.card(
             request,
             session,
             principal,
             ctx,
-            _next(session, settings, clock.now(), ctx, principal),
+            review_card.next_miss(session, settings, clock.now(), ctx, principal),
             message=f"Nothing undone: {exc.message}.",
             tone="error",
             status=exc.status,
             error_code=exc.code,
         )
-    return _card(
+    return review_card.card(
         request,
         session,
         principal,
@@ -346,7 +298,23 @@ def review_undo(
 
 
 @router.post("/triages/{triage_id}/review/renew", name="review_renew")
-def review_renew(
+async def review_renew(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerOrNoneDep,
+    lane: QueueLaneDep,
+    triage_id: Id,
+    miss_id: FormId,
+) -> Response:
+    """On the queue's lane of threads (app/http/lanes.py): ``_review_renew``."""
+    return await lane.run(
+        _review_renew, request, session, settings, clock, principal, triage_id, miss_id
+    )
+
+
+def _review_renew(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -357,8 +325,10 @@ def review_renew(
 ) -> Response:
     """The page's heartbeat: keep the lease; say so at once if it was lost."""
     if principal is None:
-        response = _notice(request, "heartbeat_expired", status=401, code="session_expired")
-        response.headers.update(RETARGET)
+        response = review_card.notice(
+            request, "heartbeat_expired", status=401, code="session_expired"
+        )
+        response.headers.update(review_card.RETARGET)
         return response
     try:
         queue.renew(
@@ -369,7 +339,7 @@ def review_renew(
             lease=timedelta(seconds=settings.lease_seconds),
         )
     except ServiceError:
-        response = _notice(request, "lease_lost", status=409, code="lease_not_held")
-        response.headers.update(RETARGET)
+        response = review_card.notice(request, "lease_lost", status=409, code="lease_not_held")
+        response.headers.update(review_card.RETARGET)
         return response
     return Response(status_code=204)

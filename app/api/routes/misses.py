@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from app.api.responses import answer
 from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
+from app.http.lanes import QueueLaneDep
 from app.http.params import Id, Page, PerPage
 from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
@@ -21,15 +22,17 @@ router = APIRouter(prefix="/misses", tags=["queue"])
 
 
 @router.post("/{miss_id}/renew", response_model=MissPublic)
-def renew(
+async def renew(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
+    lane: QueueLaneDep,
     miss_id: Id,
 ) -> Response:
     """Extend the caller's lease (the review page does this while it is open)."""
-    renewed = queue.renew(
+    renewed = await lane.run(
+        queue.renew,
         session=session,
         miss_id=miss_id,
         user=principal.user,
@@ -40,11 +43,13 @@ def renew(
 
 
 @router.post("/{miss_id}/release", response_model=MissPublic)
-def release(
-    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id
+async def release(
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, lane: QueueLaneDep, miss_id: Id
 ) -> MissPublic:
     """Give the miss back to the queue (its holder, or a lead for anyone's lease)."""
-    return queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
+    return await lane.run(
+        queue.release, session=session, miss_id=miss_id, user=principal.user, now=clock.now()
+    )
 
 
 class SkipBody(BaseModel):
@@ -52,12 +57,22 @@ class SkipBody(BaseModel):
 
 
 @router.post("/{miss_id}/skip", response_model=MissPublic)
-def skip(
-    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id, body: SkipBody
+async def skip(
+    session: SessionDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    lane: QueueLaneDep,
+    miss_id: Id,
+    body: SkipBody,
 ) -> MissPublic:
     """Pass the miss to other reviewers, with a reason (audited)."""
-    return queue.skip(
-        session=session, miss_id=miss_id, user=principal.user, reason=body.reason, now=clock.now()
+    return await lane.run(
+        queue.skip,
+        session=session,
+        miss_id=miss_id,
+        user=principal.user,
+        reason=body.reason,
+        now=clock.now(),
     )
 
 
@@ -76,11 +91,12 @@ class LabelledAndNext(BaseModel):
 
 
 @router.post("/{miss_id}/label", response_model=MissPublic | LabelledAndNext)
-def label(
+async def label(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
+    lane: QueueLaneDep,
     miss_id: Id,
     body: LabelBody,
     next: Annotated[
@@ -106,7 +122,8 @@ def label(
     exactly as without ``next``."""
     # the golden set's causes are read with the miss, in the label's transaction
     if not next:
-        labelled = queue.label(
+        labelled = await lane.run(
+            queue.label,
             session=session,
             miss_id=miss_id,
             user=principal.user,
@@ -116,7 +133,8 @@ def label(
             now=clock.now(),
         )
         return answer(labelled)
-    done = queue.label_and_claim(
+    done = await lane.run(
+        queue.label_and_claim,
         session=session,
         miss_id=miss_id,
         user=principal.user,
