@@ -124,6 +124,16 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
         # The app writes one line per request itself (request id, user, no query string).
         "access_log": False,
     }
+    if workers > 1 and settings.database_url.startswith("sqlite"):
+        # measured with benchmarks/queue_http.py, 32 reviewers: p99 106 ms with one process,
+        # 387-471 ms with two (the second process's writers sleep in SQLite's busy handler)
+        click.echo(
+            f"misstriage: warning: SQLite writes one transaction at a time, so {workers} "
+            "processes only wait on each other (the slowest queue answers take three to four "
+            "times as long as with one). Use --workers 1 with SQLite, or PostgreSQL for "
+            "several processes.",
+            err=True,
+        )
     if workers > 1 and balanced_workers.balances():
         # a listening socket per worker: the kernel spreads connections evenly (workers.py)
         try:

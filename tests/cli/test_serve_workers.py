@@ -136,3 +136,9 @@ def test_sigterm_stops_the_workers_then_the_parent(server: LiveServer) -> None:
     _gone, alive = psutil.wait_procs(workers, timeout=10)
     assert alive == []
     assert "Finished server process" in server.log.read_text()
+
+
+def test_several_workers_on_sqlite_are_warned_against(server: LiveServer) -> None:
+    started = server.log.read_text()
+    assert "warning: SQLite writes one transaction at a time, so 2 processes" in started
+    assert "Use --workers 1 with SQLite, or PostgreSQL" in started
