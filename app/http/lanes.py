@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
+import typing
 import weakref
-from collections.abc import Callable
-from typing import Annotated, ParamSpec, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
@@ -57,3 +59,35 @@ async def queue_lane(request: Request) -> Lane:
 
 
 QueueLaneDep = Annotated[Lane, Depends(queue_lane)]
+
+#: The parameter through which FastAPI hands an ``on_queue_lane`` route its lane.
+LANE_PARAMETER = "queue_lane_"
+
+
+def on_queue_lane(endpoint: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
+    """A route that runs on the queue's lane: put it under ``@router.post(...)``. FastAPI
+    sees a coroutine function with ``endpoint``'s parameters (and the lane's dependency); it
+    solves them in the event loop as always, then ``endpoint``, a plain ``def``, runs on one
+    of the lane's threads instead of FastAPI's pool."""
+    hints = typing.get_type_hints(endpoint, include_extras=True)
+    signature = inspect.signature(endpoint)
+    parameters = [
+        parameter.replace(annotation=hints.get(name, parameter.annotation))
+        for name, parameter in signature.parameters.items()
+    ]
+    parameters.append(
+        inspect.Parameter(LANE_PARAMETER, inspect.Parameter.KEYWORD_ONLY, annotation=QueueLaneDep)
+    )
+
+    async def route(**values: Any) -> T:
+        lane: Lane = values.pop(LANE_PARAMETER)
+        return await lane.run(endpoint, **values)
+
+    # not functools.wraps: FastAPI would follow __wrapped__ to the plain def and run this
+    # coroutine function as if it were one
+    route.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=parameters, return_annotation=hints.get("return", signature.return_annotation)
+    )
+    for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(route, attribute, getattr(endpoint, attribute))
+    return route

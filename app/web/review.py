@@ -19,7 +19,7 @@ from app.http.deps import (
     SessionDep,
     SettingsDep,
 )
-from app.http.lanes import QueueLaneDep
+from app.http.lanes import on_queue_lane
 from app.http.params import FormId, Id
 from app.services import queue, skips
 from app.services import triages as triage_service
@@ -46,20 +46,8 @@ def review_page(
 
 
 @router.post("/triages/{triage_id}/review/claim", name="review_claim")
-async def review_claim(
-    request: Request,
-    session: SessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-    principal: ReviewerOrNoneDep,
-    lane: QueueLaneDep,
-    triage_id: Id,
-) -> Response:
-    """On the queue's lane of threads (app/http/lanes.py): ``_review_claim``."""
-    return await lane.run(_review_claim, request, session, settings, clock, principal, triage_id)
-
-
-def _review_claim(
+@on_queue_lane
+def review_claim(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -106,36 +94,8 @@ def review_take_back(
 
 
 @router.post("/triages/{triage_id}/review/label", name="review_label")
-async def review_label(
-    request: Request,
-    session: SessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-    principal: ReviewerOrNoneDep,
-    lane: QueueLaneDep,
-    triage_id: Id,
-    miss_id: FormId,
-    version: Annotated[int, Form()],
-    category: Annotated[str, Form()],
-    note: Annotated[str, Form()] = "",
-) -> Response:
-    """On the queue's lane of threads (app/http/lanes.py): ``_review_label``."""
-    return await lane.run(
-        _review_label,
-        request,
-        session,
-        settings,
-        clock,
-        principal,
-        triage_id,
-        miss_id,
-        version,
-        category,
-        note,
-    )
-
-
-def _review_label(
+@on_queue_lane
+def review_label(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -199,24 +159,8 @@ def _review_label(
 
 
 @router.post("/triages/{triage_id}/review/skip", name="review_skip")
-async def review_skip(
-    request: Request,
-    session: SessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-    principal: ReviewerOrNoneDep,
-    lane: QueueLaneDep,
-    triage_id: Id,
-    miss_id: FormId,
-    reason: Annotated[str, Form()] = "",
-) -> Response:
-    """On the queue's lane of threads (app/http/lanes.py): ``_review_skip``."""
-    return await lane.run(
-        _review_skip, request, session, settings, clock, principal, triage_id, miss_id, reason
-    )
-
-
-def _review_skip(
+@on_queue_lane
+def review_skip(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
@@ -298,23 +242,8 @@ def review_undo(
 
 
 @router.post("/triages/{triage_id}/review/renew", name="review_renew")
-async def review_renew(
-    request: Request,
-    session: SessionDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-    principal: ReviewerOrNoneDep,
-    lane: QueueLaneDep,
-    triage_id: Id,
-    miss_id: FormId,
-) -> Response:
-    """On the queue's lane of threads (app/http/lanes.py): ``_review_renew``."""
-    return await lane.run(
-        _review_renew, request, session, settings, clock, principal, triage_id, miss_id
-    )
-
-
-def _review_renew(
+@on_queue_lane
+def review_renew(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,

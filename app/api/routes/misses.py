@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from app.api.responses import answer
 from app.http.deps import ClockDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.lanes import QueueLaneDep
+from app.http.lanes import on_queue_lane
 from app.http.params import Id, Page, PerPage
 from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
@@ -22,17 +22,16 @@ router = APIRouter(prefix="/misses", tags=["queue"])
 
 
 @router.post("/{miss_id}/renew", response_model=MissPublic)
-async def renew(
+@on_queue_lane
+def renew(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    lane: QueueLaneDep,
     miss_id: Id,
 ) -> Response:
     """Extend the caller's lease (the review page does this while it is open)."""
-    renewed = await lane.run(
-        queue.renew,
+    renewed = queue.renew(
         session=session,
         miss_id=miss_id,
         user=principal.user,
@@ -43,13 +42,12 @@ async def renew(
 
 
 @router.post("/{miss_id}/release", response_model=MissPublic)
-async def release(
-    session: SessionDep, clock: ClockDep, principal: ReviewerDep, lane: QueueLaneDep, miss_id: Id
+@on_queue_lane
+def release(
+    session: SessionDep, clock: ClockDep, principal: ReviewerDep, miss_id: Id
 ) -> MissPublic:
     """Give the miss back to the queue (its holder, or a lead for anyone's lease)."""
-    return await lane.run(
-        queue.release, session=session, miss_id=miss_id, user=principal.user, now=clock.now()
-    )
+    return queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
 
 
 class SkipBody(BaseModel):
@@ -57,17 +55,16 @@ class SkipBody(BaseModel):
 
 
 @router.post("/{miss_id}/skip", response_model=MissPublic)
-async def skip(
+@on_queue_lane
+def skip(
     session: SessionDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    lane: QueueLaneDep,
     miss_id: Id,
     body: SkipBody,
 ) -> MissPublic:
     """Pass the miss to other reviewers, with a reason (audited)."""
-    return await lane.run(
-        queue.skip,
+    return queue.skip(
         session=session,
         miss_id=miss_id,
         user=principal.user,
@@ -91,12 +88,12 @@ class LabelledAndNext(BaseModel):
 
 
 @router.post("/{miss_id}/label", response_model=MissPublic | LabelledAndNext)
-async def label(
+@on_queue_lane
+def label(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    lane: QueueLaneDep,
     miss_id: Id,
     body: LabelBody,
     next: Annotated[
@@ -122,8 +119,7 @@ async def label(
     exactly as without ``next``."""
     # the golden set's causes are read with the miss, in the label's transaction
     if not next:
-        labelled = await lane.run(
-            queue.label,
+        labelled = queue.label(
             session=session,
             miss_id=miss_id,
             user=principal.user,
@@ -133,8 +129,7 @@ async def label(
             now=clock.now(),
         )
         return answer(labelled)
-    done = await lane.run(
-        queue.label_and_claim,
+    done = queue.label_and_claim(
         session=session,
         miss_id=miss_id,
         user=principal.user,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from app.api.responses import answer, attachment
 from app.exporters import Tracker
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.lanes import QueueLaneDep
+from app.http.lanes import on_queue_lane
 from app.http.params import Id, Page, PerPage
 from app.models.agreement_public import AgreementPublic
 from app.models.exports import ExportOutcome
@@ -100,20 +100,19 @@ def list_misses(
     response_model=MissPublic,
     responses={204: {"description": "nothing is left to claim"}},
 )
-async def claim(
+@on_queue_lane
+def claim(
     session: SessionDep,
     settings: SettingsDep,
     clock: ClockDep,
     principal: ReviewerDep,
-    lane: QueueLaneDep,
     triage_id: Id,
 ) -> Response:
     """The next miss for the caller, leased to them; 204 when nothing is left. With double
     review, a miss is offered to distinct reviewers until it has its labels, and never again
     to one who labelled it."""
     # the triage is read in the claim's own transaction (one per request)
-    miss = await lane.run(
-        queue.claim_in_triage,
+    miss = queue.claim_in_triage(
         session=session,
         triage_id=triage_id,
         user=principal.user,
