@@ -88,6 +88,10 @@ def on_queue_lane(endpoint: Callable[..., T]) -> Callable[..., Coroutine[Any, An
     route.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=parameters, return_annotation=hints.get("return", signature.return_annotation)
     )
+    # and the endpoint's annotations, resolved (what get_type_hints of the route tells)
+    route.__annotations__ = {p.name: p.annotation for p in parameters} | {
+        "return": hints.get("return", signature.return_annotation)
+    }
     for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(route, attribute, getattr(endpoint, attribute))
     return route

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
@@ -123,3 +124,6 @@ def test_a_route_on_the_lane_gets_its_parameters_and_runs_off_the_event_loop() -
     assert names == {"thing_id", "value"}  # the lane is not a parameter of the API
     assert LANE_PARAMETER not in names
     assert handle.__name__ == "handle"
+    hints = typing.get_type_hints(handle, include_extras=True)  # the endpoint's, resolved
+    assert hints["thing_id"] is int
+    assert hints["return"] == dict[str, object]
