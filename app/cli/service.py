@@ -125,7 +125,7 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
         "access_log": False,
     }
     if workers > 1 and settings.database_url.startswith("sqlite"):
-        # measured with benchmarks/queue_http.py, 32 reviewers: p99 106 ms with one process,
+        # measured with benchmarks/queue_http.py, 32 reviewers: p99 103-116 ms with one process,
         # 387-471 ms with two (the second process's writers sleep in SQLite's busy handler)
         click.echo(
             f"misstriage: warning: SQLite writes one transaction at a time, so {workers} "
