@@ -10,7 +10,6 @@ are kept in the audit trail) and audited (``adjudicate``, ``conflict``, ``refuse
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
@@ -20,12 +19,13 @@ from app.models import LabelAction, Miss, MissState, Review, Triage, User
 from app.models.triage_public import AdjudicationCase, MissPublic, ReviewPublic
 from app.services import overlap
 from app.services.audit import (
+    attempted,
     checked_note,
     is_lead,
     is_postgres,
     locked_miss,
     record_event,
-    snapshot,
+    stale,
 )
 from app.services.errors import Conflict, Forbidden, ServiceError
 
@@ -114,12 +114,7 @@ def adjudicate(
         miss = locked_miss(session, miss_id)
         refusal = _refusal(miss, user, version)
         if refusal is not None:
-            attempt: dict[str, Any] = {
-                "state": MissState.LABELLED.value,
-                "category": category,
-                "note": note,
-                "version": version,
-            }
+            attempt = attempted(category, note, version)
             record_event(session, miss, user, refusal[0], now=now, after=attempt)
         else:
             overlap.decide(session, miss, user, category=category, note=note, now=now)
@@ -129,12 +124,9 @@ def adjudicate(
 
 
 def _refusal(miss: Miss, user: User, version: int) -> tuple[LabelAction, ServiceError] | None:
-    if miss.version != version:
-        return LabelAction.CONFLICT, Conflict(
-            f"this miss changed since you loaded it (version {version}, now {miss.version})",
-            code="stale_version",
-            details={"current": snapshot(miss)},
-        )
+    conflict = stale(miss, version)
+    if conflict is not None:
+        return LabelAction.CONFLICT, conflict
     if miss.state != MissState.DISPUTED.value:
         return LabelAction.REFUSED, Conflict(
             "this miss is not waiting for adjudication", code="not_disputed"

@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 
 from app.eval.errors import shorten
 from app.models import CANT_TELL, OTHER, LabelAction, LabelEvent, Miss, MissState, Role, User
-from app.services.errors import Invalid, NotFound
+from app.services.errors import Conflict, Invalid, NotFound
 
 
 class Labelled(Protocol):
@@ -41,6 +41,29 @@ def snapshot(miss: Labelled) -> dict[str, Any]:
         "note": miss.note,
         "version": miss.version,
     }
+
+
+def attempted(category: str, note: str, version: int) -> dict[str, Any]:
+    """The label a refused attempt asked for, as its audit event's ``after``: the attempt is
+    kept even though the miss did not change."""
+    return {
+        "state": MissState.LABELLED.value,
+        "category": category,
+        "note": note,
+        "version": version,
+    }
+
+
+def stale(miss: Labelled, version: int) -> Conflict | None:
+    """409 ``stale_version`` (with the miss's current label) when the caller loaded another
+    version of the miss than the one it now has."""
+    if miss.version == version:
+        return None
+    return Conflict(
+        f"this miss changed since you loaded it (version {version}, now {miss.version})",
+        code="stale_version",
+        details={"current": snapshot(miss)},
+    )
 
 
 def record_event(

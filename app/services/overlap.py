@@ -33,7 +33,7 @@ from app.models import (
 )
 from app.models.triage_public import MissPublic
 from app.services import events as outbox
-from app.services.audit import is_lead, is_postgres, record_event, snapshot
+from app.services.audit import is_lead, is_postgres, record_event, snapshot, stale
 from app.services.errors import Conflict, Forbidden, ServiceError
 from app.services.skips import skipped_ids
 
@@ -217,12 +217,9 @@ def refusal(
     session: Session, miss: Miss, user: User, version: int, now: datetime
 ) -> tuple[LabelAction, ServiceError] | None:
     """Why ``user`` may not label the overlap ``miss`` at ``version``, or None."""
-    if miss.version != version:
-        return LabelAction.CONFLICT, Conflict(
-            f"this miss changed since you loaded it (version {version}, now {miss.version})",
-            code="stale_version",
-            details={"current": snapshot(miss)},
-        )
+    conflict = stale(miss, version)
+    if conflict is not None:
+        return LabelAction.CONFLICT, conflict
     if miss.state != MissState.OPEN.value:
         if is_lead(user):
             return None  # a lead's label on a resolved or disputed miss is an adjudication

@@ -29,6 +29,7 @@ from app.services import overlap, queue_core
 from app.services.audit import (
     Labelled,
     adjudicating,
+    attempted,
     checked_note,
     event_values,
     holds,
@@ -36,8 +37,9 @@ from app.services.audit import (
     locked_miss,
     record_event,
     snapshot,
+    stale,
 )
-from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
+from app.services.errors import Forbidden, Invalid, NotFound, ServiceError
 from app.services.queue_core import OPEN_LITERAL
 from app.services.queue_reads import Progress, audit_page, audit_trail, progress, who_did
 from app.services.queue_returns import release, skip, undo
@@ -262,25 +264,20 @@ def _label_in(
     note = checked_note(category, note, [*known, CANT_TELL])
     miss = target.miss
     closure: tuple[queue_core.MissRow, outbox.LabelContext, bool] | None = None
+    if category == CANT_TELL and (miss.reviewers == 1 or miss.state != MissState.OPEN.value):
+        raise Invalid(
+            f"{CANT_TELL!r} is for reviewers of a miss with more than one reviewer",
+            code="unknown_category",
+        )
     if miss.reviewers > 1:
         overlapped, refusal = _label_overlap(session, miss_id, user, category, note, version, now)
         public = MissPublic.of(overlapped)
     else:
-        if category == CANT_TELL:
-            raise Invalid(
-                f"{CANT_TELL!r} is for reviewers of a miss with more than one reviewer",
-                code="unknown_category",
-            )
         refusal = _refusal(miss, user, version)
         conn = session.connection()
         if refusal is not None:
             # the refused attempt is kept in the audit log (committed), then answered
-            attempt = {
-                "state": MissState.LABELLED.value,
-                "category": category,
-                "note": note,
-                "version": version,
-            }
+            attempt = attempted(category, note, version)
             queue_core.append_event(
                 conn, event_values(miss, user, refusal[0], now=now, after=attempt)
             )
@@ -318,19 +315,9 @@ def _label_overlap(
     """``_label_in`` for a miss with more than one reviewer (``overlap``): the reviewer's
     own blind label, or the refused attempt recorded."""
     miss = locked_miss(session, miss_id)
-    if category == CANT_TELL and miss.state != MissState.OPEN.value:
-        raise Invalid(
-            f"{CANT_TELL!r} is for reviewers of a miss with more than one reviewer",
-            code="unknown_category",
-        )
     refusal = overlap.refusal(session, miss, user, version, now)
     if refusal is not None:
-        attempt = {
-            "state": MissState.LABELLED.value,
-            "category": category,
-            "note": note,
-            "version": version,
-        }
+        attempt = attempted(category, note, version)
         record_event(session, miss, user, refusal[0], now=now, after=attempt)
     else:
         overlap.add_label(session, miss, user, category=category, note=note, now=now)
@@ -340,12 +327,9 @@ def _label_overlap(
 def _refusal(miss: Labelled, user: User, version: int) -> tuple[LabelAction, ServiceError] | None:
     """Why ``user`` may not label ``miss`` at ``version`` (the audit action and the error),
     or None when they may."""
-    if miss.version != version:
-        return LabelAction.CONFLICT, Conflict(
-            f"this miss changed since you loaded it (version {version}, now {miss.version})",
-            code="stale_version",
-            details={"current": snapshot(miss)},
-        )
+    conflict = stale(miss, version)
+    if conflict is not None:
+        return LabelAction.CONFLICT, conflict
     relabel = miss.state == MissState.LABELLED
     if is_lead(user) or (not relabel and holds(miss, user)):
         return None
