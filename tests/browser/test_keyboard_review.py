@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.support.browsing import prepared_demo
 from tests.support.demo_site import Account
@@ -19,13 +20,18 @@ MOST_CARDS = 40
 
 
 def _focus_kept(page: Page) -> str:
-    """What has the focus; fails when nothing does (the focus fell back to <body>)."""
-    focused = page.evaluate(
+    """What has the focus once the swap has settled (app.js places it on htmx:afterSettle,
+    a moment after the new card is visible); fails when nothing has it within 5 s (the focus
+    fell back to <body>)."""
+    focused = (
         "() => { const e = document.activeElement;"
         " return !e || e === document.body ? null : e.tagName.toLowerCase() + '#' + e.id; }"
     )
-    assert focused is not None, f"the focus was lost on {page.url}"
-    return str(focused)
+    try:
+        page.wait_for_function(focused, timeout=5_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the focus was lost on {page.url}") from None
+    return str(page.evaluate(focused))
 
 
 def _tab_to(page: Page, selector: str) -> None:
