@@ -27,7 +27,7 @@ from app.http.params import refuse_nul
 from app.http.uploads import limit_decompression
 from app.middleware import BodySizeLimit, BodyTimeout, SecurityHeaders
 from app.observability import RequestLog
-from app.services.events import Deliverer
+from app.services.delivery.events import Deliverer
 from app.settings import Settings, get_settings
 from app.web import accounts as web_accounts
 from app.web import adjudication as web_adjudication

@@ -108,8 +108,11 @@ from app.main import create_app
 from app.migrate import upgrade
 from app.models import DEFAULT_CAUSES, OTHER, LabelEvent, Miss, MissSkip, Review, Role
 from app.models.triage_public import Overlap
-from app.services import agreement, dashboard, golden_sets, runs, skips, triages, users
-from app.services.dashboard_lists import SKIPS_SHOWN
+from app.services.accounts import users
+from app.services.imports import golden_sets, runs
+from app.services.queue import skips
+from app.services.triage import agreement, dashboard, triages
+from app.services.triage.dashboard_lists import SKIPS_SHOWN
 from app.settings import Settings
 
 BACKENDS = ("postgresql", "sqlite")

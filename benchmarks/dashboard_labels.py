@@ -45,7 +45,7 @@ CATEGORY_WEIGHTS = (
 LABEL_WINDOW = timedelta(hours=8)
 LEASE = timedelta(minutes=10)
 SEED = 20261130
-NOTE_JOIN = " | "  # app.services.overlap's join of the reviewers' notes
+NOTE_JOIN = " | "  # app.services.queue.overlap's join of the reviewers' notes
 
 
 @dataclass

@@ -57,7 +57,9 @@ sys.path.insert(0, str(ROOT))  # tests.support.db: the throwaway cluster the sui
 from app.db import make_engine  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
 from app.models import Role  # noqa: E402
-from app.services import golden_sets, runs, triages, users  # noqa: E402
+from app.services.accounts import users  # noqa: E402
+from app.services.imports import golden_sets, runs  # noqa: E402
+from app.services.triage import triages  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from tests.support.db import ThrowawayCluster  # noqa: E402
 

@@ -66,7 +66,7 @@ from support import (
 from app.db import make_engine
 from app.migrate import upgrade
 from app.models import DEFAULT_CAUSES, Role
-from app.services import users
+from app.services.accounts import users
 from app.settings import Settings
 
 BACKENDS = ("postgresql", "sqlite")

@@ -34,7 +34,7 @@ from app.db import make_engine
 from app.main import create_app
 from app.migrate import upgrade
 from app.models import Role
-from app.services import users
+from app.services.accounts import users
 from tests.support.service import PASSWORD, make_settings
 from tests.support.triage import make_triage
 

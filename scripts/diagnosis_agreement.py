@@ -42,8 +42,8 @@ from app.eval.diagnosis import Diagnosis, Thresholds  # noqa: E402
 from app.eval.evaluate import QueryEvaluation  # noqa: E402
 from app.eval.hints import CHUNK_BOUNDARY, NOT_INDEXED, VOCABULARY_MISMATCH  # noqa: E402
 from app.models import Miss, MissState  # noqa: E402
-from app.services import runs as run_service  # noqa: E402
-from app.services import triages as triage_service  # noqa: E402
+from app.services.imports import runs as run_service  # noqa: E402
+from app.services.triage import triages as triage_service  # noqa: E402
 from app.settings import Settings  # noqa: E402
 
 DEPTH, K = 50, 10
@@ -162,7 +162,7 @@ def report(result: Agreement, counts: dict[str, int]) -> str:
 def _seed(url: str, golden_dir: Path, runs: list[tuple[str, Path]]) -> list[int]:
     """Import a BEIR-style folder and runs into ``url``; a triage per run; their ids."""
     from app.migrate import upgrade
-    from app.services import golden_sets
+    from app.services.imports import golden_sets
 
     settings = Settings(DATABASE_URL=url)
     upgrade(settings)

@@ -19,7 +19,7 @@ from app.db import make_engine
 from app.main import create_app
 from app.migrate import upgrade
 from app.models import Role
-from app.services import users as user_service
+from app.services.accounts import users as user_service
 from app.settings import Settings
 from tests.support.db import PostgresServer, empty_all
 from tests.support.live import LiveServer

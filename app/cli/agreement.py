@@ -9,8 +9,8 @@ import click
 
 from app.cli.service import ROW_ID, database, output_option
 from app.models.agreement_public import AgreementPublic
-from app.services import agreement as agreement_service
-from app.services import triages as triage_service
+from app.services.triage import agreement as agreement_service
+from app.services.triage import triages as triage_service
 
 
 def agreement_table(found: AgreementPublic) -> str:

@@ -36,7 +36,9 @@ def seed(database_url: str, data: Path) -> tuple[int, int]:
     from app.db import make_engine
     from app.migrate import upgrade
     from app.models import GoldenSet, Role, Triage, User
-    from app.services import golden_sets, runs, triages, users
+    from app.services.accounts import users
+    from app.services.imports import golden_sets, runs
+    from app.services.triage import triages
     from app.settings import Settings
 
     settings = Settings(DATABASE_URL=database_url)

@@ -55,7 +55,7 @@ def emit(
     """The metric table of every run on stdout: JSON (the API's shapes), CSV (one row per
     run, or per query with ``per_query``) or text tables with the depth advice and clusters."""
     # the output's models (pydantic) are imported when an output is written, not at start-up
-    from app.services.metrics import ConventionsPublic, EvaluatedRun, QueryRow
+    from app.services.imports.metrics import ConventionsPublic, EvaluatedRun, QueryRow
 
     first = results[0]
     if output_format == "json":

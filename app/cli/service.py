@@ -27,11 +27,11 @@ from app.models.exports import ExportAction
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
 from app.models.triage_public import Overlap, TriagePublic
-from app.services import golden_sets as golden_service
-from app.services import runs as run_service
-from app.services import triages as triage_service
-from app.services import users as user_service
+from app.services.accounts import users as user_service
 from app.services.errors import BadInput, Invalid, ServiceError
+from app.services.imports import golden_sets as golden_service
+from app.services.imports import runs as run_service
+from app.services.triage import triages as triage_service
 from app.settings import Settings, get_settings
 
 #: A row id option: within the database's integers, so a larger one is a usage error (exit 2).
@@ -362,7 +362,7 @@ def triage(
 def export(triage_id: int, tracker: str, target: str, dry_run: bool) -> None:
     """Push the triage's backlog to an issue tracker: one issue per cause, updated on the
     next export. Credentials come from the MISSTRIAGE_<TRACKER>_* settings."""
-    from app.services import exports
+    from app.services.delivery import exports
 
     with database() as session:
         outcome = exports.export(

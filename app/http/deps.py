@@ -16,7 +16,7 @@ from app.db import end_reading
 from app.models import Role, User
 from app.observability import note_user
 from app.security import CookieSigner
-from app.services import users as user_service
+from app.services.accounts import users as user_service
 from app.services.errors import Forbidden, ServiceError
 from app.settings import Settings
 

@@ -17,7 +17,7 @@ from app.readmodel import IsoDateTime, ReadModel, absent_when_none
 @dataclass(frozen=True)
 class TriageContext:
     """A triage with the run it triages and that run's golden set: loaded by one query
-    (``app.services.triages.triage_context``), read by every page and answer about it."""
+    (``app.services.triage.triages.triage_context``), read by every page and answer about it."""
 
     triage: Triage
     run: Run
@@ -167,7 +167,7 @@ class FinalCounts(ReadModel):
 
 class ClosureReport(ReadModel):
     """Counts per cause and whether the categories close (DESIGN.md): made by
-    ``app.services.triages.closure_report`` alone."""
+    ``app.services.triage.triages.closure_report`` alone."""
 
     misses: int
     counts: dict[str, int]
@@ -180,7 +180,7 @@ class ClosureReport(ReadModel):
     #: The final labels (the named causes and other) by what they rest on.
     final: FinalCounts = FinalCounts()
     closes: bool
-    #: The closure sentence (``app.services.triages.closure_sentence``).
+    #: The closure sentence (``app.services.triage.triages.closure_sentence``).
     closure: str
 
 

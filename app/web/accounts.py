@@ -22,8 +22,8 @@ from app.http.deps import (
 from app.http.params import Id
 from app.models.users import TokenPublic
 from app.security import CookieSigner
-from app.services import logins
-from app.services import users as user_service
+from app.services.accounts import logins
+from app.services.accounts import users as user_service
 from app.settings import Settings
 from app.web.render import redirect, render
 

@@ -16,10 +16,10 @@ from app.http.deps import ClockDep, Principal, ReviewerDep, SessionDep, Settings
 from app.http.params import FormId, Id
 from app.models import OTHER
 from app.models.triage_public import AdjudicationCase, TriageContext
-from app.services import adjudication
-from app.services import review as review_service
-from app.services import triages as triage_service
 from app.services.errors import Forbidden, ServiceError
+from app.services.queue import adjudication
+from app.services.triage import triages as triage_service
+from app.services.views import review as review_service
 from app.settings import Settings
 from app.web import copy
 from app.web.render import redirect, render

@@ -18,9 +18,9 @@ from app.http.deps import Principal
 from app.models import Role
 from app.models.exports import ExportOutcome
 from app.models.triage_public import TriageContext
-from app.services import agreement, dashboard, dashboard_lists, kept
-from app.services import exports as export_service
-from app.services import triages as triage_service
+from app.services.delivery import exports as export_service
+from app.services.triage import agreement, dashboard, dashboard_lists, kept
+from app.services.triage import triages as triage_service
 from app.settings import Settings
 from app.web.render import path_for, render
 

@@ -18,8 +18,8 @@ from app.eval.conventions import (
     check_cutoffs,
 )
 from app.eval.depth_cost import DEFAULT_TOLERANCE, parse_retrieval_p95
-from app.services.clusters import parse_ks
 from app.services.errors import Invalid
+from app.services.imports.clusters import parse_ks
 
 E = TypeVar("E", bound=StrEnum)
 N = TypeVar("N", int, float, None)

@@ -12,7 +12,7 @@ from app.http.deps import ReviewerDep, SessionDep
 from app.http.params import Id
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
-from app.services import lookup
+from app.services.views import lookup
 from app.web.forms import View, read_view, refuse_bad_view
 from app.web.render import render
 

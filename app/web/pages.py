@@ -25,11 +25,12 @@ from app.models import JUDGED, LOG, Role
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
 from app.models.triage_public import Overlap
-from app.services import comparisons, events
-from app.services import golden_sets as golden_service
-from app.services import runs as run_service
-from app.services import triages as triage_service
+from app.services.delivery import events
 from app.services.errors import Invalid, ServiceError
+from app.services.imports import golden_sets as golden_service
+from app.services.imports import runs as run_service
+from app.services.triage import triages as triage_service
+from app.services.views import comparisons
 from app.web.charts import depth_curve_chart
 from app.web.forms import Fields, View, read_view
 from app.web.progress import new_import_id, tracking

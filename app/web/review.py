@@ -21,9 +21,10 @@ from app.http.deps import (
 )
 from app.http.lanes import on_queue_lane
 from app.http.params import FormId, Id
-from app.services import queue, skips
-from app.services import triages as triage_service
+from app.services import queue
 from app.services.errors import ServiceError
+from app.services.queue import skips
+from app.services.triage import triages as triage_service
 from app.web import copy, review_card
 
 router = APIRouter(include_in_schema=False)

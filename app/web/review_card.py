@@ -13,8 +13,9 @@ from sqlmodel import Session
 from app.http.deps import Principal
 from app.models import CANT_TELL, OTHER, Role
 from app.models.triage_public import MissPublic, TriageContext
-from app.services import queue, skips
-from app.services import review as review_service
+from app.services import queue
+from app.services.queue import skips
+from app.services.views import review as review_service
 from app.settings import Settings
 from app.web.render import error_page, is_fragment_request, redirect, render, templates
 

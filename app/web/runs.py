@@ -16,12 +16,12 @@ from app.http.params import Id, Page, PerPage, QueryId
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
 from app.readmodel import paged
-from app.services import clusters as cluster_service
-from app.services import comparisons
-from app.services import golden_sets as golden_service
-from app.services import runs as run_service
 from app.services.errors import Invalid
-from app.services.metrics import query_rows
+from app.services.imports import clusters as cluster_service
+from app.services.imports import golden_sets as golden_service
+from app.services.imports import runs as run_service
+from app.services.imports.metrics import query_rows
+from app.services.views import comparisons
 from app.web import copy
 from app.web.charts import clusters_chart
 from app.web.forms import (

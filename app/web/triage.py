@@ -17,12 +17,13 @@ from app.http.params import Id, Page, PerPage
 from app.models import OTHER, MissState
 from app.models.exports import ExportAction, ExportResult
 from app.models.triage_public import TriageContext
-from app.services import dashboard, queue
-from app.services import exports as export_service
-from app.services import golden_sets as golden_service
-from app.services import triages as triage_service
+from app.services import queue
+from app.services.delivery import exports as export_service
 from app.services.errors import ServiceError
-from app.services.review import build_card
+from app.services.imports import golden_sets as golden_service
+from app.services.triage import dashboard
+from app.services.triage import triages as triage_service
+from app.services.views.review import build_card
 from app.settings import Settings
 from app.web.dashboard import ExportPanel, dashboard_page
 from app.web.render import path_for, redirect, render

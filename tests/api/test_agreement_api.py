@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from app.models import Role
 from app.models.triage_public import Overlap
-from app.services import users
+from app.services.accounts import users
 from tests.support import agreement_textbook as textbook
 from tests.support.cli import service_cli
 from tests.support.service import PASSWORD, Account, login

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app.models import Role
-from app.services import backlog
+from app.services.triage import backlog
 from app.settings import Settings
 from tests.support.service import Account, label_some
 from tests.support.triage import make_triage

@@ -19,8 +19,8 @@ from sqlmodel import Session, select
 
 from app.eval.clusters import ClusterEvaluation
 from app.models import Role, Run, RunClusterTotals, RunJudgedCluster
-from app.services import golden_sets, runs
-from app.services.clusters import cluster_evaluation
+from app.services.imports import golden_sets, runs
+from app.services.imports.clusters import cluster_evaluation
 from tests.support.cluster_runs import ClusterRunFiles, write_cluster_run
 from tests.support.log_runs import rankings
 from tests.support.service import Account

@@ -15,7 +15,7 @@ from app.db import make_engine
 from app.main import create_app
 from app.migrate import upgrade
 from app.models import Role
-from app.services import users
+from app.services.accounts import users
 from tests.support.db import ThrowawayCluster
 from tests.support.live import free_port
 from tests.support.service import make_settings

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.models import Role
-from app.services import runs as run_service
+from app.services.imports import runs as run_service
 from tests.support.samples import QRELS, RUN, import_golden
 from tests.support.service import Account, row_counts
 

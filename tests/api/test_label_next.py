@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 from app.clock import FrozenClock
 from app.models import LabelAction, LabelEvent, Role
 from app.models.triage_public import Overlap
-from app.services import users
+from app.services.accounts import users
 from tests.support.service import PASSWORD, Account
 from tests.support.triage import make_triage
 

@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from app.clock import FrozenClock
 from app.models import Role
-from app.services import users
+from app.services.accounts import users
 from tests.support.hints import import_hint_fixture
 from tests.support.service import HTMX, PASSWORD, Account, login
 from tests.support.triage import make_triage

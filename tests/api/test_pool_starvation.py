@@ -18,7 +18,7 @@ from sqlmodel import Session
 from app.db import normalise_url
 from app.main import create_app
 from app.models import Role
-from app.services import users
+from app.services.accounts import users
 from app.settings import Settings
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from app.models import LabelEvent, Miss, Role
-from app.services import users
+from app.services.accounts import users
 from tests.support.live import LiveServer
 from tests.support.service import TEST_SECRET
 from tests.support.triage import make_triage

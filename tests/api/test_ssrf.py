@@ -19,7 +19,7 @@ from app.exporters import Sender
 from app.exporters.outbound import AddressRefused, check_url, client
 from app.main import create_app
 from app.models import GoldenSet, Role, WebhookDelivery
-from app.services import events
+from app.services.delivery import events
 from app.settings import Settings
 from tests.support.fake_tracker import SECRET, TOKEN, Fault, Tracker, serve
 from tests.support.service import Account

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.models import Role
-from app.services import auth_cache, users
+from app.services.accounts import auth_cache, users
 from tests.support.live import LiveServer
 from tests.support.service import PASSWORD, TEST_SECRET
 

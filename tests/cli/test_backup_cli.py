@@ -17,7 +17,8 @@ from sqlmodel import Session, select
 
 from app.clock import Clock
 from app.models import Miss, Role, Triage
-from app.services import queue, users
+from app.services import queue
+from app.services.accounts import users
 from tests.support.cli import service_cli as cli
 from tests.support.db import PostgresServer
 from tests.support.triage import make_triage

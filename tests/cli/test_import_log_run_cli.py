@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.models import Run
-from app.services.clusters import run_clusters
+from app.services.imports.clusters import run_clusters
 from tests.support.cli import service_cli as cli
 from tests.support.log_runs import DEMO, write_log_run
 

@@ -21,7 +21,7 @@ import pytrec_eval
 
 from app.eval import Conventions, Gain, evaluate_run
 from app.eval.conventions import ALL_JUDGED_QUERIES, AVERAGED_QUERIES
-from app.services.metrics import ConventionsPublic
+from app.services.imports.metrics import ConventionsPublic
 from tests.support.evaluation import evaluate, golden, ranked
 from tests.support.oracle_cases import make_case
 

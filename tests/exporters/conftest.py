@@ -15,7 +15,8 @@ from sqlmodel import Session
 
 from app.clock import FrozenClock
 from app.models import GoldenSet, Role, Run, Triage, User
-from app.services import queue, users
+from app.services import queue
+from app.services.accounts import users
 from app.settings import Settings
 from tests.support.exports import CAUSES
 from tests.support.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Tracker, serve

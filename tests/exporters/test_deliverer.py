@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from app.db import make_engine
 from app.main import create_app
 from app.models import Role
-from app.services.events import Deliverer
+from app.services.delivery.events import Deliverer
 from app.settings import Settings
 from tests.support.fake_tracker import SECRET, Fault, Tracker
 from tests.support.service import Account, make_settings
@@ -86,7 +86,7 @@ def test_failures_are_logged_without_secret_or_body(
 
     from app.exporters import Sender
     from app.models import GoldenSet, WebhookDelivery
-    from app.services import events
+    from app.services.delivery import events
 
     base, tracker = fake
     golden, _, _ = make_triage(engine, tmp_path, queries=1, per_query=1)

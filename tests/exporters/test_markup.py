@@ -19,7 +19,11 @@ from sqlmodel import Session
 from app.exporters.markup import JOINER, markdown_code, markdown_text, one_line, url_path
 from app.models import OTHER, GoldenSet, Role, Run, Triage
 from app.models.exports import ExportOutcome
-from app.services import exports, golden_sets, queue, runs, triages, users
+from app.services import queue
+from app.services.accounts import users
+from app.services.delivery import exports
+from app.services.imports import golden_sets, runs
+from app.services.triage import triages
 from app.settings import Settings
 from tests.support.fake_tracker import Tracker
 

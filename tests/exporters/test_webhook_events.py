@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 
 from app.exporters import Sender
 from app.models import Role, WebhookDelivery
-from app.services import events
+from app.services.delivery import events
 from tests.support.fake_tracker import SECRET, Tracker
 from tests.support.service import Account
 from tests.support.triage import make_triage

@@ -14,8 +14,8 @@ from sqlmodel import Session, col, select, update
 
 from app.cli.demo import LEAD, REVIEWER
 from app.models import Role, User, UserSession, utcnow
-from app.services import passwords
-from app.services import users as user_service
+from app.services.accounts import passwords
+from app.services.accounts import users as user_service
 from app.services.errors import Invalid
 from tests.support.cli import service_cli as cli
 from tests.support.service import PASSWORD, Account

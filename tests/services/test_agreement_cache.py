@@ -12,7 +12,9 @@ from sqlmodel import Session
 from app.clock import FrozenClock
 from app.models import Role, Triage, User
 from app.models.triage_public import Overlap
-from app.services import adjudication, agreement, queue
+from app.services import queue
+from app.services.queue import adjudication
+from app.services.triage import agreement
 from tests.support.triage import make_people, make_triage
 
 LEASE = timedelta(minutes=10)

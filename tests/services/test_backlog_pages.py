@@ -15,8 +15,10 @@ from sqlmodel import Session, col, select
 
 from app.clock import FrozenClock
 from app.models import OTHER, UNLABELLED, Miss, MissState, Role, User
-from app.services import dashboard, queue, skips
-from app.services.triages import get_triage
+from app.services import queue
+from app.services.queue import skips
+from app.services.triage import dashboard
+from app.services.triage.triages import get_triage
 from tests.support.triage import make_people, make_triage
 
 CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]

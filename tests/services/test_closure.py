@@ -13,8 +13,9 @@ from sqlmodel import Session
 from app.clock import FrozenClock
 from app.models import OTHER, Role, Triage
 from app.models.triage_public import MissPublic
-from app.services import queue, users
-from app.services.triages import closes, closure_report, triage_context
+from app.services import queue
+from app.services.accounts import users
+from app.services.triage.triages import closes, closure_report, triage_context
 from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)

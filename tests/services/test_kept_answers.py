@@ -17,18 +17,13 @@ from sqlmodel import Session, col, select
 from app.clock import FrozenClock
 from app.models import OTHER, GoldenSet, Miss, MissState, Role, Triage, User
 from app.models.triage_public import Overlap
-from app.services import (
-    agreement,
-    dashboard,
-    dashboard_lists,
-    golden_sets,
-    queue,
-    skips,
-    triages,
-    users,
-)
-from app.services.dashboard_lists import RESIDUE_SHOWN, SKIPS_SHOWN, LabelLists
-from app.services.kept import label_key
+from app.services import queue
+from app.services.accounts import users
+from app.services.imports import golden_sets
+from app.services.queue import skips
+from app.services.triage import agreement, dashboard, dashboard_lists, triages
+from app.services.triage.dashboard_lists import RESIDUE_SHOWN, SKIPS_SHOWN, LabelLists
+from app.services.triage.kept import label_key
 from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)

@@ -1,4 +1,4 @@
-"""The metrics shape, written once (app.services.metrics): the API's answer and
+"""The metrics shape, written once (app.services.imports.metrics): the API's answer and
 ``misstriage evaluate --format json`` carry the same figures under the same names, measure
 names are canonical keys, and the rows sort and filter as the run page asks."""
 
@@ -17,7 +17,7 @@ from app.eval.depth_cost import advise_depth
 from app.models import ApiToken, GoldenSet
 from app.models.golden import GoldenSetPublic
 from app.models.users import TokenPublic
-from app.services.metrics import (
+from app.services.imports.metrics import (
     ClusterMetrics,
     EvaluatedRun,
     Metrics,

@@ -14,10 +14,11 @@ from sqlmodel import Session, col, select
 from app.clock import FrozenClock
 from app.models import CANT_TELL, Miss, MissState, Review, Role, User
 from app.models.triage_public import MissPublic, Overlap
-from app.services import adjudication, queue
-from app.services.agreement import review_labels
+from app.services import queue
 from app.services.errors import Conflict, Forbidden, Invalid
-from app.services.triages import closure_report, triage_context
+from app.services.queue import adjudication
+from app.services.triage.agreement import review_labels
+from app.services.triage.triages import closure_report, triage_context
 from tests.support.triage import make_people, make_triage
 
 LEASE = timedelta(minutes=10)

@@ -11,7 +11,8 @@ from sqlmodel import Session
 
 from app.clock import FrozenClock
 from app.models import Miss, MissState, Role, User
-from app.services import queue, users
+from app.services import queue
+from app.services.accounts import users
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound
 from tests.support.triage import make_triage
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.review import head_between_words
+from app.services.views.review import head_between_words
 
 
 @pytest.mark.parametrize(

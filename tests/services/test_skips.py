@@ -16,8 +16,10 @@ from sqlmodel import Session, col, select
 from app.clock import FrozenClock
 from app.migrate import downgrade, upgrade
 from app.models import LabelAction, LabelEvent, MissSkip, MissState, Role, Triage, User
-from app.services import queue, skips, users
+from app.services import queue
+from app.services.accounts import users
 from app.services.errors import Forbidden, NotFound
+from app.services.queue import skips
 from app.settings import Settings
 from tests.support.triage import make_triage
 

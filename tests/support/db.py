@@ -159,7 +159,8 @@ def empty_all(engine: Engine) -> None:
     from sqlmodel import SQLModel
 
     import app.models  # noqa: F401
-    from app.services import auth_cache, kept
+    from app.services.accounts import auth_cache
+    from app.services.triage import kept
 
     kept.forget()  # the kept answers belong to the rows about to go
     auth_cache.forget()  # so do the token look-ups

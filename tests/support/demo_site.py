@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from app.db import make_engine
 from app.models import Role
-from app.services import users as user_service
+from app.services.accounts import users as user_service
 from tests.support.live import free_port, healthy_within
 from tests.support.service import make_settings
 

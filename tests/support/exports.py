@@ -8,7 +8,7 @@ from sqlmodel import Session
 from app.exporters import Tracker as ExportTracker
 from app.models import GoldenSet, Run, Triage, User
 from app.models.exports import ExportOutcome
-from app.services import exports
+from app.services.delivery import exports
 from app.settings import Settings
 
 CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]

@@ -21,7 +21,7 @@ from sqlmodel import Session
 
 from app import security
 from app.models import Role, User
-from app.services import users as user_service
+from app.services.accounts import users as user_service
 from tests.support.service import PASSWORD, Account
 
 SCRIPT = '<script>alert("xss-1")</script>'

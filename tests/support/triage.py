@@ -10,7 +10,9 @@ from sqlmodel import Session
 
 from app.models import GoldenSet, Role, Run, Triage, User
 from app.models.triage_public import Overlap
-from app.services import golden_sets, runs, triages, users
+from app.services.accounts import users
+from app.services.imports import golden_sets, runs
+from app.services.triage import triages
 
 TOPICS = [
     "api throttling limits",

@@ -15,7 +15,8 @@ from sqlmodel import Session, select
 
 from app.main import create_app
 from app.models import Miss, Role
-from app.services import golden_sets, runs, triages
+from app.services.imports import golden_sets, runs
+from app.services.triage import triages
 from app.settings import Settings
 from tests.support.service import ORIGIN, Account, get, login
 

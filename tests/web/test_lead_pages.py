@@ -238,7 +238,7 @@ def test_reranker_note_says_no_change_when_recall_at_k_did_not_move(
 
 
 def test_comparison_rows_put_causes_first_then_other_covered_unlabelled() -> None:
-    from app.services.comparisons import cause_order
+    from app.services.views.comparisons import cause_order
 
     causes = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
     present = {"unlabelled", "covered", "other", "chunk-boundary", "not-indexed", "legacy"}

@@ -112,7 +112,8 @@ def test_query_and_note_text_are_escaped(
     (tmp_path / "x.trec").write_text("q1 Q0 other 1 1 t\n")
     from sqlmodel import Session
 
-    from app.services import golden_sets, runs, triages
+    from app.services.imports import golden_sets, runs
+    from app.services.triage import triages
 
     with Session(engine, expire_on_commit=False) as session:
         golden = golden_sets.import_golden_set(

@@ -16,7 +16,7 @@ from sqlmodel import Session, SQLModel, select
 from app.http.deps import SAFE_METHODS, SESSION_COOKIE
 from app.main import create_app
 from app.models import Miss, Role
-from app.services import users as user_service
+from app.services.accounts import users as user_service
 from app.settings import Settings
 from tests.support.routes import REVIEW_ACTIONS, REVIEW_FORM, concrete, routes
 from tests.support.service import ORIGIN, PASSWORD, Account, login

@@ -21,7 +21,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from app.models import Miss, Role, Triage
-from app.services import golden_sets, runs, triages
+from app.services.imports import golden_sets, runs
+from app.services.triage import triages
 from app.settings import Settings
 from tests.support.fake_tracker import JIRA_EMAIL, TOKEN, Tracker, serve
 from tests.support.service import ORIGIN, Account, get, login

@@ -10,7 +10,7 @@ from app.http.params import Id, Page, PerPage
 from app.models import Role
 from app.models.users import TokenCreated, TokenPublic, UserPublic
 from app.readmodel import PageOf, paged
-from app.services import users as service
+from app.services.accounts import users as service
 from app.services.paging import DEFAULT_PER_PAGE
 
 router = APIRouter(tags=["accounts"])

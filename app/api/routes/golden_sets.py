@@ -14,10 +14,10 @@ from app.http.uploads import saved_uploads
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
 from app.readmodel import PageOf, paged
-from app.services import events
-from app.services import golden_sets as service
-from app.services import runs as run_service
+from app.services.delivery import events
 from app.services.errors import Invalid
+from app.services.imports import golden_sets as service
+from app.services.imports import runs as run_service
 from app.services.paging import DEFAULT_PER_PAGE
 
 router = APIRouter(prefix="/golden-sets", tags=["golden-sets"])

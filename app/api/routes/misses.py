@@ -14,9 +14,10 @@ from app.http.lanes import on_queue_lane
 from app.http.params import Id, Page, PerPage
 from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
-from app.services import adjudication, queue
+from app.services import queue
 from app.services.paging import DEFAULT_PER_PAGE
-from app.services.triages import causes_of_miss
+from app.services.queue import adjudication
+from app.services.triage.triages import causes_of_miss
 
 router = APIRouter(prefix="/misses", tags=["queue"])
 

@@ -23,12 +23,12 @@ from app.models import RunClustersPublic
 from app.models.runs import RunPublic
 from app.models.triage_public import Overlap, TriagePublic
 from app.readmodel import PageOf, paged
-from app.services import clusters as cluster_service
-from app.services import runs as service
-from app.services import triages as triage_service
 from app.services.errors import Invalid
-from app.services.metrics import QueryRow, RunMetrics, query_rows
+from app.services.imports import clusters as cluster_service
+from app.services.imports import runs as service
+from app.services.imports.metrics import QueryRow, RunMetrics, query_rows
 from app.services.paging import DEFAULT_PER_PAGE
+from app.services.triage import triages as triage_service
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 

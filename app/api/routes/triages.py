@@ -25,11 +25,13 @@ from app.models.triage_public import (
     TriageDetail,
 )
 from app.readmodel import PageOf
-from app.services import adjudication, agreement, dashboard, queue, skips
-from app.services import backlog as backlog_service
-from app.services import exports as export_service
-from app.services import triages as service
+from app.services import queue
+from app.services.delivery import exports as export_service
 from app.services.paging import DEFAULT_PER_PAGE
+from app.services.queue import adjudication, skips
+from app.services.triage import agreement, dashboard
+from app.services.triage import backlog as backlog_service
+from app.services.triage import triages as service
 
 router = APIRouter(prefix="/triages", tags=["triages"])
 

@@ -19,9 +19,9 @@ from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
 from app.models import GoldenSet, Miss, Triage, WebhookDelivery, WebhookEvent, utcnow
 from app.services.errors import Invalid
-from app.services.queue_core import MissRow
-from app.services.triages import closes_by_id as triage_closes
-from app.services.triages import triage_context
+from app.services.queue.core import MissRow
+from app.services.triage.triages import closes_by_id as triage_closes
+from app.services.triage.triages import triage_context
 
 EVENTS = tuple(WebhookEvent)
 MAX_ATTEMPTS = 8

@@ -1,4 +1,4 @@
-"""Runs: import (all or nothing: app.services.run_import), list, get, delete, and metrics at
+"""Runs: import (all or nothing: app.services.imports.run_import), list, get, delete, and metrics at
 any k and depth."""
 
 from __future__ import annotations
@@ -38,20 +38,20 @@ from app.models import (
     RunJudged,
     RunQuery,
 )
-from app.services.clusters import (
+from app.services.errors import Invalid, NotFound
+from app.services.imports.clusters import (
     cluster_evaluation,
     require_judged,
 )
-from app.services.errors import Invalid, NotFound
-from app.services.golden_sets import (
+from app.services.imports.golden_sets import (
     eval_golden_set,
     get_golden_set,
 )
-from app.services.metrics import RunMetrics
-from app.services.run_import import RUN_FORMATS as RUN_FORMATS
-from app.services.run_import import heads as heads
-from app.services.run_import import import_run as import_run
-from app.services.run_import import sha256_of as sha256_of
+from app.services.imports.metrics import RunMetrics
+from app.services.imports.run_import import RUN_FORMATS as RUN_FORMATS
+from app.services.imports.run_import import heads as heads
+from app.services.imports.run_import import import_run as import_run
+from app.services.imports.run_import import sha256_of as sha256_of
 
 
 def head_of(*, session: Session, run: Run, qid: str) -> list[tuple[int, str, float | None]]:

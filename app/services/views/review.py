@@ -23,7 +23,7 @@ from app.models import (
 )
 from app.models.triage_public import MissPublic, TriageContext
 from app.services.errors import NotFound
-from app.services.runs import head_of
+from app.services.imports.runs import head_of
 
 #: Candidates shown beside the miss ("what won instead").
 CANDIDATES_SHOWN = 10

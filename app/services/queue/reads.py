@@ -12,9 +12,9 @@ from sqlmodel.sql.expression import SelectOfScalar
 from app.models import LabelEvent, Miss, MissState, Triage, User
 from app.models.triage_public import LabelEventPublic
 from app.readmodel import PageOf
-from app.services import overlap
 from app.services.errors import NotFound
 from app.services.paging import page_rows
+from app.services.queue import overlap
 
 
 def _trail(session: Session, miss_id: int, viewer: User | None) -> SelectOfScalar[LabelEvent]:

@@ -10,9 +10,10 @@ from sqlmodel import Session, col, select
 from app.db import writing
 from app.models import LABEL_ACTIONS, LabelAction, LabelEvent, MissState, Triage, User
 from app.models.triage_public import MissPublic
-from app.services import events as outbox
-from app.services import overlap
-from app.services.audit import (
+from app.services.delivery import events as outbox
+from app.services.errors import Forbidden, Invalid, NotFound
+from app.services.queue import overlap
+from app.services.queue.audit import (
     adjudicating,
     holds,
     is_lead,
@@ -20,8 +21,7 @@ from app.services.audit import (
     record_event,
     snapshot,
 )
-from app.services.errors import Forbidden, Invalid, NotFound
-from app.services.skips import record_skip
+from app.services.queue.skips import record_skip
 
 #: Undo looks this far back in the caller's labels for one still in force.
 UNDO_LOOKBACK = 50

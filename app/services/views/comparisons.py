@@ -15,11 +15,11 @@ from app.eval.conventions import DEFAULT_DEPTHS
 from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.models import JUDGED, UNLABELLED, GoldenSet, Miss, MissState, Run, RunHead, Triage
 from app.models.runs import RunPublic
-from app.services import triages as triage_service
 from app.services.errors import Invalid
-from app.services.golden_sets import eval_golden_set
-from app.services.metrics import DepthCost, Metrics, depth_cost
-from app.services.runs import evaluate_stored_run, list_runs, stored_ranking
+from app.services.imports.golden_sets import eval_golden_set
+from app.services.imports.metrics import DepthCost, Metrics, depth_cost
+from app.services.imports.runs import evaluate_stored_run, list_runs, stored_ranking
+from app.services.triage import triages as triage_service
 
 
 def top_sets(*, session: Session, run: Run, depth: int) -> dict[str, frozenset[str]] | None:

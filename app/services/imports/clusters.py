@@ -44,9 +44,9 @@ from app.models import (
     RunJudgedCluster,
 )
 from app.models.runs import RunClustersPublic
-from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid
-from app.services.golden_sets import eval_golden_set
+from app.services.imports.bulk import bulk_insert
+from app.services.imports.golden_sets import eval_golden_set
 
 #: How many values of k one request may ask for.
 MAX_KS = 20

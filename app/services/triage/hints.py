@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from app.eval.hints import Chunk, HintContext, HintEvidence, hints_for
 from app.models import Document, GoldenSet, Run, RunJudged
-from app.services.clusters import stored_top
+from app.services.imports.clusters import stored_top
 
 #: Ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits.
 BATCH = 5_000

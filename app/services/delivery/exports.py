@@ -32,10 +32,10 @@ from app.models.exports import (
     ExportResult,
 )
 from app.models.triage_public import FinalCounts, TriageContext
-from app.services import backlog
 from app.services.errors import Invalid
-from app.services.names import check_name
-from app.services.triages import rests_on, triage_context
+from app.services.imports.names import check_name
+from app.services.triage import backlog
+from app.services.triage.triages import rests_on, triage_context
 from app.settings import Settings
 
 MEANINGS = {

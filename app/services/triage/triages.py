@@ -25,13 +25,13 @@ from app.models.triage_public import (
     TriageDetail,
 )
 from app.readmodel import PageOf
-from app.services.agreement import kappa_phrase, triage_agreement
-from app.services.bulk import bulk_insert
 from app.services.errors import Conflict, Invalid, NotFound
-from app.services.golden_sets import eval_golden_set
-from app.services.hints import context_for, hint_columns
+from app.services.imports.bulk import bulk_insert
+from app.services.imports.golden_sets import eval_golden_set
+from app.services.imports.runs import stored_ranking
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
-from app.services.runs import stored_ranking
+from app.services.triage.agreement import kappa_phrase, triage_agreement
+from app.services.triage.hints import context_for, hint_columns
 
 
 def create_triage(
@@ -252,7 +252,7 @@ def closure_sentence(
     """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left;
     misses covered by a duplicate and not queued are counted apart. With double review, what
     the final labels rest on ("; 18 agreed, 5 adjudicated") and the misses waiting for
-    adjudication, and ``agreement`` (``app.services.agreement.kappa_phrase``) after them.
+    adjudication, and ``agreement`` (``app.services.triage.agreement.kappa_phrase``) after them.
     The only wording of it."""
     named = sum(counts.values())
     total = named + other + unlabelled

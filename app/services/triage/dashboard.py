@@ -27,10 +27,10 @@ from app.models import (
     User,
 )
 from app.models.triage_public import HintAccuracy, HintReport, MissPublic
-from app.services import skips as skips_service
-from app.services.kept import Kept, LabelKey, label_key, slot_of
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
-from app.services.triages import covered_on_queue
+from app.services.queue import skips as skips_service
+from app.services.triage.kept import Kept, LabelKey, label_key, slot_of
+from app.services.triage.triages import covered_on_queue
 
 #: The backlog's state filter for misses with a skip in force (not a state of the miss).
 SKIPPED = "skipped"

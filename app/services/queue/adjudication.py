@@ -17,8 +17,9 @@ from sqlmodel import Session, col, select
 from app.db import writing
 from app.models import LabelAction, Miss, MissState, Review, Triage, User
 from app.models.triage_public import AdjudicationCase, MissPublic, ReviewPublic
-from app.services import overlap
-from app.services.audit import (
+from app.services.errors import Conflict, Forbidden, ServiceError
+from app.services.queue import overlap
+from app.services.queue.audit import (
     attempted,
     checked_note,
     is_lead,
@@ -27,7 +28,6 @@ from app.services.audit import (
     record_event,
     stale,
 )
-from app.services.errors import Conflict, Forbidden, ServiceError
 
 
 def _check_adjudicator(user: User) -> None:

@@ -28,9 +28,9 @@ from app.models import (
     User,
     column_width,
 )
-from app.services.bulk import bulk_insert
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
-from app.services.names import check_name
+from app.services.imports.bulk import bulk_insert
+from app.services.imports.names import check_name
 
 #: Ids longer than their columns are refused at import, naming the line (never a 5xx).
 ID_LIMITS = IdLimits(query=column_width(Judgment, "qid"), document=column_width(Judgment, "doc_id"))

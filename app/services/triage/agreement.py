@@ -22,7 +22,7 @@ from app.eval.agreement import Unit, measure_agreement
 from app.models import CANT_TELL, Miss, MissState, Review, Triage, User
 from app.models.agreement_public import AgreementPublic, EstimatePublic
 from app.models.triage_public import UnitLabels
-from app.services.kept import Kept, LabelKey, Slot, label_key, slot_of
+from app.services.triage.kept import Kept, LabelKey, Slot, label_key, slot_of
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from sqlmodel import Session
 
 from app.models import GoldenSet, LabelEvent, Miss, MissSkip, MissState, Run, Triage
 from app.models.triage_public import MissPublic
-from app.services.triages import keeps_open
+from app.services.triage.triages import keeps_open
 
 MISS: Table = Miss.__table__  # type: ignore[attr-defined]
 TRIAGE: Table = Triage.__table__  # type: ignore[attr-defined]

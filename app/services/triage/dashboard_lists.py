@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from sqlmodel import Session
 
 from app.models import OTHER, GoldenSet, MissState, Triage
-from app.services import golden_sets as golden_service
-from app.services import skips as skips_service
-from app.services.dashboard import BacklogRow, residue_rows
-from app.services.kept import Kept, LabelKey, label_key, slot_of
+from app.services.imports import golden_sets as golden_service
+from app.services.queue import skips as skips_service
+from app.services.triage.dashboard import BacklogRow, residue_rows
+from app.services.triage.kept import Kept, LabelKey, label_key, slot_of
 
 #: Misses of the residue the dashboard lists (the backlog has them all).
 RESIDUE_SHOWN = 100

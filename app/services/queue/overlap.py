@@ -32,10 +32,10 @@ from app.models import (
     User,
 )
 from app.models.triage_public import MissPublic
-from app.services import events as outbox
-from app.services.audit import is_lead, is_postgres, record_event, snapshot, stale
+from app.services.delivery import events as outbox
 from app.services.errors import Conflict, Forbidden, ServiceError
-from app.services.skips import skipped_ids
+from app.services.queue.audit import is_lead, is_postgres, record_event, snapshot, stale
+from app.services.queue.skips import skipped_ids
 
 #: Reviewers' notes joined into an agreed label's note.
 NOTE_JOIN = " | "

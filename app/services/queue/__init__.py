@@ -24,9 +24,11 @@ from app.models import (
     User,
 )
 from app.models.triage_public import MissPublic
-from app.services import events as outbox
-from app.services import overlap, queue_core
-from app.services.audit import (
+from app.services.delivery import events as outbox
+from app.services.errors import Forbidden, Invalid, NotFound, ServiceError
+from app.services.queue import core as queue_core
+from app.services.queue import overlap
+from app.services.queue.audit import (
     Labelled,
     adjudicating,
     attempted,
@@ -39,10 +41,9 @@ from app.services.audit import (
     snapshot,
     stale,
 )
-from app.services.errors import Forbidden, Invalid, NotFound, ServiceError
-from app.services.queue_core import OPEN_LITERAL
-from app.services.queue_reads import Progress, audit_page, audit_trail, progress, who_did
-from app.services.queue_returns import release, skip, undo
+from app.services.queue.core import OPEN_LITERAL
+from app.services.queue.reads import Progress, audit_page, audit_trail, progress, who_did
+from app.services.queue.returns import release, skip, undo
 
 __all__ = [
     "LabelledAndNext",
@@ -90,7 +91,7 @@ def claim(
     Misses the caller skipped go to other reviewers. None when nothing is left.
 
     With overlap (``triage.reviewers`` > 1) a sampled miss is offered to distinct reviewers
-    until it has its labels (``app.services.overlap``)."""
+    until it has its labels (``app.services.queue.overlap``)."""
     assert triage.id is not None
     with writing(session):
         return _claim_in(session, triage.id, triage.reviewers, user, now, lease, triage)

@@ -12,9 +12,15 @@ from app.eval.diagnosis import Thresholds
 from app.eval.errors import shorten
 from app.models import JUDGED, Document, GoldenQuery, GoldenSet, Judgment, Run, RunJudged
 from app.services.errors import NotFound
-from app.services.golden_sets import get_golden_set
-from app.services.metrics import QueryRow
-from app.services.runs import RunContext, evaluate_stored_run, head_of, list_runs, run_context
+from app.services.imports.golden_sets import get_golden_set
+from app.services.imports.metrics import QueryRow
+from app.services.imports.runs import (
+    RunContext,
+    evaluate_stored_run,
+    head_of,
+    list_runs,
+    run_context,
+)
 
 #: The most rows the document page lists of the runs that ranked it.
 MAX_RANKED = 200

@@ -31,7 +31,7 @@ from app.models import (
 )
 from app.models.triage import shown_cause
 from app.models.triage_public import ClosureReport, TriageContext
-from app.services import skips
+from app.services.queue import skips
 
 BATCH = 2000
 #: The backlog's group of misses covered by a duplicate (not a cause: off the queue).

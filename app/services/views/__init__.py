@@ -1,0 +1,5 @@
+"""Views: what the pages show that no other capability owns: the review card's evidence, the
+query and document look-ups, the comparison of runs.
+
+Reads only; never writes a row.
+"""
