@@ -49,9 +49,14 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         yield session
 
 
-async def get_clock(request: Request) -> Clock:
+def clock_of(request: Request) -> Clock:
+    """The application's clock (injected: tests freeze it)."""
     clock: Clock = request.app.state.clock
     return clock
+
+
+async def get_clock(request: Request) -> Clock:
+    return clock_of(request)
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

@@ -56,7 +56,9 @@ class CauseAgreementPublic(ReadModel):
 
 
 class ReviewerAgreementPublic(ReadModel):
-    """One reviewer against the final labels of the misses they labelled."""
+    """One reviewer against the final labels of the misses they labelled (their labels on
+    complete misses: ``labelled`` a cause, ``cant_tell`` the rest; together every label the
+    reviewer gave on those misses, as the dashboard's reviewers table counts them)."""
 
     reviewer: str
     labelled: int
@@ -65,11 +67,19 @@ class ReviewerAgreementPublic(ReadModel):
     share: float | None
     cohen_kappa: float | None
     reason: str | None
+    #: "Can't tell" answers: no label for the statistics, a label the reviewer gave.
+    cant_tell: int = 0
+
+    @property
+    def given(self) -> int:
+        """Every label the reviewer gave on the complete misses."""
+        return self.labelled + self.cant_tell
 
     @classmethod
-    def of(cls, row: ReviewerAgreement, name: str) -> Self:
+    def of(cls, row: ReviewerAgreement, name: str, cant_tell: int = 0) -> Self:
         return cls(
             reviewer=name,
+            cant_tell=cant_tell,
             labelled=row.labelled,
             compared=row.compared,
             equal=row.equal,
@@ -108,9 +118,39 @@ class AgreementPublic(ReadModel):
     seed: int
 
     @classmethod
-    def of(cls, agreement: Agreement, *, triage_id: int, names: Mapping[object, str]) -> Self:
-        """``names``: each reviewer id's name (its email), shown instead of the id."""
+    def of(
+        cls,
+        agreement: Agreement,
+        *,
+        triage_id: int,
+        names: Mapping[object, str],
+        cant_tell: Mapping[object, int] | None = None,
+    ) -> Self:
+        """``names``: each reviewer id's name (its email), shown instead of the id;
+        ``cant_tell``: each reviewer's "can't tell" answers on the complete misses."""
         cohen = agreement.cohen_kappa
+        cant_tell = cant_tell or {}
+        rows = [
+            ReviewerAgreementPublic.of(
+                r, names.get(r.reviewer, str(r.reviewer)), cant_tell.get(r.reviewer, 0)
+            )
+            for r in agreement.per_reviewer
+        ]
+        listed = {r.reviewer for r in agreement.per_reviewer}
+        rows += [  # a reviewer who answered only "can't tell" on these misses
+            ReviewerAgreementPublic(
+                reviewer=names.get(who, str(who)),
+                labelled=0,
+                compared=0,
+                equal=0,
+                share=None,
+                cohen_kappa=None,
+                reason='only "can\'t tell" answers',
+                cant_tell=n,
+            )
+            for who, n in cant_tell.items()
+            if who not in listed and n
+        ]
         return cls(
             triage_id=triage_id,
             units=agreement.units,
@@ -126,10 +166,7 @@ class AgreementPublic(ReadModel):
             per_cause={c.category: CauseAgreementPublic.of(c) for c in agreement.per_cause},
             confusion=agreement.confusion.as_dict(),
             confusion_pairs=agreement.confusion.pairs,
-            per_reviewer=[
-                ReviewerAgreementPublic.of(r, names.get(r.reviewer, str(r.reviewer)))
-                for r in agreement.per_reviewer
-            ],
+            per_reviewer=rows,
             confidence=agreement.confidence,
             resamples=agreement.resamples,
             seed=agreement.seed,

@@ -62,6 +62,11 @@ class GoldenSet(SQLModel, table=True):
     #: Where the events of this golden set's triages are posted (signed), and which.
     webhook_url: str | None = Field(default=None, sa_column=Column(Text))
     webhook_events: list[str] = Field(default_factory=list, sa_type=JSON)
+    #: Set by the first label of any kind on a miss of this golden set (a reviewer's blind
+    #: label included): the causes cannot change after it (app/services/queue/store.py).
+    causes_frozen: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
 
 
 class GoldenQuery(SQLModel, table=True):

@@ -83,6 +83,9 @@ class LabelAction(StrEnum):
     DISPUTE = "dispute"
     #: An adjudicator (or a lead) gave a disputed or agreed overlap miss its final label.
     ADJUDICATE = "adjudicate"
+    #: A lead put a miss covered by a duplicate on the queue, or took it back off it.
+    INCLUDE = "include"
+    EXCLUDE = "exclude"
     #: Refused attempts, kept so no label is silently lost: a stale version (409), or no
     #: lease / no lead role (403).
     CONFLICT = "conflict"
@@ -133,8 +136,9 @@ class Miss(SQLModel, table=True):
         UniqueConstraint("triage_id", "qid", "doc_id"),
         # claim: the next open miss in queue order
         Index("ix_miss_queue", "triage_id", "state", "position"),
-        # the dashboard's counts per state, cause and resolution, read from the index alone
-        Index("ix_miss_summary", "triage_id", "state", "category", "resolution"),
+        # the tally (app/services/queue/tally.py): misses by state, cause, resolution and
+        # labels in, read from the index alone
+        Index("ix_miss_summary", "triage_id", "state", "category", "resolution", "reviewed"),
         # the backlog's first page, and its filters by cause and by reviewer
         Index("ix_miss_position", "triage_id", "position"),
         Index("ix_miss_category", "triage_id", "category", "position"),
@@ -219,6 +223,11 @@ class Miss(SQLModel, table=True):
     )
     #: What the final label rests on for an overlap miss (``Resolution``); None otherwise.
     resolution: str | None = Field(default=None, sa_column=Column(String(16)))
+    #: Double review: how many reviewers' blind labels (``Review``) are in. An open miss with
+    #: some is waiting for another reviewer (``lifecycle.Stage.REVIEWING``).
+    reviewed: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default=text("0"))
+    )
 
 
 class Review(SQLModel, table=True):

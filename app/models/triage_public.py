@@ -166,12 +166,13 @@ class FinalCounts(ReadModel):
 
 
 class ClosureReport(ReadModel):
-    """Counts per cause and whether the categories close (DESIGN.md): made by
-    ``app.services.triage.triages.closure_report`` alone."""
+    """Counts per cause and stage and whether the categories close (DESIGN.md): made by
+    ``app.services.triage.closure.closure_report`` alone, from the queue's tally."""
 
     misses: int
     counts: dict[str, int]
     other: int
+    #: No final label yet: open, waiting for another reviewer, or awaiting adjudication.
     unlabelled: int
     #: Misses covered by a duplicate and left off the queue: counted apart, outside closure.
     covered: int
@@ -179,8 +180,13 @@ class ClosureReport(ReadModel):
     adjudication: int = 0
     #: The final labels (the named causes and other) by what they rest on.
     final: FinalCounts = FinalCounts()
+    #: Every miss by its stage (``app.services.queue.lifecycle.Stage``): open, reviewing,
+    #: disputed, final, other, covered; they add up to ``misses``.
+    states: dict[str, int] = PydanticField(default_factory=dict)
+    #: What keeps the categories open, exactly: the unlabelled and those in "other".
+    residue: int = 0
     closes: bool
-    #: The closure sentence (``app.services.triage.triages.closure_sentence``).
+    #: The closure sentence (``app.services.triage.closure.closure_sentence``).
     closure: str
 
 
@@ -193,6 +199,10 @@ class TriageDetail(TriagePublic):
     covered: int
     adjudication: int
     final: FinalCounts
+    #: Every miss by its stage; they add up to ``misses`` (``ClosureReport.states``).
+    states: dict[str, int]
+    #: What keeps the categories open, exactly (``ClosureReport.residue``).
+    residue: int
     closes: bool
     closure: str
 
@@ -204,6 +214,8 @@ class TriageDetail(TriagePublic):
             **report.model_dump(include={"counts", "other", "unlabelled", "covered"}),
             adjudication=report.adjudication,
             final=report.final,
+            states=report.states,
+            residue=report.residue,
             closes=report.closes,
             closure=report.closure,
         )

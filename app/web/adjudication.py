@@ -16,8 +16,11 @@ from app.http.deps import ClockDep, Principal, ReviewerDep, SessionDep, Settings
 from app.http.params import FormId, Id
 from app.models import OTHER
 from app.models.triage_public import AdjudicationCase, TriageContext
-from app.services.errors import Forbidden, ServiceError
-from app.services.queue import adjudication
+from app.services import queue
+from app.services.errors import ServiceError
+from app.services.queue.leases import check_adjudicator
+from app.services.queue.lifecycle import Stage
+from app.services.triage import closure
 from app.services.triage import triages as triage_service
 from app.services.views import review as review_service
 from app.settings import Settings
@@ -29,11 +32,7 @@ KEYS = "123456789"
 
 
 def _adjudicator(principal: Principal) -> None:
-    if not principal.user.adjudicates:
-        raise Forbidden(
-            "adjudication needs the lead role or the adjudicator flag",
-            code="adjudicator_required",
-        )
+    check_adjudicator(principal.user)
 
 
 def _card(
@@ -67,7 +66,9 @@ def _card(
             "other": OTHER,
             "message": message,
             "tone": tone,
-            "waiting": adjudication.waiting(session=session, triage=ctx.triage),
+            "waiting": closure.tally_of(
+                session=session, triage=ctx.triage, causes=ctx.causes
+            ).stages[Stage.DISPUTED],
             "loading": loading,
         },
         principal=principal,
@@ -129,15 +130,15 @@ def adjudication_decide(
     _adjudicator(principal)
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
-        decided = adjudication.adjudicate(
+        decided = queue.adjudicate(
             session=session,
             miss_id=miss_id,
             user=principal.user,
             category=category,
             note=note,
             version=version,
-            causes=ctx.causes,
             now=clock.now(),
+            triage_id=ctx.triage_id,
         )
     except ServiceError as exc:
         shown = copy.truncate_words(category, 100)
@@ -162,9 +163,9 @@ def adjudication_decide(
 def _next(
     session: Session, settings: Settings, clock: Clock, ctx: TriageContext, principal: Principal
 ) -> AdjudicationCase | None:
-    return adjudication.claim(
+    return queue.claim_adjudication(
         session=session,
-        triage=ctx.triage,
+        triage_id=ctx.triage_id,
         user=principal.user,
         now=clock.now(),
         lease=timedelta(seconds=settings.lease_seconds),

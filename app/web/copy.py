@@ -107,8 +107,13 @@ TERMS: dict[str, Term] = {
         "Both recall and nDCG are low: check first whether the documents are in the index.",
     ),
     "fine": Term("Fine", "Recall and nDCG are both high: nothing to do for this query."),
-    # miss states (app/models/triage.py)
+    # the stages of a miss (app/services/queue/lifecycle.py) and its stored states
     "open": Term("Unlabelled", "On the queue, waiting for a reviewer's label."),
+    "reviewing": Term(
+        "Waiting for another reviewer",
+        "Double review: a reviewer's blind label is in, another reviewer's is wanted.",
+    ),
+    "final": Term("Final", "The miss has its final label in a named cause."),
     "labelled": Term("Labelled", "A reviewer gave this miss its cause."),
     "covered": Term(
         "Covered by a duplicate",
@@ -150,6 +155,12 @@ TERMS: dict[str, Term] = {
     "agree": Term("Agreed", "The reviewers gave the same label: it is final."),
     "dispute": Term("Disputed", "The reviewers disagreed (or one could not tell)."),
     "adjudicate": Term("Adjudicated", "An adjudicator gave the miss its final label."),
+    "include": Term(
+        "Put on the queue", "A lead put this miss, covered by a duplicate, on the queue."
+    ),
+    "exclude": Term(
+        "Taken off the queue", "A lead took this miss, covered by a duplicate, off the queue."
+    ),
     "conflict": Term(
         "Refused: stale", "A label sent for an older version of the miss; kept, not applied."
     ),
@@ -187,3 +198,25 @@ def phrase(identifier: str | None) -> str:
     if identifier == "covered":
         return "covered"
     return label(identifier).lower()
+
+
+#: Why a miss without a final label is not the reviewer's now, in the order pages say it
+#: (``app.services.queue.tally.Reason``: the same names).
+WAITING_WORDS = (
+    ("another_reviewer", "waits for another reviewer", "wait for another reviewer"),
+    ("adjudication", "waits for adjudication", "wait for adjudication"),
+    ("with_others", "is with another reviewer", "are with other reviewers"),
+    ("skipped", "is skipped by you", "are skipped by you"),
+    ("for_you", "is yours to take", "are yours to take"),
+)
+
+
+def waiting_reasons(waiting: dict[str, int]) -> list[str]:
+    """ "3 wait for another reviewer", "4 wait for adjudication", "1 is skipped by you":
+    each reason a person has for the misses still without a final label, counted (none
+    said for a reason no miss has)."""
+    return [
+        f"{number(waiting[key])} {agree(waiting[key], one, many)}"
+        for key, one, many in WAITING_WORDS
+        if waiting.get(key)
+    ]

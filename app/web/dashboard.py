@@ -16,13 +16,16 @@ from sqlmodel import Session
 from app.exporters import REGISTRY, Tracker, missing_credentials
 from app.http.deps import Principal
 from app.models import Role
-from app.models.exports import ExportOutcome
-from app.models.triage_public import TriageContext
+from app.models.agreement_public import AgreementPublic
+from app.models.exports import ExportOutcome, ExportRecord
+from app.models.triage_public import ClosureReport, HintReport, TriageContext
 from app.services.delivery import exports as export_service
-from app.services.triage import agreement, dashboard, dashboard_lists, kept
-from app.services.triage import triages as triage_service
+from app.services.queue.lifecycle import Stage
+from app.services.queue.skips import Skip
+from app.services.triage import agreement, closure, dashboard, dashboard_lists, kept
+from app.services.triage.dashboard import BacklogRow, Lease, Throughput
 from app.settings import Settings
-from app.web.render import path_for, render
+from app.web.render import context_of, path_for, render
 
 #: Stands for the changing part of a link while its prefix is built: digits only (an integer
 #: path parameter takes it) and long enough to appear nowhere else in a path.
@@ -81,6 +84,41 @@ def dashboard_links(request: Request, ctx: TriageContext) -> Links:
     )
 
 
+@dataclass(frozen=True)
+class DashboardPage:
+    """What ``triage.html`` receives: every count on it comes from the queue's tally (the
+    closure report is made from it)."""
+
+    #: The triage, its run and golden set (``triage``, ``run``, ``golden`` in the template).
+    ctx: TriageContext
+    summary: ClosureReport
+    largest: int
+    residue: list[BacklogRow]
+    residue_total: int
+    texts: dict[str, str]
+    throughput: list[Throughput]
+    hints: HintReport
+    #: Leads only: it names reviewers and their disagreements.
+    agreement: AgreementPublic | None
+    agreement_current: bool
+    covered_on_queue: int
+    leases: list[Lease]
+    labelled: int
+    queued: int
+    reviewing: int
+    is_lead: bool
+    adjudicates: bool
+    links: Links
+    trackers: list[Tracker]
+    tracker_names: dict[Tracker, str]
+    exports: list[ExportRecord]
+    export: ExportPanel
+    credentials: dict[Tracker, tuple[str, ...]]
+    missing: dict[Tracker, list[str]]
+    skipped: list[Skip]
+    skipped_total: int
+
+
 def dashboard_page(
     request: Request,
     session: Session,
@@ -95,8 +133,30 @@ def dashboard_page(
 ) -> HTMLResponse:
     """The dashboard of ``ctx``'s triage: the closure, counts per cause, the residue, skips,
     hints, agreement (leads), reviewers, live leases and the export panel (leads)."""
+    page = dashboard_context(request, session, settings, now, principal, ctx, export=export)
+    return render(
+        request,
+        "triage.html",
+        context_of(page),
+        principal=principal,
+        status=status,
+        error_code=error_code,
+    )
+
+
+def dashboard_context(
+    request: Request,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    principal: Principal,
+    ctx: TriageContext,
+    *,
+    export: ExportPanel | None = None,
+) -> DashboardPage:
+    """``DashboardPage`` of ``ctx``'s triage for ``principal``."""
     triage = ctx.triage
-    tally = triage_service.state_tally(session=session, triage=triage)
+    tally = closure.tally_of(session=session, triage=triage, causes=ctx.causes)
     key = kept.label_key(session, triage, tally)
     # asked for once: the closure sentence quotes it, the lead's panel shows it
     measured, current = (
@@ -105,7 +165,7 @@ def dashboard_page(
         else (None, True)
     )
     panels = dashboard.label_panels(session=session, triage=triage, key=key)
-    summary = triage_service.closure_report(
+    summary = closure.closure_report(
         session=session,
         triage=triage,
         causes=ctx.causes,
@@ -115,40 +175,31 @@ def dashboard_page(
     )
     lists = dashboard_lists.label_lists(session=session, triage=triage, golden=ctx.golden, key=key)
     largest = max([*summary.counts.values(), summary.other, summary.unlabelled, 1])
-    return render(
-        request,
-        "triage.html",
-        {
-            "triage": triage,
-            "run": ctx.run,
-            "golden": ctx.golden,
-            "summary": summary,
-            "largest": largest,
-            "residue": lists.residue,
-            "residue_total": dashboard_lists.residue_total(tally),
-            "texts": lists.texts,
-            "throughput": panels.throughput,
-            "hints": panels.hints,
-            # leads only: it names reviewers and their disagreements
-            "agreement": measured if principal.role.allows(Role.LEAD) else None,
-            "agreement_current": current,
-            "covered_on_queue": panels.covered_on_queue,
-            "leases": dashboard.live_leases(session=session, triage=triage, now=now),
-            "labelled": triage.misses - summary.unlabelled - summary.covered,
-            "queued": triage.misses - summary.covered,
-            "is_lead": principal.role.allows_lead,
-            "adjudicates": principal.user.adjudicates,
-            "links": dashboard_links(request, ctx),
-            "trackers": list(Tracker),
-            "tracker_names": {t: REGISTRY[t].title for t in Tracker},
-            "exports": export_service.stored(session=session, triage=triage),
-            "export": export or ExportPanel(),
-            "credentials": {t: REGISTRY[t].credentials for t in Tracker},
-            "missing": {t: missing_credentials(t, settings) for t in Tracker},
-            "skipped": lists.skipped,
-            "skipped_total": lists.skipped_total,
-        },
-        principal=principal,
-        status=status,
-        error_code=error_code,
+    return DashboardPage(
+        ctx=ctx,
+        summary=summary,
+        largest=largest,
+        residue=lists.residue,
+        residue_total=tally.residue,
+        texts=lists.texts,
+        throughput=panels.throughput,
+        hints=panels.hints,
+        agreement=measured if principal.role.allows(Role.LEAD) else None,
+        agreement_current=current,
+        covered_on_queue=panels.covered_on_queue,
+        leases=dashboard.live_leases(session=session, triage=triage, now=now),
+        labelled=tally.labelled,
+        queued=tally.queued,
+        reviewing=tally.stages[Stage.REVIEWING],
+        is_lead=principal.role.allows_lead,
+        adjudicates=principal.user.adjudicates,
+        links=dashboard_links(request, ctx),
+        trackers=list(Tracker),
+        tracker_names={t: REGISTRY[t].title for t in Tracker},
+        exports=export_service.stored(session=session, triage=triage),
+        export=export or ExportPanel(),
+        credentials={t: REGISTRY[t].credentials for t in Tracker},
+        missing={t: missing_credentials(t, settings) for t in Tracker},
+        skipped=lists.skipped,
+        skipped_total=lists.skipped_total,
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import Field, dataclass, field, fields
+from typing import ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
 from fastapi import Request
@@ -18,6 +18,7 @@ from jinja2_fragments.fastapi import Jinja2Blocks
 
 from app.http.deps import Principal
 from app.migrate import resource_dir
+from app.models.triage_public import TriageContext
 from app.web import copy
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,24 @@ def set_flash(
         secure=request.url.scheme == "https",
         path="/",
     )
+
+
+class PageContext(Protocol):
+    """A page's typed context: a dataclass."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[object]]]
+
+
+def context_of(page: PageContext) -> dict[str, object]:
+    """A page's typed context (a dataclass, one field per template variable) as the mapping
+    ``render`` takes: its fields as they are, not copied (``dataclasses.asdict`` would turn
+    the rows inside into dicts). A page about a triage carries its ``TriageContext`` as
+    ``ctx``; the template reads its parts as ``triage``, ``run`` and ``golden``."""
+    values = {f.name: getattr(page, f.name) for f in fields(page)}
+    ctx = values.pop("ctx", None)
+    if isinstance(ctx, TriageContext):
+        values |= {"triage": ctx.triage, "run": ctx.run, "golden": ctx.golden}
+    return values
 
 
 def render(

@@ -23,7 +23,6 @@ from app.http.lanes import on_queue_lane
 from app.http.params import FormId, Id
 from app.services import queue
 from app.services.errors import ServiceError
-from app.services.queue import skips
 from app.services.triage import triages as triage_service
 from app.web import copy, review_card
 
@@ -42,7 +41,9 @@ def review_page(
     claims the next one with a POST as it loads (HTMX; a button without JavaScript). A link
     from another site, a prefetch or a crawler leases no miss to anybody."""
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
-    held = queue.current(session=session, triage=ctx.triage, user=principal.user, now=clock.now())
+    held = queue.current(
+        session=session, triage_id=ctx.triage_id, user=principal.user, now=clock.now()
+    )
     return review_card.card(request, session, principal, ctx, held, loading=held is None)
 
 
@@ -79,7 +80,7 @@ def review_take_back(
     if principal is None:
         return review_card.expired(request, "taking back your skipped misses")
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
-    taken = skips.take_back(
+    taken = queue.take_back(
         session=session, triage=ctx.triage, user=principal.user, now=clock.now()
     ).taken_back
     they = copy.agree(taken, "it is", "they are")
@@ -121,10 +122,9 @@ def review_label(
             category=category,
             note=note,
             version=version,
-            causes=ctx.causes,
             now=clock.now(),
             lease=timedelta(seconds=settings.lease_seconds),
-            triage=ctx.triage,
+            triage_id=ctx.triage_id,
         )
     except ServiceError as exc:
         failed = f"Your label ({shown}) was NOT saved: {exc.message}."
@@ -215,7 +215,7 @@ def review_undo(
     try:
         miss = queue.undo(
             session=session,
-            triage=ctx.triage,
+            triage_id=ctx.triage_id,
             user=principal.user,
             now=clock.now(),
             lease=timedelta(seconds=settings.lease_seconds),

@@ -4,24 +4,57 @@ or lease."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session
 
-from app.http.deps import Principal
+from app.http.deps import Principal, clock_of
 from app.models import CANT_TELL, OTHER, Role
 from app.models.triage_public import MissPublic, TriageContext
 from app.services import queue
-from app.services.queue import skips
+from app.services.queue.tally import person_labels
 from app.services.views import review as review_service
 from app.settings import Settings
-from app.web.render import error_page, is_fragment_request, redirect, render, templates
+from app.web import copy
+from app.web.render import context_of, error_page, is_fragment_request, redirect, render, templates
 
 KEYS = "123456789"
 #: Heartbeat answers go to the status line above the card, not into the card.
 RETARGET = {"HX-Retarget": "#review-status", "HX-Reswap": "innerHTML"}
+
+
+@dataclass(frozen=True)
+class ReviewProgress:
+    """The line above every card: the caller's labels in force, the misses with a final
+    label of those on the queue, and those still without one (the queue's tally)."""
+
+    yours: int
+    final: int
+    queued: int
+    to_go: int
+
+
+@dataclass(frozen=True)
+class ReviewPage:
+    """What ``review.html`` receives (its ``card`` block is the HTMX fragment)."""
+
+    #: The triage, its run and golden set (``triage``, ``run``, ``golden`` in the template).
+    ctx: TriageContext
+    card: review_service.ReviewCard | None
+    causes: list[tuple[str, str]]
+    other: str
+    cant_tell: str
+    message: str | None
+    tone: str
+    progress: ReviewProgress
+    is_lead: bool
+    loading: bool
+    #: At the queue's end: why each miss still without a final label is not the caller's.
+    waiting: list[str]
+    skipped_waiting: int
 
 
 def card(
@@ -39,40 +72,64 @@ def card(
 ) -> HTMLResponse:
     """The card of ``miss`` (None: the queue has nothing for the caller, or ``loading``:
     the card that claims the next one as it loads), with the caller's progress."""
-    triage = ctx.triage
-    card = (
-        review_service.build_card(session=session, ctx=ctx, miss_id=miss.id)
-        if miss is not None
-        else None
-    )
-    causes = list(zip(KEYS, ctx.causes, strict=False))
-    waiting = (
-        skips.skipped_waiting(session=session, triage=triage, user=principal.user)
-        if miss is None and not loading
-        else 0
+    now = clock_of(request).now()
+    page = review_page(
+        session, principal, ctx, miss, now=now, message=message, tone=tone, loading=loading
     )
     return render(
         request,
         "review.html",
-        {
-            "triage": triage,
-            "run": ctx.run,
-            "golden": ctx.golden,
-            "card": card,
-            "causes": causes,
-            "other": OTHER,
-            "cant_tell": CANT_TELL,
-            "message": message,
-            "tone": tone,
-            "progress": queue.progress(session=session, triage=triage, user=principal.user),
-            "is_lead": principal.role.allows(Role.LEAD),
-            "loading": loading,
-            "skipped_waiting": waiting,
-        },
+        context_of(page),
         principal=principal,
         status=status,
         error_code=error_code,
         block="card",
+    )
+
+
+def review_page(
+    session: Session,
+    principal: Principal,
+    ctx: TriageContext,
+    miss: MissPublic | None,
+    *,
+    now: datetime,
+    message: str | None,
+    tone: str,
+    loading: bool,
+) -> ReviewPage:
+    """``ReviewPage`` of ``miss`` for the caller."""
+    user_id = principal.user.id
+    assert user_id is not None
+    tally = queue.triage_tally(session=session, triage_id=ctx.triage_id, causes=ctx.causes)
+    waiting: list[str] = []
+    skipped = 0
+    if miss is None and not loading:
+        person = queue.person_tally(
+            session=session, triage_id=ctx.triage_id, user_id=user_id, now=now
+        )
+        waiting = copy.waiting_reasons(person.waiting)
+        skipped = person.waiting[queue.Reason.SKIPPED]
+        yours = person.labels
+    else:
+        yours = person_labels(session=session, triage_id=ctx.triage_id, user_id=user_id)[0]
+    return ReviewPage(
+        ctx=ctx,
+        card=None
+        if miss is None
+        else review_service.build_card(session=session, ctx=ctx, miss_id=miss.id),
+        causes=list(zip(KEYS, ctx.causes, strict=False)),
+        other=OTHER,
+        cant_tell=CANT_TELL,
+        message=message,
+        tone=tone,
+        progress=ReviewProgress(
+            yours=yours, final=tally.labelled, queued=tally.queued, to_go=tally.unlabelled
+        ),
+        is_lead=principal.role.allows(Role.LEAD),
+        loading=loading,
+        waiting=waiting,
+        skipped_waiting=skipped,
     )
 
 
@@ -82,7 +139,7 @@ def next_miss(
     """The caller's next miss (their current one first), leased to them."""
     return queue.claim(
         session=session,
-        triage=ctx.triage,
+        triage_id=ctx.triage_id,
         user=principal.user,
         now=now,
         lease=timedelta(seconds=settings.lease_seconds),

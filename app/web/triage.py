@@ -193,12 +193,15 @@ def release_lease(
 def covered_form(
     request: Request,
     session: SessionDep,
+    clock: ClockDep,
     principal: LeadDep,
     triage_id: Id,
     include: Annotated[bool, Form()],
 ) -> Response:
     """Put the misses covered by a duplicate on the queue, or take them back off it."""
-    triage_service.include_covered(session=session, triage_id=triage_id, include=include)
+    queue.include_covered(
+        session=session, triage_id=triage_id, user=principal.user, include=include, now=clock.now()
+    )
     said = "covered misses put on the queue" if include else "covered misses taken off the queue"
     return redirect(request, request.url_for("triage_page", triage_id=triage_id).path, flash=said)
 
@@ -224,7 +227,7 @@ def backlog_page(
         cause=cause,
         qid=qid.strip(),
         reviewer=reviewer,
-        state=state if state in {*(s.value for s in MissState), dashboard.SKIPPED} else "",
+        state=state if state in {*dashboard.STATE_FILTERS, dashboard.SKIPPED} else "",
         sort=sort if sort in dashboard.BACKLOG_SORTS else "position",
         page=max(page, 1),
         per_page=per_page,
@@ -253,6 +256,7 @@ def backlog_page(
                 "per_page": per_page,
             },
             "causes": [*ctx.causes, OTHER, "unlabelled", MissState.COVERED.value],
+            "states": [*dashboard.STATE_FILTERS, dashboard.SKIPPED],
             "reviewers": dashboard.reviewers(session=session, triage=ctx.triage),
             "texts": texts,
             "miss_url": miss_url_prefix(request),
@@ -314,7 +318,6 @@ def relabel(
     version: Annotated[int, Form()],
     note: Annotated[str, Form()] = "",
 ) -> Response:
-    causes = triage_service.causes_of_miss(session=session, miss_id=miss_id)
     try:
         queue.label(
             session=session,
@@ -323,7 +326,6 @@ def relabel(
             category=category,
             note=note,
             version=version,
-            causes=causes,
             now=clock.now(),
         )
     except ServiceError as exc:

@@ -153,13 +153,17 @@ def test_agreement_figures_closure_and_dashboard(
     closure = page.select_one("#closure")
     assert closure is not None
     assert phrase in closure.get_text(" ", strip=True)
-    # each reviewer's own labels count for them, each adjudication for the adjudicator
+    # each reviewer's own labels count for them, each adjudication as a decision of the
+    # adjudicator (never as a reviewer's label)
     counted = {
-        str(tr["data-reviewer"]): int(tr.select_one(".labels").get_text())
+        str(tr["data-reviewer"]): (
+            int(tr.select_one(".labels").get_text()),
+            int(tr.select_one(".decisions").get_text()),
+        )
         for tr in page.select("#throughput tbody tr[data-reviewer]")
     }
-    expected = {e: sum(e in labels for labels in given.values()) for e in reviewers}
-    assert counted == expected | {accounts[Role.LEAD].email: len(disputed)}
+    expected = {e: (sum(e in labels for labels in given.values()), 0) for e in reviewers}
+    assert counted == expected | {accounts[Role.LEAD].email: (0, len(disputed))}
     panel = page.select_one("#agreement")
     assert panel is not None
     rows = {tr["data-cause"]: tr for tr in panel.select("tr[data-cause]")}

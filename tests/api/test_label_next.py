@@ -174,7 +174,7 @@ def test_label_next_with_double_review(
     assert said["next"]["id"] != first["id"]
     assert said["next"]["reviewers"] == 2
     twice = _label(client, ann, first)
-    assert (twice.status_code, twice.json()["error"]["code"]) == (409, "already_reviewed")
+    assert (twice.status_code, twice.json()["error"]["code"]) == (409, "stale_version")
     agreed = _label(client, bob, first).json()
     assert (agreed["labelled"]["state"], agreed["labelled"]["category"]) == (
         "labelled",

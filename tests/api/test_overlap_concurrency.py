@@ -23,7 +23,8 @@ from sqlmodel import Session, col, select
 from app.models import CANT_TELL, LabelEvent, Miss, Review, Role
 from app.models.triage_public import Overlap
 from app.services.accounts import users
-from app.services.triage.triages import closure_report, triage_context
+from app.services.triage.closure import closure_report
+from app.services.triage.triages import triage_context
 from tests.support.live import LiveServer
 from tests.support.service import TEST_SECRET
 from tests.support.triage import make_triage

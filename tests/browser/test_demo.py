@@ -55,11 +55,11 @@ def test_demo_as_a_new_user_until_the_categories_close(
     expect(reviewer_page.locator("#hints li.fired")).not_to_have_count(0)
     screenshot(reviewer_page, "demo-review", full_page=False)
     for labelled in range(1, 24):
-        expect(reviewer_page.locator("#progress")).to_contain_text(f"mine {labelled - 1}")
+        expect(reviewer_page.locator("#progress")).to_contain_text(f"yours {labelled - 1}")
         # "a" accepts the hints' suggestion; every demo miss has one
         expect(reviewer_page.locator("#accept-hint")).to_be_visible()
         reviewer_page.keyboard.press("a")
-        expect(reviewer_page.locator("#progress")).to_contain_text(f"mine {labelled}")
+        expect(reviewer_page.locator("#progress")).to_contain_text(f"yours {labelled}")
     expect(reviewer_page.locator("#empty")).to_be_visible()
     context.close()
 

@@ -263,21 +263,30 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
     diagonal = sum(shown_cells[c, c] for c in causes)
     assert diagonal == len(agreed)
     assert sum(shown_cells.values()) == len(agreed) + 2 * (len(compared) - len(agreed))
-    # Each reviewer's own labels: in the agreement panel ("can't tell" is no label there),
-    # and in the Reviewers table (every label they gave, and the lead's adjudications).
+    # Each reviewer's own labels, the same number in the agreement panel (every label on
+    # the complete misses, "can't tell" included and said apart) and in the Reviewers table
+    # (every label in force); the lead's adjudications are decisions, not labels.
     rows = lead.locator("#agreement-per-reviewer tbody tr")
     own = {
-        str(tr.get_attribute("data-reviewer")): int(tr.locator("td").nth(1).inner_text())
+        str(tr.get_attribute("data-reviewer")): tr.locator("td.labels").inner_text()
         for tr in rows.all()
     }
-    given_by = Counter(email for g in labels.values() for email, c in g if c != CANT_TELL)
-    assert own == dict(given_by)
+    every_label = Counter(email for g in labels.values() for email, _ in g)
+    said_cant_tell = Counter(email for g in labels.values() for email, c in g if c == CANT_TELL)
+    assert own == {
+        email: f"{n} ({said_cant_tell[email]} can't tell)" if said_cant_tell[email] else str(n)
+        for email, n in every_label.items()
+    }
     counted = {
-        str(tr.get_attribute("data-reviewer")): int(tr.locator("td.labels").inner_text())
+        str(tr.get_attribute("data-reviewer")): (
+            int(tr.locator("td.labels").inner_text()),
+            int(tr.locator("td.decisions").inner_text()),
+        )
         for tr in lead.locator("#throughput tbody tr[data-reviewer]").all()
     }
-    every_label = Counter(email for g in labels.values() for email, _ in g)
-    assert counted == dict(every_label) | {lead_account.group(1): len(disputed)}
+    assert counted == {e: (n, 0) for e, n in every_label.items()} | {
+        lead_account.group(1): (0, len(disputed))
+    }
     lead.locator("#agreement").scroll_into_view_if_needed()
     screenshot(lead, "double-review-demo-dashboard-agreement", full_page=False)
     lead.evaluate("window.scrollTo(0, 0)")

@@ -49,7 +49,7 @@ def test_keyboard_labelling_and_undo(
     page.keyboard.press("u")
     expect(page.locator("#message")).to_contain_text("Undone:")
     expect(page.locator(".card")).to_have_attribute("data-miss", seen[-1])
-    expect(page.locator("#progress")).to_contain_text("labelled 2 of 6")
+    expect(page.locator("#progress")).to_contain_text("final 2 of 6")
 
     page.keyboard.press("o")
     page.keyboard.type("judgment looks wrong")

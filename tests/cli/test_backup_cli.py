@@ -40,7 +40,7 @@ def label_until(engine: Engine, triage_id: int, stop: threading.Event, done: lis
         assert triage is not None
         while not stop.is_set():
             miss = queue.claim(
-                session=session, triage=triage, user=reviewer, now=clock.now(), lease=LEASE
+                session=session, triage_id=triage.id, user=reviewer, now=clock.now(), lease=LEASE
             )
             if miss is None:
                 break
@@ -52,7 +52,6 @@ def label_until(engine: Engine, triage_id: int, stop: threading.Event, done: lis
                 category=CAUSES[miss.id % 3],
                 note="",
                 version=miss.version,
-                causes=CAUSES,
                 now=clock.now(),
             )
             done[0] += 1

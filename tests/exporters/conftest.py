@@ -18,7 +18,6 @@ from app.models import GoldenSet, Role, Run, Triage, User
 from app.services import queue
 from app.services.accounts import users
 from app.settings import Settings
-from tests.support.exports import CAUSES
 from tests.support.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Tracker, serve
 from tests.support.service import make_settings
 from tests.support.triage import make_triage
@@ -69,7 +68,7 @@ def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, Us
         for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
             miss = queue.claim(
                 session=s,
-                triage=triage,
+                triage_id=triage.id,
                 user=lead,
                 now=now,
                 lease=timedelta(minutes=5),
@@ -82,7 +81,6 @@ def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, Us
                 category=category,
                 note="",
                 version=miss.version,
-                causes=CAUSES,
                 now=now,
             )  # type: ignore[arg-type]
     return golden, run, triage, lead

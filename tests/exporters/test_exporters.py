@@ -17,7 +17,7 @@ from app.models import GoldenSet, Miss, Role, Run, Triage, User
 from app.services import queue
 from app.settings import Settings
 from tests.support.cli import run_misstriage, service_environment
-from tests.support.exports import CAUSES, no_wait, run_export
+from tests.support.exports import no_wait, run_export
 from tests.support.fake_tracker import TOKEN, Fault, Tracker
 from tests.support.service import Account
 
@@ -26,7 +26,9 @@ def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]
     _, _, triage, lead = labelled
     with Session(engine, expire_on_commit=False) as s:
         now = FrozenClock().now()
-        miss = queue.claim(session=s, triage=triage, user=lead, now=now, lease=timedelta(minutes=5))
+        miss = queue.claim(
+            session=s, triage_id=triage.id, user=lead, now=now, lease=timedelta(minutes=5)
+        )
         assert miss is not None
         queue.label(
             session=s,
@@ -35,7 +37,6 @@ def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]
             category="chunk-boundary",  # type: ignore[arg-type]
             note="",
             version=miss.version,
-            causes=CAUSES,
             now=now,
         )
 
@@ -53,7 +54,6 @@ def relabel(engine: Engine, lead: User, old: str, new: str) -> None:
             category=new,
             note="",
             version=miss.version,
-            causes=CAUSES,
             now=FrozenClock().now(),
         )
 

@@ -97,7 +97,7 @@ def hostile_triage(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Tria
         now = FrozenClock().now()
         for index, note in enumerate(HOSTILE):
             miss = queue.claim(
-                session=s, triage=triage, user=lead, now=now, lease=timedelta(minutes=5)
+                session=s, triage_id=triage.id, user=lead, now=now, lease=timedelta(minutes=5)
             )
             assert miss is not None
             assert miss.id is not None
@@ -108,7 +108,6 @@ def hostile_triage(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Tria
                 category=OTHER if index % 2 else CAUSES[1],
                 note=note,
                 version=miss.version,
-                causes=CAUSES,
                 now=now,
             )
     return golden, run, triage

@@ -13,7 +13,6 @@ from app.clock import FrozenClock
 from app.models import Role, Triage, User
 from app.models.triage_public import Overlap
 from app.services import queue
-from app.services.queue import adjudication
 from app.services.triage import agreement
 from tests.support.triage import make_people, make_triage
 
@@ -22,7 +21,7 @@ CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
 
 
 def _label(s: Session, triage: Triage, user: User, category: str, clock: FrozenClock) -> None:
-    miss = queue.claim(session=s, triage=triage, user=user, now=clock.now(), lease=LEASE)
+    miss = queue.claim(session=s, triage_id=triage.id, user=user, now=clock.now(), lease=LEASE)
     assert miss is not None
     queue.label(
         session=s,
@@ -31,7 +30,6 @@ def _label(s: Session, triage: Triage, user: User, category: str, clock: FrozenC
         category=category,
         note="",
         version=miss.version,
-        causes=CAUSES,
         now=clock.now(),
     )
 
@@ -49,9 +47,10 @@ def test_the_agreement_follows_the_labels(engine: Engine, tmp_path: Path) -> Non
         assert (first.units, first.confusion_pairs) == (1, 1)
         # nothing changed: the same answer, not measured again
         assert agreement.triage_agreement(session=s, triage=triage, causes=CAUSES) is first
-        # one label of two on the next miss, at the same instant: no unit yet, kept
+        # one label of two on the next miss, at the same instant: no unit yet, the same
+        # figures (measured again: every write of the queue is an event, counted in the key)
         _label(s, triage, people["ann"], CAUSES[0], clock)
-        assert agreement.triage_agreement(session=s, triage=triage, causes=CAUSES) is first
+        assert agreement.triage_agreement(session=s, triage=triage, causes=CAUSES) == first
         # the second label disagrees, still at the same instant: the miss leaves the queue
         # (disputed), and the counts of the misses off it tell the change
         _label(s, triage, people["bob"], CAUSES[1], clock)
@@ -60,18 +59,17 @@ def test_the_agreement_follows_the_labels(engine: Engine, tmp_path: Path) -> Non
         assert second.confusion[CAUSES[0]][CAUSES[1]] == 1
         # a later event, the lead's adjudication: measured again, the same two units
         clock.advance(seconds=1)
-        case = adjudication.claim(
-            session=s, triage=triage, user=people["lea"], now=clock.now(), lease=LEASE
+        case = queue.claim_adjudication(
+            session=s, triage_id=triage.id, user=people["lea"], now=clock.now(), lease=LEASE
         )
         assert case is not None
-        adjudication.adjudicate(
+        queue.adjudicate(
             session=s,
             miss_id=case.id,
             user=people["lea"],
             category=CAUSES[1],
             note="",
             version=case.version,
-            causes=CAUSES,
             now=clock.now(),
         )
         third = agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)

@@ -47,7 +47,9 @@ def _work(engine: Engine, triage_id: int) -> None:
         for step in range(14):
             user = people["ann" if step % 3 else "bob"]
             clock.advance(seconds=3)
-            held = queue.claim(session=s, triage=triage, user=user, now=clock.now(), lease=LEASE)
+            held = queue.claim(
+                session=s, triage_id=triage.id, user=user, now=clock.now(), lease=LEASE
+            )
             assert held is not None
             if step % 4 == 3:
                 queue.skip(session=s, miss_id=held.id, user=user, reason="later", now=clock.now())
@@ -60,7 +62,6 @@ def _work(engine: Engine, triage_id: int) -> None:
                 category=category,
                 note="why" if category == OTHER else "",
                 version=held.version,
-                causes=CAUSES,
                 now=clock.now(),
             )
 

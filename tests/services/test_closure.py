@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from sqlalchemy import exists, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -15,21 +16,29 @@ from app.models import OTHER, Role, Triage
 from app.models.triage_public import MissPublic
 from app.services import queue
 from app.services.accounts import users
-from app.services.triage.triages import closes, closure_report, triage_context
+from app.services.queue.lifecycle import keeps_open
+from app.services.queue.store import MISS
+from app.services.triage.closure import closure_report
+from app.services.triage.triages import triage_context
 from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)
 
 
-def _state(engine: Engine, triage_id: int) -> tuple[bool, bool, str]:
+def _state(engine: Engine, triage_id: int, clock: FrozenClock) -> tuple[bool, bool, str]:
     """What the closure report says, whether the triage is marked closed, and the sentence."""
     with Session(engine) as s:
         ctx = triage_context(session=s, triage_id=triage_id)
         report = closure_report(session=s, triage=ctx.triage, causes=ctx.causes)
-        # the label's path asks the same rule as one EXISTS
-        assert closes(session=s, triage=ctx.triage) == report.closes
+        # the label's path asks the same rule (the life cycle's) as one EXISTS
+        still_open = s.execute(
+            select(exists().where(MISS.c.triage_id == triage_id, keeps_open(MISS)))
+        ).scalar()
+        assert (not still_open) == report.closes
         triage = s.get(Triage, triage_id)
         assert triage is not None
+        # marked at the time of the label that closed it, from the injected clock
+        assert triage.closed_at in (None, clock.now())
         return report.closes, triage.closed_at is not None, report.closure
 
 
@@ -44,7 +53,9 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
         causes = triage_context(session=s, triage_id=triage.id).causes
 
         def label(category: str, note: str = "") -> MissPublic:
-            miss = queue.claim(session=s, triage=triage, user=lead, now=clock.now(), lease=LEASE)
+            miss = queue.claim(
+                session=s, triage_id=triage.id, user=lead, now=clock.now(), lease=LEASE
+            )
             assert miss is not None
             return queue.label(
                 session=s,
@@ -53,14 +64,13 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
                 category=category,
                 note=note,
                 version=miss.version,
-                causes=causes,
                 now=clock.now(),
             )
 
         label(causes[0])
-        assert _state(engine, triage.id)[:2] == (False, False)
+        assert _state(engine, triage.id, clock)[:2] == (False, False)
         other = label(OTHER, "the judgment is wrong")
-        closes, closed, sentence = _state(engine, triage.id)
+        closes, closed, sentence = _state(engine, triage.id, clock)
         assert (closes, closed) == (False, False)
         assert sentence.endswith("does not close: 1 other")
 
@@ -72,16 +82,15 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
             category=causes[1],
             note="",
             version=other.version,
-            causes=causes,
             now=clock.now(),
         )
-        closes, closed, sentence = _state(engine, triage.id)
+        closes, closed, sentence = _state(engine, triage.id, clock)
         assert (closes, closed) == (True, True)
         assert sentence.endswith("accounted for: the categories close")
 
         # undoing that relabel reopens the triage
-        queue.undo(session=s, triage=triage, user=lead, now=clock.now(), lease=LEASE)
-        assert _state(engine, triage.id)[:2] == (False, False)
+        queue.undo(session=s, triage_id=triage.id, user=lead, now=clock.now(), lease=LEASE)
+        assert _state(engine, triage.id, clock)[:2] == (False, False)
 
         # the combined call (label, then claim: nothing is left) closes it again, and a
         # relabel to "other" reopens it: the label's own statement answers the closure rule
@@ -97,7 +106,7 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
             lease=LEASE,
         )
         assert done.next is None
-        assert _state(engine, triage.id)[:2] == (True, True)
+        assert _state(engine, triage.id, clock)[:2] == (True, True)
         queue.label(
             session=s,
             miss_id=other.id,
@@ -107,4 +116,4 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
             version=done.labelled.version,
             now=clock.now(),
         )
-        assert _state(engine, triage.id)[:2] == (False, False)
+        assert _state(engine, triage.id, clock)[:2] == (False, False)

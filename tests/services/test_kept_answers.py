@@ -21,7 +21,7 @@ from app.services import queue
 from app.services.accounts import users
 from app.services.imports import golden_sets
 from app.services.queue import skips
-from app.services.triage import agreement, dashboard, dashboard_lists, triages
+from app.services.triage import agreement, closure, dashboard, dashboard_lists
 from app.services.triage.dashboard_lists import RESIDUE_SHOWN, SKIPS_SHOWN, LabelLists
 from app.services.triage.kept import label_key
 from tests.support.triage import make_triage
@@ -51,7 +51,9 @@ def _label_some(engine: Engine, triage: Triage, people: list[User], n: int, seed
         for step in range(n):
             user = people[step % len(people)]
             clock.advance(seconds=5)
-            held = queue.claim(session=s, triage=triage, user=user, now=clock.now(), lease=LEASE)
+            held = queue.claim(
+                session=s, triage_id=triage.id, user=user, now=clock.now(), lease=LEASE
+            )
             if held is None:
                 continue
             category = rng.choice([*CAUSES, OTHER])
@@ -62,7 +64,6 @@ def _label_some(engine: Engine, triage: Triage, people: list[User], n: int, seed
                 category=category,
                 note="why" if category == OTHER else "",
                 version=held.version,
-                causes=CAUSES,
                 now=clock.now(),
             )
 
@@ -71,7 +72,7 @@ def _fresh_panels(session: Session, triage: Triage) -> dashboard.LabelPanels:
     return dashboard.LabelPanels(
         throughput=dashboard.throughput(session=session, triage=triage),
         hints=dashboard.hint_accuracy(session=session, triage=triage),
-        covered_on_queue=triages.covered_on_queue(session=session, triage=triage),
+        covered_on_queue=dashboard.covered_on_queue(session=session, triage=triage),
     )
 
 
@@ -85,7 +86,7 @@ def test_panels_follow_every_label(engine: Engine, tmp_path: Path) -> None:
             # nothing changed: the same answer, not computed again
             assert dashboard.label_panels(session=s, triage=triage) is kept
             # the key from the closure's tally is the key read on its own
-            tally = triages.state_tally(session=s, triage=triage)
+            tally = closure.tally_of(session=s, triage=triage, causes=CAUSES)
             assert label_key(s, triage, tally) == label_key(s, triage)
         _label_some(engine, triage, people, 3, seed=round_)
     with Session(engine) as s:
@@ -102,9 +103,10 @@ def test_residue_equals_the_plain_filter(engine: Engine, tmp_path: Path) -> None
         ).all()
         expected = [m.id for m in misses if m.state == MissState.OPEN.value or m.category == OTHER]
         assert any(m.category == OTHER for m in misses)  # the seed gives both kinds
+        total = closure.tally_of(session=s, triage=triage, causes=CAUSES).residue
+        assert total == len(expected)
         for limit in (1, 3, 100):
-            rows, total = dashboard.residue(session=s, triage=triage, limit=limit)
-            assert total == len(expected)
+            rows = dashboard.residue_rows(session=s, triage=triage, limit=limit)
             assert [row.miss.id for row in rows] == expected[:limit]
 
 
@@ -157,18 +159,19 @@ def test_lists_follow_every_label_and_skip(engine: Engine, tmp_path: Path) -> No
             kept = dashboard_lists.label_lists(session=s, triage=triage, golden=golden)
             assert kept == _fresh_lists(s, triage, golden)
             assert dashboard_lists.label_lists(session=s, triage=triage, golden=golden) is kept
-            # the count beside the residue, from the closure's tally, is the one counted
-            tally = triages.state_tally(session=s, triage=triage)
-            assert (
-                dashboard_lists.residue_total(tally)
-                == dashboard.residue(session=s, triage=triage)[1]
+            # the count beside the residue, from the tally, is the residue's length
+            tally = closure.tally_of(session=s, triage=triage, causes=CAUSES)
+            assert tally.residue == len(
+                dashboard.residue_rows(session=s, triage=triage, limit=10**6)
             )
             # each round's skip or label made it read the lists again
             assert all(kept is not earlier for earlier in previous)
             previous.append(kept)
             user = people[round_ % 2]
             clock.advance(seconds=5)
-            held = queue.claim(session=s, triage=triage, user=user, now=clock.now(), lease=LEASE)
+            held = queue.claim(
+                session=s, triage_id=triage.id, user=user, now=clock.now(), lease=LEASE
+            )
             assert held is not None
             clock.advance(seconds=5)
             if round_ % 2:
@@ -179,7 +182,6 @@ def test_lists_follow_every_label_and_skip(engine: Engine, tmp_path: Path) -> No
                     category=OTHER,
                     note=f"round {round_}",
                     version=held.version,
-                    causes=CAUSES,
                     now=clock.now(),
                 )
             else:

@@ -16,9 +16,9 @@ from app.models import CANT_TELL, Miss, MissState, Review, Role, User
 from app.models.triage_public import MissPublic, Overlap
 from app.services import queue
 from app.services.errors import Conflict, Forbidden, Invalid
-from app.services.queue import adjudication
 from app.services.triage.agreement import review_labels
-from app.services.triage.triages import closure_report, triage_context
+from app.services.triage.closure import closure_report
+from app.services.triage.triages import triage_context
 from tests.support.triage import make_people, make_triage
 
 LEASE = timedelta(minutes=10)
@@ -40,7 +40,7 @@ def people(engine: Engine) -> dict[str, User]:
 
 def _claim(s: Session, triage_id: int, user: User, clock: FrozenClock) -> MissPublic | None:
     ctx = triage_context(session=s, triage_id=triage_id)
-    return queue.claim(session=s, triage=ctx.triage, user=user, now=clock.now(), lease=LEASE)
+    return queue.claim(session=s, triage_id=ctx.triage_id, user=user, now=clock.now(), lease=LEASE)
 
 
 def _label(
@@ -53,7 +53,6 @@ def _label(
         category=category,
         note=str(kw.get("note", "")),
         version=int(kw.get("version", miss.version)),  # type: ignore[call-overload]
-        causes=CAUSES,
         now=clock.now(),
     )
 
@@ -89,7 +88,9 @@ def test_two_reviewers_hold_one_miss_and_a_third_gets_the_next(
         # She cannot label it twice.
         with pytest.raises(Conflict) as twice:
             _label(s, first, ann, "not-indexed", clock)
-        assert twice.value.code == "already_reviewed"
+        # a repeat answers as a repeated single-review label does: her own label is current
+        assert twice.value.code == "stale_version"
+        assert twice.value.details["current"]["category"] == "vocabulary-mismatch"
         # Bob sees neither her label in the miss nor her events in its audit trail.
         listed = s.get(Miss, first.id)
         assert listed is not None
@@ -110,7 +111,7 @@ def test_two_reviewers_hold_one_miss_and_a_third_gets_the_next(
         trail = queue.audit_trail(session=s, miss_id=first.id, viewer=bob)
         assert [(e.action, e.after.category) for e in trail] == [
             ("review", "vocabulary-mismatch"),
-            ("refused", "not-indexed"),  # her second label, refused and kept
+            ("conflict", "not-indexed"),  # her second label, refused and kept
             ("review", "vocabulary-mismatch"),
             ("agree", "vocabulary-mismatch"),
         ]
@@ -178,10 +179,12 @@ def test_cant_tell_goes_to_adjudication_leased_versioned_audited(
 
         # A reviewer without the flag may not adjudicate; one with it and a lead may.
         with pytest.raises(Forbidden) as denied:
-            adjudication.claim(session=s, triage=ctx.triage, user=ann, now=clock.now(), lease=LEASE)
+            queue.claim_adjudication(
+                session=s, triage_id=ctx.triage_id, user=ann, now=clock.now(), lease=LEASE
+            )
         assert denied.value.code == "adjudicator_required"
-        case = adjudication.claim(
-            session=s, triage=ctx.triage, user=adj, now=clock.now(), lease=LEASE
+        case = queue.claim_adjudication(
+            session=s, triage_id=ctx.triage_id, user=adj, now=clock.now(), lease=LEASE
         )
         assert case is not None
         assert case.id == disputed[0].id
@@ -189,42 +192,39 @@ def test_cant_tell_goes_to_adjudication_leased_versioned_audited(
             ("ann@example.com", "not-indexed", "says A"),
             ("bob@example.com", CANT_TELL, "says B"),
         ]
-        other = adjudication.claim(
-            session=s, triage=ctx.triage, user=lea, now=clock.now(), lease=LEASE
+        other = queue.claim_adjudication(
+            session=s, triage_id=ctx.triage_id, user=lea, now=clock.now(), lease=LEASE
         )
         assert other is not None
         assert other.id == disputed[1].id  # never the miss another adjudicator holds
         with pytest.raises(Invalid):  # can't tell is never a final label
-            adjudication.adjudicate(
+            queue.adjudicate(
                 session=s,
                 miss_id=case.id,
                 user=adj,
                 category=CANT_TELL,
                 note="",
                 version=case.version,
-                causes=CAUSES,
                 now=clock.now(),
             )
         # The lead decides the adjudicator's miss first; the adjudicator's version is stale.
-        adjudication.adjudicate(
+        queue.adjudicate(
             session=s,
             miss_id=case.id,
             user=lea,
             category="not-indexed",
             note="the PDF never reached the index",
             version=case.version,
-            causes=CAUSES,
             now=clock.now(),
         )
         with pytest.raises(Conflict) as stale:
-            adjudication.adjudicate(
+            queue.adjudicate(
                 session=s,
                 miss_id=case.id,
                 user=adj,
                 category="chunk-boundary",
                 note="",
                 version=case.version,
-                causes=CAUSES,
                 now=clock.now(),
             )
         assert stale.value.code == "stale_version"
@@ -238,19 +238,20 @@ def test_cant_tell_goes_to_adjudication_leased_versioned_audited(
         ]
         assert (trail[-1].before.version, trail[-1].before.category) == (3, "not-indexed")
         assert (trail[-1].after.version, trail[-1].after.category) == (2, "chunk-boundary")
-        done = adjudication.adjudicate(
+        done = queue.adjudicate(
             session=s,
             miss_id=other.id,
             user=lea,
             category="chunk-boundary",
             note="",
             version=other.version,
-            causes=CAUSES,
             now=clock.now(),
         )
         assert (done.state, done.category) == ("labelled", "chunk-boundary")
         assert (
-            adjudication.claim(session=s, triage=ctx.triage, user=lea, now=clock.now(), lease=LEASE)
+            queue.claim_adjudication(
+                session=s, triage_id=ctx.triage_id, user=lea, now=clock.now(), lease=LEASE
+            )
             is None
         )
         report = closure_report(session=s, triage=ctx.triage, causes=ctx.causes)

@@ -38,26 +38,26 @@ def test_claim_order_lease_and_expiry(
     clock = FrozenClock()
     with Session(engine, expire_on_commit=False) as s:
         first = queue.claim(
-            session=s, triage=triage, user=people["ann"], now=clock.now(), lease=LEASE
+            session=s, triage_id=triage.id, user=people["ann"], now=clock.now(), lease=LEASE
         )
         assert first is not None
         # Queue order: q0's misses together, grade descending.
         assert (first.qid, first.doc_id, first.grade) == ("q0", "d0-1", 2)
         # Claiming again returns the miss Ann holds, not a new one.
         again = queue.claim(
-            session=s, triage=triage, user=people["ann"], now=clock.now(), lease=LEASE
+            session=s, triage_id=triage.id, user=people["ann"], now=clock.now(), lease=LEASE
         )
         assert again is not None
         assert again.id == first.id
         second = queue.claim(
-            session=s, triage=triage, user=people["bob"], now=clock.now(), lease=LEASE
+            session=s, triage_id=triage.id, user=people["bob"], now=clock.now(), lease=LEASE
         )
         assert second is not None
         assert (second.qid, second.doc_id) == ("q0", "d0-0")
         # Ann's lease expires; Bob holds his own, so the next claimer (the lead) gets Ann's.
         clock.advance(minutes=11)
         third = queue.claim(
-            session=s, triage=triage, user=people["lea"], now=clock.now(), lease=LEASE
+            session=s, triage_id=triage.id, user=people["lea"], now=clock.now(), lease=LEASE
         )
         assert third is not None
         assert third.id == first.id
@@ -71,7 +71,6 @@ def test_claim_order_lease_and_expiry(
                 category=CAUSES[0],
                 note="",
                 version=1,
-                causes=CAUSES,
                 now=clock.now(),
             )
         assert refused.value.code == "lease_not_held"
@@ -85,7 +84,7 @@ def test_label_versions_and_conflict_keep_both(
     clock = FrozenClock()
     with Session(engine, expire_on_commit=False) as s:
         miss = queue.claim(
-            session=s, triage=triage, user=people["ann"], now=clock.now(), lease=LEASE
+            session=s, triage_id=triage.id, user=people["ann"], now=clock.now(), lease=LEASE
         )
         assert miss is not None
         labelled = queue.label(
@@ -95,7 +94,6 @@ def test_label_versions_and_conflict_keep_both(
             category="vocabulary-mismatch",
             note="throttling vs rate limit",
             version=1,
-            causes=CAUSES,
             now=clock.now(),
         )
         assert (labelled.state, labelled.category, labelled.version) == (
@@ -112,7 +110,6 @@ def test_label_versions_and_conflict_keep_both(
             category="chunk-boundary",
             note="",
             version=2,
-            causes=CAUSES,
             now=clock.now(),
         )
         with pytest.raises(Conflict) as stale:
@@ -123,7 +120,6 @@ def test_label_versions_and_conflict_keep_both(
                 category="not-indexed",
                 note="",
                 version=2,
-                causes=CAUSES,
                 now=clock.now(),
             )
         assert stale.value.code == "stale_version"
@@ -142,7 +138,6 @@ def test_label_versions_and_conflict_keep_both(
                 category="other",
                 note="x",
                 version=3,
-                causes=CAUSES,
                 now=clock.now(),
             )
         assert forbidden.value.code == "lead_required"
@@ -154,7 +149,7 @@ def test_other_needs_a_note_and_causes_are_checked(
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=1)
     with Session(engine, expire_on_commit=False) as s:
         miss = queue.claim(
-            session=s, triage=triage, user=people["ann"], now=FrozenClock().now(), lease=LEASE
+            session=s, triage_id=triage.id, user=people["ann"], now=FrozenClock().now(), lease=LEASE
         )
         assert miss is not None
         for category, note, code in (
@@ -169,7 +164,6 @@ def test_other_needs_a_note_and_causes_are_checked(
                     category=category,
                     note=note,
                     version=1,
-                    causes=CAUSES,
                     now=FrozenClock().now(),
                 )
             assert invalid.value.code == code
@@ -180,7 +174,6 @@ def test_other_needs_a_note_and_causes_are_checked(
             category="other",
             note="judgment looks wrong",
             version=1,
-            causes=CAUSES,
             now=FrozenClock().now(),
         )
         assert done.note == "judgment looks wrong"
@@ -191,18 +184,18 @@ def test_skip_release_undo(engine: Engine, tmp_path: Path, people: dict[str, Use
     clock = FrozenClock()
     ann, bob = people["ann"], people["bob"]
     with Session(engine, expire_on_commit=False) as s:
-        first = queue.claim(session=s, triage=triage, user=ann, now=clock.now(), lease=LEASE)
+        first = queue.claim(session=s, triage_id=triage.id, user=ann, now=clock.now(), lease=LEASE)
         assert first is not None
         with pytest.raises(Invalid):
             queue.skip(session=s, miss_id=first.id, user=ann, reason=" ", now=clock.now())
         queue.skip(
             session=s, miss_id=first.id, user=ann, reason="need a domain expert", now=clock.now()
         )
-        nxt = queue.claim(session=s, triage=triage, user=ann, now=clock.now(), lease=LEASE)
+        nxt = queue.claim(session=s, triage_id=triage.id, user=ann, now=clock.now(), lease=LEASE)
         assert nxt is not None
         assert nxt.id != first.id
         assert (
-            queue.claim(session=s, triage=triage, user=bob, now=clock.now(), lease=LEASE).id
+            queue.claim(session=s, triage_id=triage.id, user=bob, now=clock.now(), lease=LEASE).id
             == first.id
         )  # type: ignore[union-attr]
         queue.release(session=s, miss_id=first.id, user=bob, now=clock.now())
@@ -213,27 +206,30 @@ def test_skip_release_undo(engine: Engine, tmp_path: Path, people: dict[str, Use
             category="not-indexed",
             note="",
             version=1,
-            causes=CAUSES,
             now=clock.now(),
         )
-        undone = queue.undo(session=s, triage=triage, user=ann, now=clock.now(), lease=LEASE)
+        undone = queue.undo(session=s, triage_id=triage.id, user=ann, now=clock.now(), lease=LEASE)
         assert undone.id == labelled.id
         assert (undone.state, undone.category, undone.version) == ("open", None, 3)
         assert undone.lease_holder == ann.id  # back on Ann's desk
         with pytest.raises(NotFound):
-            queue.undo(session=s, triage=triage, user=ann, now=clock.now(), lease=LEASE)
+            queue.undo(session=s, triage_id=triage.id, user=ann, now=clock.now(), lease=LEASE)
         assert [e.action for e in queue.audit_trail(session=s, miss_id=first.id)] == [
             "skip",
             "release",
         ]
         assert [e.action for e in queue.audit_trail(session=s, miss_id=nxt.id)] == ["label", "undo"]
-        progress = queue.progress(session=s, triage=triage, user=ann)
-        assert (progress.mine, progress.labelled, progress.remaining, progress.total) == (
-            0,
-            0,
-            3,
-            3,
-        )
+        person = queue.person_tally(session=s, triage_id=triage.id, user_id=ann.id, now=clock.now())
+        tally = queue.triage_tally(session=s, triage_id=triage.id, causes=CAUSES)
+        assert (person.labels, tally.labelled, tally.unlabelled, tally.queued) == (0, 0, 3, 3)
+        # the undone miss is Ann's lease again; the one she skipped is not hers to take
+        assert person.waiting == {
+            "for_you": 2,
+            "with_others": 0,
+            "another_reviewer": 0,
+            "adjudication": 0,
+            "skipped": 1,
+        }
 
 
 def test_renew_needs_the_lease(engine: Engine, tmp_path: Path, people: dict[str, User]) -> None:
@@ -241,7 +237,7 @@ def test_renew_needs_the_lease(engine: Engine, tmp_path: Path, people: dict[str,
     clock = FrozenClock()
     with Session(engine, expire_on_commit=False) as s:
         miss = queue.claim(
-            session=s, triage=triage, user=people["ann"], now=clock.now(), lease=LEASE
+            session=s, triage_id=triage.id, user=people["ann"], now=clock.now(), lease=LEASE
         )
         assert miss is not None
         clock.advance(minutes=9)

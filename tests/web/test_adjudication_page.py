@@ -45,7 +45,7 @@ def _disputed(engine: Engine, tmp_path: Path, disputes: int) -> tuple[Triage, di
             for name, category in (("ann", "not-indexed"), ("bob", "chunk-boundary")):
                 miss = queue.claim(
                     session=s,
-                    triage=triage,
+                    triage_id=triage.id,
                     user=people[name],
                     now=clock.now(),
                     lease=LEASE,
@@ -58,7 +58,6 @@ def _disputed(engine: Engine, tmp_path: Path, disputes: int) -> tuple[Triage, di
                     category=category,
                     note=f"{name} thinks so",
                     version=miss.version,
-                    causes=CAUSES,
                     now=clock.now(),
                 )
     return triage, people

@@ -57,7 +57,7 @@ def test_review_page_shows_one_miss_with_context(
 def test_the_empty_card_agrees_with_its_numbers(
     client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
 ) -> None:
-    """ "1 of 1 miss is labelled", never "1 of 1 misses are"."""
+    """ "1 of 1 miss has a final label", never "1 of 1 misses have"."""
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=1, corpus=True)
     login(client, accounts[Role.REVIEWER].email)
     miss_id = claim(client, triage.id).select_one(".card")["data-miss"]
@@ -69,7 +69,7 @@ def test_the_empty_card_agrees_with_its_numbers(
     empty = BeautifulSoup(done.text, "html.parser").select_one("#empty")
     assert empty is not None
     said = " ".join(empty.select_one("p").get_text().split())
-    assert said == "1 of 1 miss is labelled. See the triage."
+    assert said == "1 of 1 miss has a final label. See the triage."
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

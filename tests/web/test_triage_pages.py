@@ -84,13 +84,17 @@ def test_dashboard_lists_the_overlap_reviewers_leases(
         held = {}
         for name, lease in (("cy", timedelta(seconds=-1)), ("ann", timedelta(minutes=10))):
             miss = queue.claim(
-                session=session, triage=triage, user=people[name], now=clock.now(), lease=lease
+                session=session,
+                triage_id=triage.id,
+                user=people[name],
+                now=clock.now(),
+                lease=lease,
             )
             assert miss is not None
             held[name] = miss.id
         bob = queue.claim(
             session=session,
-            triage=triage,
+            triage_id=triage.id,
             user=people["bob"],
             now=clock.now(),
             lease=timedelta(minutes=5),

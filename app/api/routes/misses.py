@@ -16,8 +16,6 @@ from app.models.triage_public import LabelEventPublic, MissPublic
 from app.readmodel import PageOf
 from app.services import queue
 from app.services.paging import DEFAULT_PER_PAGE
-from app.services.queue import adjudication
-from app.services.triage.triages import causes_of_miss
 
 router = APIRouter(prefix="/misses", tags=["queue"])
 
@@ -108,9 +106,9 @@ def label(
     """Label the miss: needs the caller's lease (or the lead role, which also relabels) and
     the current version; 409 ``stale_version`` otherwise, with the attempt kept in the audit
     log. With double review (the miss's ``reviewers`` > 1) it is the caller's own, blind
-    label (``cant-tell`` allowed; 409 ``already_reviewed`` for a second one): the miss gets
-    its final label when the last reviewer agrees, else it goes to adjudication
-    (``state`` ``disputed``).
+    label (``cant-tell`` allowed; a repeat answers 409 ``stale_version`` with the caller's
+    own label): the miss gets its final label when the last reviewer agrees, else it goes
+    to adjudication (``state`` ``disputed``). A covered miss answers 409 ``not_on_queue``.
 
     Without ``next`` the answer is the labelled miss. With ``next=1`` the label and a
     ``claim`` in the miss's triage run in one transaction and the answer is
@@ -150,14 +148,13 @@ def adjudicate(
     """The final label of a disputed miss: needs the caller's adjudication lease (a lead's
     needs none) and the current version; 409 ``stale_version`` (the attempt kept in the audit
     trail) or ``not_disputed``; 403 ``adjudicator_required`` for reviewers without the flag."""
-    return adjudication.adjudicate(
+    return queue.adjudicate(
         session=session,
         miss_id=miss_id,
         user=principal.user,
         category=body.category,
         note=body.note,
         version=body.version,
-        causes=causes_of_miss(session=session, miss_id=miss_id),
         now=clock.now(),
     )
 

@@ -28,8 +28,7 @@ from app.readmodel import PageOf
 from app.services import queue
 from app.services.delivery import exports as export_service
 from app.services.paging import DEFAULT_PER_PAGE
-from app.services.queue import adjudication, skips
-from app.services.triage import agreement, dashboard
+from app.services.triage import agreement, closure, dashboard
 from app.services.triage import backlog as backlog_service
 from app.services.triage import triages as service
 
@@ -39,7 +38,7 @@ router = APIRouter(prefix="/triages", tags=["triages"])
 @router.get("/{triage_id}", response_model=TriageDetail)
 def get_triage(session: SessionDep, principal: ReviewerDep, triage_id: Id) -> TriageDetail:
     """Counts per cause, other, unlabelled, and whether the categories close."""
-    return service.triage_detail(session=session, triage_id=triage_id)
+    return closure.triage_detail(session=session, triage_id=triage_id)
 
 
 class CoveredBody(BaseModel):
@@ -48,11 +47,21 @@ class CoveredBody(BaseModel):
 
 @router.post("/{triage_id}/covered", response_model=CoveredMoved)
 def include_covered(
-    session: SessionDep, principal: LeadDep, triage_id: Id, body: CoveredBody
+    session: SessionDep, clock: ClockDep, principal: LeadDep, triage_id: Id, body: CoveredBody
 ) -> CoveredMoved:
     """Put the misses covered by a duplicate on the queue (``include``: true), or take those
-    not yet labelled or leased back off it. Answers how many moved and the new summary."""
-    return service.include_covered(session=session, triage_id=triage_id, include=body.include)
+    not yet labelled, leased or reviewed back off it (an ``include`` or ``exclude`` event
+    each). Answers how many moved and the new summary."""
+    moved = queue.include_covered(
+        session=session,
+        triage_id=triage_id,
+        user=principal.user,
+        include=body.include,
+        now=clock.now(),
+    )
+    return CoveredMoved(
+        moved=moved, triage=closure.triage_detail(session=session, triage_id=triage_id)
+    )
 
 
 @router.get("/{triage_id}/agreement", response_model=AgreementPublic)
@@ -114,7 +123,7 @@ def claim(
     review, a miss is offered to distinct reviewers until it has its labels, and never again
     to one who labelled it."""
     # the triage is read in the claim's own transaction (one per request)
-    miss = queue.claim_in_triage(
+    miss = queue.claim(
         session=session,
         triage_id=triage_id,
         user=principal.user,
@@ -141,10 +150,9 @@ def adjudication_claim(
     """The next disputed miss (its reviewers disagreed, or one could not tell) with every
     label and note, leased to the caller; 204 when none is left. Leads, and reviewers with
     the adjudicator flag (403 ``adjudicator_required`` otherwise)."""
-    triage = service.get_triage(session=session, triage_id=triage_id)
-    case = adjudication.claim(
+    case = queue.claim_adjudication(
         session=session,
-        triage=triage,
+        triage_id=triage_id,
         user=principal.user,
         now=clock.now(),
         lease=timedelta(seconds=settings.lease_seconds),
@@ -163,10 +171,9 @@ def undo(
     triage_id: Id,
 ) -> MissPublic:
     """Undo the caller's last label in this triage."""
-    triage = service.get_triage(session=session, triage_id=triage_id)
     return queue.undo(
         session=session,
-        triage=triage,
+        triage_id=triage_id,
         user=principal.user,
         now=clock.now(),
         lease=timedelta(seconds=settings.lease_seconds),
@@ -180,7 +187,7 @@ def take_back(
     """Put the unlabelled misses the caller skipped back on the caller's queue (claim hands
     them out again); answers how many: `{"taken_back": n}`."""
     triage = service.get_triage(session=session, triage_id=triage_id)
-    return skips.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
+    return queue.take_back(session=session, triage=triage, user=principal.user, now=clock.now())
 
 
 @router.get(
@@ -221,7 +228,7 @@ def backlog(
             media_type="application/x-ndjson",
             headers={"Content-Disposition": attachment(f"{name}.jsonl")},
         )
-    summary = service.closure_report(
+    summary = closure.closure_report(
         session=session, triage=ctx.triage, causes=ctx.causes, agreement=True
     )
     return StreamingResponse(

@@ -1,27 +1,22 @@
 """Webhook events of a golden set's triages (``miss.labelled``, ``triage.closed``), through an
-outbox: events are rows written with the label, delivered by ``deliver_pending``."""
+outbox: the queue writes the rows with the label that causes them (app/services/queue/
+store.py), ``deliver_pending`` posts them."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import or_
-from sqlalchemy import update as sa_update
-from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app.db import end_reading, writing
 from app.exporters import Sender, TrackerError, outbound
 from app.exporters.webhook import signed
-from app.models import GoldenSet, Miss, Triage, WebhookDelivery, WebhookEvent, utcnow
+from app.models import GoldenSet, WebhookDelivery, WebhookEvent, utcnow
 from app.services.errors import Invalid
-from app.services.queue.core import MissRow
-from app.services.triage.triages import closes_by_id as triage_closes
-from app.services.triage.triages import triage_context
 
 EVENTS = tuple(WebhookEvent)
 MAX_ATTEMPTS = 8
@@ -66,99 +61,6 @@ def configure(
         session.add(golden)
     session.refresh(golden)
     return golden
-
-
-@dataclass(frozen=True)
-class LabelContext:
-    """What the closure and outbox step of a label reads from the miss's triage and golden
-    set (the hot path reads it with the miss, in the same statement)."""
-
-    triage_id: int
-    closed_at: datetime | None
-    misses: int
-    golden_id: int
-    webhook_url: str | None
-    webhook_events: list[str]
-
-
-def label_context(session: Session, triage_id: int) -> LabelContext:
-    """``LabelContext`` read from the database (``triage_context``)."""
-    ctx = triage_context(session=session, triage_id=triage_id)
-    assert ctx.golden.id is not None
-    return LabelContext(
-        triage_id=ctx.triage_id,
-        closed_at=ctx.triage.closed_at,
-        misses=ctx.triage.misses,
-        golden_id=ctx.golden.id,
-        webhook_url=ctx.golden.webhook_url,
-        webhook_events=list(ctx.golden.webhook_events),
-    )
-
-
-def after_label(
-    session: Session,
-    miss: Miss | MissRow,
-    context: LabelContext | None = None,
-    *,
-    still_open: bool | None = None,
-) -> None:
-    """Queue the events a label causes, in the label's own transaction (no commit here).
-    ``context``: the triage's and golden set's parts when the caller holds them already
-    (else they are read here). ``still_open``: whether a miss keeps the triage's categories
-    open, when the caller knows it (the hot path's label statement answers it), else the
-    closure rule is asked here (``triages.closes``)."""
-    if context is None:
-        context = label_context(session, miss.triage_id)
-    events = set(context.webhook_events) if context.webhook_url else set()
-    if WebhookEvent.MISS_LABELLED in events:
-        session.add(
-            WebhookDelivery(
-                golden_set_id=context.golden_id,
-                event=WebhookEvent.MISS_LABELLED,
-                payload={
-                    "triage_id": context.triage_id,
-                    "miss_id": miss.id,
-                    "qid": miss.qid,
-                    "doc_id": miss.doc_id,
-                    "category": miss.category,
-                    "note": miss.note,
-                    "version": miss.version,
-                },
-            )
-        )
-    # the label's ORM changes (if any) must be in the database before the EXISTS reads it
-    session.flush()
-    # Whether the triage closes: the closure report's rule, asked as one EXISTS that stops
-    # at the first miss keeping it open (triages.closes).
-    if still_open is None:
-        closes = triage_closes(session=session, triage_id=context.triage_id)
-    else:
-        closes = not still_open
-    if closes and context.closed_at is None:
-        _set_closed_at(session, context.triage_id, utcnow())
-        if WebhookEvent.TRIAGE_CLOSED in events:
-            session.add(
-                WebhookDelivery(
-                    golden_set_id=context.golden_id,
-                    event=WebhookEvent.TRIAGE_CLOSED,
-                    payload={
-                        "triage_id": context.triage_id,
-                        "misses": context.misses,
-                    },
-                )
-            )
-    elif not closes and context.closed_at is not None:
-        # reopened (an undo or a relabel to "other"): may close again
-        _set_closed_at(session, context.triage_id, None)
-
-
-def _set_closed_at(session: Session, triage_id: int, value: datetime | None) -> None:
-    """Write the triage's ``closed_at`` with one statement; a ``Triage`` the session holds
-    (a page's context) is brought up to date without a write of its own."""
-    session.execute(sa_update(Triage).where(col(Triage.id) == triage_id).values(closed_at=value))
-    loaded = session.identity_map.get(session.identity_key(Triage, triage_id))
-    if loaded is not None:
-        set_committed_value(loaded, "closed_at", value)
 
 
 def deliver_pending(

@@ -35,7 +35,8 @@ from app.models.triage_public import FinalCounts, TriageContext
 from app.services.errors import Invalid
 from app.services.imports.names import check_name
 from app.services.triage import backlog
-from app.services.triage.triages import rests_on, triage_context
+from app.services.triage.closure import rests_on
+from app.services.triage.triages import triage_context
 from app.settings import Settings
 
 MEANINGS = {

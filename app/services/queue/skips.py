@@ -1,6 +1,8 @@
-"""Skipped misses: a reviewer passes a miss on with a reason (``queue.skip``); it goes to
-other reviewers, and the reviewer can take back what they skipped (alone on a triage, that is
-the only way to finish it). The dashboard and the backlog show skips still in force."""
+"""Skips: a reviewer passes a miss on with a reason; it goes to the other reviewers, and
+the reviewer can take back what they skipped (alone on a triage, that is the only way to
+finish it). A skip in force is a ``MissSkip`` row beside its audit event, so the queue, the
+tally, the dashboard and the backlog read the skips in force instead of folding the events.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +15,74 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from app.db import writing
-from app.models import LabelAction, LabelEvent, Miss, MissSkip, MissState, Triage, User
-from app.models.triage_public import TakenBack
+from app.models import LabelAction, Miss, MissSkip, MissState, Triage, User
+from app.models.triage_public import MissPublic, TakenBack
+from app.services.errors import Forbidden, Invalid, NotFound
+from app.services.queue import store
+from app.services.queue.leases import NOT_HELD
+from app.services.queue.lifecycle import REVIEW_QUEUE, in_stages
+from app.services.queue.store import MISS, SKIP
+
+
+def skip(*, session: Session, miss_id: int, user: User, reason: str, now: datetime) -> MissPublic:
+    """Pass the miss the caller holds on to the other reviewers, saying why (422
+    ``reason_required``; 403 ``lease_not_held``)."""
+    assert user.id is not None
+    reason = reason.strip()
+    if not reason:
+        raise Invalid("say why you skip this miss", code="reason_required")
+    with store.transaction(session) as conn:
+        if store.lock_person_for_miss(conn, miss_id=miss_id, user_id=user.id) is None:
+            raise NotFound(f"no miss {miss_id}", code="miss_not_found")
+        target = store.load(conn, miss_id)
+        assert target is not None  # found under the lock in this transaction
+        miss = target.miss
+        if miss.stage not in REVIEW_QUEUE:
+            raise Forbidden(NOT_HELD, code="lease_not_held")
+        if miss.reviewers > 1:
+            if not store.drop_review_leases(conn, miss.id, user.id):
+                raise Forbidden(NOT_HELD, code="lease_not_held")
+        elif miss.lease_holder_id != user.id:
+            raise Forbidden(NOT_HELD, code="lease_not_held")
+        else:
+            miss = store.set_lease(conn, miss.id, user_id=None, until=None)
+        store.append_event(conn, miss, user.id, LabelAction.SKIP, now=now, note=reason)
+        store.record_skip(conn, miss, user_id=user.id, reason=reason, now=now)
+    return miss.public()
+
+
+def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> TakenBack:
+    """Put the unlabelled misses the caller skipped back on their queue (a ``take_back``
+    event each); answers how many."""
+    assert user.id is not None
+    assert triage.id is not None
+    with store.transaction(session) as conn:
+        store.lock_person(conn, triage_id=triage.id, user_id=user.id)
+        rows = conn.execute(
+            sa_select(*store.COLUMNS)
+            .where(
+                MISS.c.triage_id == triage.id,
+                in_stages(MISS, REVIEW_QUEUE),
+                MISS.c.id.in_(
+                    sa_select(SKIP.c.miss_id).where(
+                        SKIP.c.triage_id == triage.id, SKIP.c.user_id == user.id
+                    )
+                ),
+            )
+            .order_by(MISS.c.position)
+        ).all()
+        misses = [store.row_of(row) for row in rows]
+        for miss in misses:
+            store.append_event(conn, miss, user.id, LabelAction.TAKE_BACK, now=now)
+        if misses:
+            conn.execute(
+                delete(SKIP).where(
+                    SKIP.c.triage_id == triage.id,
+                    SKIP.c.user_id == user.id,
+                    SKIP.c.miss_id.in_([m.id for m in misses]),
+                )
+            )
+    return TakenBack(taken_back=len(misses))
 
 
 def skipped_ids(*, triage_id: int, user_id: int | None = None) -> SelectOfScalar[int]:
@@ -25,80 +92,6 @@ def skipped_ids(*, triage_id: int, user_id: int | None = None) -> SelectOfScalar
     if user_id is not None:
         query = query.where(MissSkip.user_id == user_id)
     return query
-
-
-def record_skip(session: Session, miss: Miss, user: User, *, reason: str, now: datetime) -> None:
-    """Keep the caller's skip of ``miss`` in force (a later skip replaces the reason), in the
-    caller's transaction, beside its event."""
-    session.execute(
-        delete(MissSkip).where(col(MissSkip.miss_id) == miss.id, col(MissSkip.user_id) == user.id)
-    )
-    session.add(
-        MissSkip(
-            miss_id=miss.id,  # type: ignore[arg-type]
-            triage_id=miss.triage_id,
-            user_id=user.id,
-            reason=reason,
-            at=now,
-        )
-    )
-
-
-def skipped_waiting(*, session: Session, triage: Triage, user: User) -> int:
-    """How many unlabelled misses the caller skipped (and could take back)."""
-    return int(
-        session.exec(
-            select(func.count())
-            .select_from(Miss)
-            .where(
-                Miss.triage_id == triage.id,
-                Miss.state == MissState.OPEN.value,
-                col(Miss.id).in_(skipped_ids(triage_id=triage.id, user_id=user.id)),  # type: ignore[arg-type]
-            )
-        ).one()
-    )
-
-
-def take_back(*, session: Session, triage: Triage, user: User, now: datetime) -> TakenBack:
-    """Put the unlabelled misses the caller skipped back on the caller's queue (a
-    ``take_back`` event each); answers how many."""
-    with writing(session):
-        misses = session.exec(
-            select(Miss)
-            .where(
-                Miss.triage_id == triage.id,
-                Miss.state == MissState.OPEN.value,
-                col(Miss.id).in_(skipped_ids(triage_id=triage.id, user_id=user.id)),  # type: ignore[arg-type]
-            )
-            .order_by(col(Miss.position))
-        ).all()
-        for miss in misses:
-            state = {
-                "state": miss.state,
-                "category": miss.category,
-                "note": miss.note,
-                "version": miss.version,
-            }
-            session.add(
-                LabelEvent(
-                    miss_id=miss.id,  # type: ignore[arg-type]
-                    triage_id=miss.triage_id,
-                    user_id=user.id,
-                    at=now,
-                    action=LabelAction.TAKE_BACK,
-                    before=state,
-                    after=state,
-                )
-            )
-        if misses:
-            session.execute(
-                delete(MissSkip).where(
-                    col(MissSkip.triage_id) == triage.id,
-                    col(MissSkip.user_id) == user.id,
-                    col(MissSkip.miss_id).in_([m.id for m in misses]),
-                )
-            )
-    return TakenBack(taken_back=len(misses))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
@@ -128,15 +129,19 @@ def _compute(
 ) -> AgreementPublic:
     assert triage.id is not None
     began = time.perf_counter()
-    units = units_of(review_labels(session=session, triage=triage))
+    labels = review_labels(session=session, triage=triage)
+    units = units_of(labels)
     measured = measure_agreement(units, categories=causes, resamples=RESAMPLES, seed=SEED)
-    ids = [r for r in measured.reviewers if isinstance(r, int) and r > 0]
+    cant_tell = Counter(who for u in labels for who, said in u.labels.items() if said == CANT_TELL)
+    ids = [r for r in {*measured.reviewers, *cant_tell} if isinstance(r, int) and r > 0]
     names: dict[object, str] = {}
     for start in range(0, len(ids), 1000):
         chunk = ids[start : start + 1000]
         found = session.exec(select(User.id, User.email).where(col(User.id).in_(chunk))).all()
         names.update((user_id, email) for user_id, email in found)
-    answer = AgreementPublic.of(measured, triage_id=triage.id, names=names)
+    answer = AgreementPublic.of(
+        measured, triage_id=triage.id, names=names, cant_tell={k: v for k, v in cant_tell.items()}
+    )
     _kept.put(slot, key, (answer, time.perf_counter() - began))
     return answer
 

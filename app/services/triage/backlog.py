@@ -32,6 +32,8 @@ from app.models import (
 from app.models.triage import shown_cause
 from app.models.triage_public import ClosureReport, TriageContext
 from app.services.queue import skips
+from app.services.queue.lifecycle import stage_of
+from app.services.triage.dashboard import cause_filter
 
 BATCH = 2000
 #: The backlog's group of misses covered by a duplicate (not a cause: off the queue).
@@ -59,6 +61,7 @@ FIELDS = (
     "retrieved",
     "where",
     "skipped",
+    "stage",
 )
 
 
@@ -68,13 +71,7 @@ def rows(
     """Backlog rows in queue order; ``category`` filters ("unlabelled" = not labelled yet,
     "covered" = covered by a duplicate and left off the queue)."""
     triage, run, golden = ctx.triage, ctx.run, ctx.golden
-    where: list[Any] = [Miss.triage_id == triage.id]
-    if category == UNLABELLED:
-        where += [col(Miss.category).is_(None), Miss.state != MissState.COVERED.value]
-    elif category == COVERED:
-        where.append(Miss.state == MissState.COVERED.value)
-    elif category:
-        where.append(Miss.category == category)
+    where: list[Any] = [Miss.triage_id == triage.id, *cause_filter(category or "")]
     query = (
         # five columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
         sa_select(
@@ -136,6 +133,8 @@ def rows(
                 "cause": None
                 if (cause := shown_cause(miss.state, miss.category)) == UNLABELLED
                 else cause,
+                # where the miss stands in its life cycle (app/services/queue/lifecycle.py)
+                "stage": stage_of(miss.state, miss.category, miss.reviewed).value,
                 # what the final label rests on: one reviewer, agreement or adjudication
                 "rests_on": (miss.resolution or Resolution.SINGLE.value)
                 if miss.state == MissState.LABELLED.value and miss.category
@@ -222,6 +221,8 @@ def as_json(
         "unlabelled": summary.unlabelled,
         "covered": summary.covered,
         "misses": summary.misses,
+        "states": summary.states,
+        "residue": summary.residue,
         "closes": summary.closes,
         "closure": summary.closure,
     }

@@ -15,12 +15,10 @@ from sqlmodel.sql.expression import Select
 
 from app.eval.hints import HINT_CAUSES
 from app.eval.placement import where_the_run_put_it
+from app.models import UNLABELLED as UNLABELLED_NAME
 from app.models import (
-    OTHER,
-    UNLABELLED,
     Miss,
     MissState,
-    Resolution,
     Review,
     RunQuery,
     Triage,
@@ -29,11 +27,31 @@ from app.models import (
 from app.models.triage_public import HintAccuracy, HintReport, MissPublic
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
 from app.services.queue import skips as skips_service
+from app.services.queue.lifecycle import LABELLED, UNLABELLED, Stage, in_stages, stage_of
+from app.services.queue.tally import people_counts
 from app.services.triage.kept import Kept, LabelKey, label_key, slot_of
-from app.services.triage.triages import covered_on_queue
 
-#: The backlog's state filter for misses with a skip in force (not a state of the miss).
+#: The backlog's state filter for misses with a skip in force (not a stage of the miss).
 SKIPPED = "skipped"
+#: The backlog's state filter: a stage, or "labelled" (a final label, named or other).
+STATE_FILTERS: dict[str, frozenset[Stage]] = {
+    **{stage.value: frozenset({stage}) for stage in Stage},
+    "labelled": LABELLED,
+}
+
+
+def cause_filter(cause: str) -> list[Any]:
+    """The backlog's (and its download's) cause filter: a named cause, other, "unlabelled"
+    (no final label: ``lifecycle.UNLABELLED``) or "covered"."""
+    if cause == UNLABELLED_NAME:
+        return [in_stages(_MISS, UNLABELLED)]
+    if cause == MissState.COVERED.value:
+        return [in_stages(_MISS, frozenset({Stage.COVERED}))]
+    if cause:
+        return [col(Miss.category) == cause, col(Miss.state) == MissState.LABELLED.value]
+    return []
+
+
 BACKLOG_SORTS = {
     "position": col(Miss.position),
     "qid": col(Miss.qid),
@@ -58,6 +76,8 @@ class Throughput:
     labels: int
     first: datetime
     last: datetime
+    #: Adjudications: the final label of a double-reviewed miss, decided.
+    decisions: int = 0
 
     @property
     def per_hour(self) -> float | None:
@@ -90,58 +110,20 @@ def _duration(seconds: float) -> str:
 
 
 def throughput(*, session: Session, triage: Triage) -> list[Throughput]:
-    """Current labels per reviewer, read from the misses (ix_miss_labelled_by): a label that
-    was undone or relabelled by someone else no longer counts for its author. With double
-    review, each reviewer's own labels on overlap misses (``Review``) count, and an
-    adjudication counts for the adjudicator (an agreed miss's ``labelled_by`` is merely the
-    last of its reviewers)."""
-    own = session.exec(
-        select(
-            col(Miss.labelled_by_id),
-            func.count(),
-            func.min(Miss.labelled_at),
-            func.max(Miss.labelled_at),
-        )
-        .where(
-            Miss.triage_id == triage.id,
-            Miss.state == MissState.LABELLED.value,
-            col(Miss.labelled_by_id).is_not(None),
-            (col(Miss.reviewers) == 1) | (col(Miss.resolution) == Resolution.ADJUDICATED.value),
-        )
-        .group_by(col(Miss.labelled_by_id))
-    ).all()
-    reviewed = session.exec(
-        select(
-            col(Review.reviewer_id),
-            func.count(),
-            func.min(Review.labelled_at),
-            func.max(Review.labelled_at),
-        )
-        .where(
-            Review.triage_id == triage.id,
-            col(Review.category).is_not(None),
-            col(Review.reviewer_id).is_not(None),
-        )
-        .group_by(col(Review.reviewer_id))
-    ).all()
-    totals: dict[int, tuple[int, datetime, datetime]] = {}
-    for user_id, n, first, last in [*own, *reviewed]:
-        if user_id is None or first is None or last is None:
-            continue
-        first, last = _aware(first), _aware(last)
-        if user_id in totals:
-            m, f, la = totals[user_id]
-            n, first, last = n + m, min(first, f), max(last, la)
-        totals[user_id] = (n, first, last)
-    emails = dict(
-        session.exec(select(User.id, User.email).where(col(User.id).in_(list(totals)))).all()
-    )
+    """Each person's labels in force and decisions in the triage (the queue's tally:
+    ``people_counts``): a label undone or relabelled by someone else no longer counts for
+    its author; a blind label of a double-reviewed miss counts for its reviewer, an
+    adjudication as a decision of its adjudicator."""
+    assert triage.id is not None
+    counts = people_counts(session=session, triage_id=triage.id)
+    ids = [c.user_id for c in counts]
+    emails = dict(session.exec(select(User.id, User.email).where(col(User.id).in_(ids))).all())
     rows = [
-        Throughput(emails[user_id], n, first, last)
-        for user_id, (n, first, last) in totals.items()
-        if user_id in emails
+        Throughput(emails[c.user_id], c.labels, c.first, c.last, c.decisions)
+        for c in counts
+        if c.user_id in emails
     ]
-    return sorted(rows, key=lambda t: (-t.labels, t.email))
+    return sorted(rows, key=lambda t: (-(t.labels + t.decisions), t.email))
 
 
 def _aware(value: Any) -> datetime:
@@ -203,6 +185,8 @@ class BacklogRow:
     labelled_by: str | None
     #: Where the run put the document (app/eval/placement.py).
     where: str
+    #: Where the miss stands in its life cycle (``lifecycle.Stage``).
+    stage: Stage = Stage.OPEN
     skips: list[skips_service.Skip] = field(default_factory=list)
 
 
@@ -226,38 +210,33 @@ def _placed(
 ) -> list[BacklogRow]:
     """Backlog rows, each with the sentence saying where the run put the miss."""
     return [
-        BacklogRow(MissPublic.of(m), email, where_the_run_put_it(m.rank, retrieved, triage.depth))
+        BacklogRow(
+            MissPublic.of(m),
+            email,
+            where_the_run_put_it(m.rank, retrieved, triage.depth),
+            stage_of(m.state, m.category, m.reviewed),
+        )
         for m, email, retrieved in rows
     ]
 
 
-_UNLABELLED = (col(Miss.state) == MissState.OPEN.value,)
-_OTHER = (col(Miss.category) == OTHER, col(Miss.state) != MissState.OPEN.value)
+_MISS = Miss.__table__  # type: ignore[attr-defined]
+#: The residue (``lifecycle.KEEPS_OPEN``: the unlabelled and "other") in two parts, each
+#: read in queue order from its own index (ix_miss_queue, ix_miss_category): one OR across
+#: both walked the triage's queue from its start, past every labelled miss.
+_RESIDUE_PARTS = (in_stages(_MISS, UNLABELLED), in_stages(_MISS, frozenset({Stage.OTHER})))
 
 
 def residue_rows(*, session: Session, triage: Triage, limit: int = 100) -> list[BacklogRow]:
-    """What keeps the categories from closing: the first ``limit`` unlabelled misses and
-    those in "other", in queue order. Two reads in queue order, each from its index
-    (ix_miss_queue, ix_miss_category), merged: one OR across both walked the triage's queue
-    from its start, past every labelled miss."""
+    """What keeps the categories from closing (``lifecycle.KEEPS_OPEN``): its first ``limit``
+    misses in queue order."""
     rows: list[tuple[Miss, str | None, int | None]] = []
-    for where in (_UNLABELLED, _OTHER):
+    for where in _RESIDUE_PARTS:
         rows += session.exec(
-            _misses_with_reviewer(triage).where(*where).order_by(col(Miss.position)).limit(limit)
+            _misses_with_reviewer(triage).where(where).order_by(col(Miss.position)).limit(limit)
         ).all()
     rows.sort(key=lambda row: row[0].position)
     return _placed(triage, rows[:limit])
-
-
-def residue(*, session: Session, triage: Triage, limit: int = 100) -> tuple[list[BacklogRow], int]:
-    """``residue_rows`` and how many misses the residue has (a count from each index)."""
-    total = sum(
-        session.exec(
-            select(func.count()).select_from(Miss).where(Miss.triage_id == triage.id, *where)
-        ).one()
-        for where in (_UNLABELLED, _OTHER)
-    )
-    return residue_rows(session=session, triage=triage, limit=limit), total
 
 
 def backlog(
@@ -277,19 +256,13 @@ def backlog(
     The page is chosen, and its misses counted, on the misses alone (their reviewer joined only
     to filter by it); the page's rows are then read with their reviewer and result count: the
     count through those outer joins cost 31 ms at 100,000 misses on SQLite, the ids 3 ms."""
-    filters: list[Any] = [col(Miss.triage_id) == triage.id]
-    if cause == UNLABELLED:
-        filters += [col(Miss.category).is_(None), col(Miss.state) != MissState.COVERED.value]
-    elif cause == MissState.COVERED.value:
-        filters.append(col(Miss.state) == MissState.COVERED.value)
-    elif cause:
-        filters.append(col(Miss.category) == cause)
+    filters: list[Any] = [col(Miss.triage_id) == triage.id, *cause_filter(cause)]
     if qid:
         filters.append(col(Miss.qid) == qid)
     if state == SKIPPED:
         filters.append(col(Miss.id).in_(skips_service.skipped_ids(triage_id=triage.id)))  # type: ignore[arg-type]
-    elif state:
-        filters.append(col(Miss.state) == state)
+    elif state in STATE_FILTERS:
+        filters.append(in_stages(_MISS, STATE_FILTERS[state]))
     ids = select(Miss.id)
     if reviewer:
         ids = ids.join(User, col(User.id) == col(Miss.labelled_by_id))
@@ -342,6 +315,21 @@ def label_panels(*, session: Session, triage: Triage, key: LabelKey | None = Non
     )
     _panels.put(slot, key, panels)
     return panels
+
+
+def covered_on_queue(*, session: Session, triage: Triage) -> int:
+    """Misses covered by a duplicate that a lead put on the queue (not covered any more)."""
+    return int(
+        session.exec(
+            select(func.count())
+            .select_from(Miss)
+            .where(
+                Miss.triage_id == triage.id,
+                col(Miss.covered_by).is_not(None),
+                Miss.state != MissState.COVERED.value,
+            )
+        ).one()
+    )
 
 
 def reviewers(*, session: Session, triage: Triage) -> list[str]:

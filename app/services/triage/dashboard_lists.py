@@ -3,17 +3,16 @@ residue (what keeps the categories from closing) with their queries' texts, and 
 force on unlabelled misses. Kept per triage under the label key (app/services/kept.py): at
 100,000 misses reading them costs 10-30 ms a page (the skips: every skip in force joined to the
 open misses and sorted by time), and a dashboard opened again with nothing changed need not.
-The counts beside them are read fresh on every page: the residue's from the closure's tally,
+The counts beside them are read fresh on every page: the residue's from the queue's tally,
 the skips' with their list."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlmodel import Session
 
-from app.models import OTHER, GoldenSet, MissState, Triage
+from app.models import GoldenSet, Triage
 from app.services.imports import golden_sets as golden_service
 from app.services.queue import skips as skips_service
 from app.services.triage.dashboard import BacklogRow, residue_rows
@@ -37,15 +36,6 @@ class LabelLists:
 
 
 _lists: Kept[LabelLists] = Kept()
-
-
-def residue_total(tally: Sequence[tuple[str, str | None, str | None, int]]) -> int:
-    """How many misses keep the categories from closing, from the closure's tally
-    (``triages.state_tally``): the unlabelled (open) ones and those labelled "other", as
-    ``dashboard.residue`` counts them, without reading the misses again."""
-    return sum(
-        n for state, category, _, n in tally if state == MissState.OPEN.value or category == OTHER
-    )
 
 
 def label_lists(

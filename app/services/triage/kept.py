@@ -3,29 +3,30 @@ dashboard's label-derived panels and its lists (the residue, the skips in force)
 the triage's labels, reviews or skips (tens of ms to a second at 100,000 misses) and change only
 when a label does.
 
-Every label, relabel, undo, agreement, dispute, adjudication, skip and take-back writes a label
-event, and putting covered misses on the queue or taking them off changes how many misses are
-off the queue: the newest event's time and those counts (read from indexes) say whether
-anything changed. Each process keeps its own answers; several processes stay exact because each
-checks the key against the database on every request.
+Every write of the queue (a label, a relabel, an undo, an agreement, a dispute, an
+adjudication, a skip, a take-back, a release, covered misses put on the queue or taken off)
+appends a label event, and events are never removed: how many a triage has (counted from an
+index) says whether anything changed, with the tally's rows beside it. Each process keeps its
+own answers; several processes stay exact because each checks the key against the database
+on every request.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import func
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
-from app.models import LabelEvent, Miss, MissState, Triage
+from app.models import LabelEvent, Triage
+from app.services.queue.tally import Tally, triage_tally
 
 T = TypeVar("T")
-#: (newest label event, triage created, misses off the queue, misses with a final label)
-LabelKey = tuple[datetime | None, datetime, int, int]
+#: (label events, the newest one's time, triage created, the tally's rows)
+LabelKey = tuple[int, datetime | None, datetime, tuple[Any, ...]]
 #: (database, triage id): a process may serve more than one database (the tests do), and
 #: triage ids repeat across databases.
 Slot = tuple[str, int]
@@ -35,31 +36,18 @@ KEPT_TRIAGES = 32
 _registry: list[Kept[object]] = []
 
 
-def label_key(
-    session: Session,
-    triage: Triage,
-    tally: Sequence[tuple[str, str | None, str | None, int]] | None = None,
-) -> LabelKey:
-    """What changes whenever a label of the triage does (see the module docstring). The
-    counts come from ``tally`` (``triages.state_tally``: misses by state, cause and
-    resolution) when the caller has it, else from an index alone (ix_miss_summary)."""
-    newest = session.exec(
-        select(func.max(LabelEvent.at)).where(LabelEvent.triage_id == triage.id)
+def label_key(session: Session, triage: Triage, tally: Tally | None = None) -> LabelKey:
+    """What changes whenever a label of the triage does (see the module docstring): its
+    events and the newest one's time, the triage's creation and the tally's rows (``tally`` when the
+    caller has it, else counted here from its index)."""
+    assert triage.id is not None
+    events, newest = session.exec(
+        select(func.count(), func.max(LabelEvent.at)).where(LabelEvent.triage_id == triage.id)
     ).one()
-    if tally is not None:
-        off_queue = [
-            (category, n) for state, category, _, n in tally if state != MissState.OPEN.value
-        ]
-        resolved = (sum(n for _, n in off_queue), sum(n for c, n in off_queue if c is not None))
-    else:
-        resolved = session.exec(
-            select(func.count(), func.count(col(Miss.category))).where(
-                Miss.triage_id == triage.id,
-                Miss.state != MissState.OPEN.value,
-            )
-        ).one()
+    if tally is None:
+        tally = triage_tally(session=session, triage_id=triage.id, causes=[])
     # the triage's creation too: ids repeat when a database is emptied and filled again
-    return newest, triage.created_at, int(resolved[0]), int(resolved[1])
+    return int(events), newest, triage.created_at, tally.fingerprint
 
 
 def slot_of(session: Session, triage: Triage) -> Slot:
