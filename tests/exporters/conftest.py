@@ -5,7 +5,6 @@ at it, and a triage with labelled misses. They allow requests to the local netwo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,11 @@ from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.clock import FrozenClock
 from app.models import GoldenSet, Role, Run, Triage, User
-from app.services import queue
 from app.services.accounts import users
 from app.settings import Settings
 from tests.support.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Tracker, serve
+from tests.support.queue import Desk
 from tests.support.service import make_settings
 from tests.support.triage import make_triage
 
@@ -64,23 +62,8 @@ def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, Us
         lead = users.create_user(
             session=s, email="lead2@example.com", password="long enough", role=Role.LEAD
         )
-        now = FrozenClock().now()
-        for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
-            miss = queue.claim(
-                session=s,
-                triage_id=triage.id,
-                user=lead,
-                now=now,
-                lease=timedelta(minutes=5),
-            )
-            assert miss is not None
-            queue.label(
-                session=s,
-                miss_id=miss.id,
-                user=lead,
-                category=category,
-                note="",
-                version=miss.version,
-                now=now,
-            )  # type: ignore[arg-type]
+    desk = Desk(engine)
+    assert triage.id is not None
+    for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
+        desk.claim_and_label(lead, triage.id, category)
     return golden, run, triage, lead

@@ -4,7 +4,6 @@ retries, partial failures completed without duplicates, dry runs, no secret show
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,26 +18,14 @@ from app.settings import Settings
 from tests.support.cli import run_misstriage, service_environment
 from tests.support.exports import no_wait, run_export
 from tests.support.fake_tracker import TOKEN, Fault, Tracker
+from tests.support.queue import Desk
 from tests.support.service import Account
 
 
 def label_one_more(engine: Engine, labelled: tuple[GoldenSet, Run, Triage, User]) -> None:
     _, _, triage, lead = labelled
-    with Session(engine, expire_on_commit=False) as s:
-        now = FrozenClock().now()
-        miss = queue.claim(
-            session=s, triage_id=triage.id, user=lead, now=now, lease=timedelta(minutes=5)
-        )
-        assert miss is not None
-        queue.label(
-            session=s,
-            miss_id=miss.id,
-            user=lead,
-            category="chunk-boundary",  # type: ignore[arg-type]
-            note="",
-            version=miss.version,
-            now=now,
-        )
+    assert triage.id is not None
+    Desk(engine).claim_and_label(lead, triage.id, "chunk-boundary")
 
 
 def relabel(engine: Engine, lead: User, old: str, new: str) -> None:

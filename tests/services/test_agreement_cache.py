@@ -9,29 +9,15 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.clock import FrozenClock
-from app.models import Role, Triage, User
+from app.models import Role
 from app.models.triage_public import Overlap
 from app.services import queue
 from app.services.triage import agreement
+from tests.support.queue import Desk
 from tests.support.triage import make_people, make_triage
 
 LEASE = timedelta(minutes=10)
 CAUSES = ["not-indexed", "vocabulary-mismatch", "chunk-boundary"]
-
-
-def _label(s: Session, triage: Triage, user: User, category: str, clock: FrozenClock) -> None:
-    miss = queue.claim(session=s, triage_id=triage.id, user=user, now=clock.now(), lease=LEASE)
-    assert miss is not None
-    queue.label(
-        session=s,
-        miss_id=miss.id,
-        user=user,
-        category=category,
-        note="",
-        version=miss.version,
-        now=clock.now(),
-    )
 
 
 def test_the_agreement_follows_the_labels(engine: Engine, tmp_path: Path) -> None:
@@ -39,21 +25,23 @@ def test_the_agreement_follows_the_labels(engine: Engine, tmp_path: Path) -> Non
         engine, tmp_path, queries=1, per_query=3, overlap=Overlap(reviewers=2)
     )
     people = make_people(engine, ("ann", Role.REVIEWER), ("bob", Role.REVIEWER), ("lea", Role.LEAD))
-    clock = FrozenClock()
+    desk = Desk(engine)
+    clock = desk.clock
     with Session(engine, expire_on_commit=False) as s:
+        desk.bound = s
         for name in ("ann", "bob"):  # the first miss: they agree
-            _label(s, triage, people[name], CAUSES[0], clock)
+            desk.claim_and_label(people[name], triage.id, CAUSES[0])
         first = agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
         assert (first.units, first.confusion_pairs) == (1, 1)
         # nothing changed: the same answer, not measured again
         assert agreement.triage_agreement(session=s, triage=triage, causes=CAUSES) is first
         # one label of two on the next miss, at the same instant: no unit yet, the same
         # figures (measured again: every write of the queue is an event, counted in the key)
-        _label(s, triage, people["ann"], CAUSES[0], clock)
+        desk.claim_and_label(people["ann"], triage.id, CAUSES[0])
         assert agreement.triage_agreement(session=s, triage=triage, causes=CAUSES) == first
         # the second label disagrees, still at the same instant: the miss leaves the queue
         # (disputed), and the counts of the misses off it tell the change
-        _label(s, triage, people["bob"], CAUSES[1], clock)
+        desk.claim_and_label(people["bob"], triage.id, CAUSES[1])
         second = agreement.triage_agreement(session=s, triage=triage, causes=CAUSES)
         assert (second.units, second.confusion_pairs) == (2, 2)
         assert second.confusion[CAUSES[0]][CAUSES[1]] == 1
@@ -97,10 +85,11 @@ def test_two_databases_with_the_same_triage_id_keep_apart(tmp_path: Path) -> Non
             engine, folder, queries=1, per_query=1, overlap=Overlap(reviewers=2)
         )
         people = make_people(engine, ("ann", Role.REVIEWER), ("bob", Role.REVIEWER))
-        clock = FrozenClock()
+        desk = Desk(engine)
         with Session(engine, expire_on_commit=False) as s:
-            _label(s, triage, people["ann"], CAUSES[0], clock)
-            _label(s, triage, people["bob"], second, clock)
+            desk.bound = s
+            desk.claim_and_label(people["ann"], triage.id, CAUSES[0])
+            desk.claim_and_label(people["bob"], triage.id, second)
             found.append(agreement.triage_agreement(session=s, triage=triage, causes=CAUSES))
         engine.dispose()
     assert [a.triage_id for a in found] == [1, 1]

@@ -20,6 +20,7 @@ from app.services.queue.lifecycle import keeps_open
 from app.services.queue.store import MISS
 from app.services.triage.closure import closure_report
 from app.services.triage.triages import triage_context
+from tests.support.queue import Desk
 from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)
@@ -52,20 +53,10 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
         )
         causes = triage_context(session=s, triage_id=triage.id).causes
 
+        desk = Desk(engine, clock=clock, bound=s)
+
         def label(category: str, note: str = "") -> MissPublic:
-            miss = queue.claim(
-                session=s, triage_id=triage.id, user=lead, now=clock.now(), lease=LEASE
-            )
-            assert miss is not None
-            return queue.label(
-                session=s,
-                miss_id=miss.id,
-                user=lead,
-                category=category,
-                note=note,
-                version=miss.version,
-                now=clock.now(),
-            )
+            return desk.claim_and_label(lead, triage.id, category, note=note)
 
         label(causes[0])
         assert _state(engine, triage.id, clock)[:2] == (False, False)

@@ -24,6 +24,7 @@ from app.services.queue import skips
 from app.services.triage import agreement, closure, dashboard, dashboard_lists
 from app.services.triage.dashboard_lists import RESIDUE_SHOWN, SKIPS_SHOWN, LabelLists
 from app.services.triage.kept import label_key
+from tests.support.queue import Desk
 from tests.support.triage import make_triage
 
 LEASE = timedelta(minutes=10)
@@ -46,26 +47,16 @@ def _people(engine: Engine, n: int) -> list[User]:
 def _label_some(engine: Engine, triage: Triage, people: list[User], n: int, seed: int) -> None:
     """``n`` claim-and-label steps by people in turn, causes (and "other") drawn by ``seed``."""
     rng = random.Random(seed)
-    clock = FrozenClock()
-    with Session(engine, expire_on_commit=False) as s:
-        for step in range(n):
-            user = people[step % len(people)]
-            clock.advance(seconds=5)
-            held = queue.claim(
-                session=s, triage_id=triage.id, user=user, now=clock.now(), lease=LEASE
-            )
-            if held is None:
-                continue
-            category = rng.choice([*CAUSES, OTHER])
-            queue.label(
-                session=s,
-                miss_id=held.id,
-                user=user,
-                category=category,
-                note="why" if category == OTHER else "",
-                version=held.version,
-                now=clock.now(),
-            )
+    desk = Desk(engine)
+    assert triage.id is not None
+    for step in range(n):
+        user = people[step % len(people)]
+        desk.clock.advance(seconds=5)
+        held = desk.claim(user, triage.id)
+        if held is None:
+            continue
+        category = rng.choice([*CAUSES, OTHER])
+        desk.label(user, held, category, note="why" if category == OTHER else "")
 
 
 def _fresh_panels(session: Session, triage: Triage) -> dashboard.LabelPanels:

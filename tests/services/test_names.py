@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from app.models import Role
 from app.services.errors import Invalid
-from app.services.imports.names import check_name
+from app.services.names import check_name
 from tests.support.cli import service_cli as cli
 from tests.support.samples import QRELS, QUERIES, RUN, import_golden
 from tests.support.service import ORIGIN, Account, WriteFile, login, row_counts

@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from app.clock import FrozenClock
 from app.models import CANT_TELL, Miss, MissState, Review, Role, User
-from app.models.triage_public import MissPublic, Overlap
+from app.models.triage_public import Overlap
 from app.services import queue
 from app.services.errors import Conflict, Forbidden, Invalid
 from app.services.triage.agreement import review_labels
 from app.services.triage.closure import closure_report
 from app.services.triage.triages import triage_context
+from tests.support.queue import Desk
 from tests.support.triage import make_people, make_triage
 
 LEASE = timedelta(minutes=10)
@@ -38,56 +38,38 @@ def people(engine: Engine) -> dict[str, User]:
     )
 
 
-def _claim(s: Session, triage_id: int, user: User, clock: FrozenClock) -> MissPublic | None:
-    ctx = triage_context(session=s, triage_id=triage_id)
-    return queue.claim(session=s, triage_id=ctx.triage_id, user=user, now=clock.now(), lease=LEASE)
-
-
-def _label(
-    s: Session, miss: MissPublic, user: User, category: str, clock: FrozenClock, **kw: object
-) -> MissPublic:
-    return queue.label(
-        session=s,
-        miss_id=miss.id,
-        user=user,
-        category=category,
-        note=str(kw.get("note", "")),
-        version=int(kw.get("version", miss.version)),  # type: ignore[call-overload]
-        now=clock.now(),
-    )
-
-
 def test_two_reviewers_hold_one_miss_and_a_third_gets_the_next(
     engine: Engine, tmp_path: Path, people: dict[str, User]
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2, overlap=TWO)
     assert triage.id is not None
-    clock = FrozenClock()
+    desk = Desk(engine)
     ann, bob, cat = people["ann"], people["bob"], people["cat"]
     with Session(engine, expire_on_commit=False) as s:
-        first = _claim(s, triage.id, ann, clock)
+        desk.bound = s
+        first = desk.claim(ann, triage.id)
         assert first is not None
         assert (first.reviewers, first.lease_holder) == (2, ann.id)
-        again = _claim(s, triage.id, ann, clock)  # her current miss, not a second one
+        again = desk.claim(ann, triage.id)  # her current miss, not a second one
         assert again is not None
         assert again.id == first.id
-        bobs = _claim(s, triage.id, bob, clock)
+        bobs = desk.claim(bob, triage.id)
         assert bobs is not None
         assert (bobs.id, bobs.lease_holder) == (first.id, bob.id)  # two leases on one miss
-        cats = _claim(s, triage.id, cat, clock)
+        cats = desk.claim(cat, triage.id)
         assert cats is not None
         assert cats.id != first.id  # no third lease: two labels are asked for
 
         # Ann labels: the miss is unchanged for everybody else (blind), still open.
-        after = _label(s, first, ann, "vocabulary-mismatch", clock, note="throttling")
+        after = desk.label(ann, first, "vocabulary-mismatch", note="throttling")
         assert (after.state, after.category, after.version) == ("open", None, 1)
         # Her claims never return a miss she labelled: she gets the one Cat holds.
-        nxt = _claim(s, triage.id, ann, clock)
+        nxt = desk.claim(ann, triage.id)
         assert nxt is not None
         assert nxt.id == cats.id
         # She cannot label it twice.
         with pytest.raises(Conflict) as twice:
-            _label(s, first, ann, "not-indexed", clock)
+            desk.label(ann, first, "not-indexed")
         # a repeat answers as a repeated single-review label does: her own label is current
         assert twice.value.code == "stale_version"
         assert twice.value.details["current"]["category"] == "vocabulary-mismatch"
@@ -98,7 +80,7 @@ def test_two_reviewers_hold_one_miss_and_a_third_gets_the_next(
         bobs_trail = queue.audit_trail(session=s, miss_id=first.id, viewer=bob)
         assert bobs_trail == []
         # Bob agrees: the final label, version + 1, resolution "agreed".
-        final = _label(s, bobs, bob, "vocabulary-mismatch", clock, note="rate limiting")
+        final = desk.label(bob, bobs, "vocabulary-mismatch", note="rate limiting")
         assert (final.state, final.category, final.version) == (
             "labelled",
             "vocabulary-mismatch",
@@ -124,22 +106,24 @@ def test_never_more_labels_than_asked_after_a_lease_expires(
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=1, overlap=TWO)
     assert triage.id is not None
-    clock = FrozenClock()
+    desk = Desk(engine)
+    clock = desk.clock
     ann, bob, cat = people["ann"], people["bob"], people["cat"]
     with Session(engine, expire_on_commit=False) as s:
-        mine = _claim(s, triage.id, ann, clock)
+        desk.bound = s
+        mine = desk.claim(ann, triage.id)
         assert mine is not None
         clock.advance(minutes=11)  # Ann's lease runs out; Bob and Cat take both places
-        assert _claim(s, triage.id, bob, clock) is not None
-        cats = _claim(s, triage.id, cat, clock)
+        assert desk.claim(bob, triage.id) is not None
+        cats = desk.claim(cat, triage.id)
         assert cats is not None
         assert cats.id == mine.id
         with pytest.raises(Forbidden) as refused:
-            _label(s, mine, ann, "not-indexed", clock)
+            desk.label(ann, mine, "not-indexed")
         assert refused.value.code == "lease_not_held"
-        assert _claim(s, triage.id, ann, clock) is None  # no room for a third reviewer
-        _label(s, cats, bob, "not-indexed", clock)
-        done = _label(s, cats, cat, "not-indexed", clock)
+        assert desk.claim(ann, triage.id) is None  # no room for a third reviewer
+        desk.label(bob, cats, "not-indexed")
+        done = desk.label(cat, cats, "not-indexed")
         assert done.state == "labelled"
         stored = s.exec(select(Review).where(Review.miss_id == mine.id)).all()
         assert len(stored) == 2  # Ann's stale lease went with the resolution
@@ -156,23 +140,25 @@ def test_cant_tell_goes_to_adjudication_leased_versioned_audited(
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2, overlap=TWO)
     assert triage.id is not None
-    clock = FrozenClock()
+    desk = Desk(engine)
+    clock = desk.clock
     ann, bob, lea = people["ann"], people["bob"], people["lea"]
     adj = people["adjudicator"]
     with Session(engine, expire_on_commit=False) as s:
+        desk.bound = s
         ctx = triage_context(session=s, triage_id=triage.id)
         disputed = []
         for first, second in (("not-indexed", CANT_TELL), ("not-indexed", "chunk-boundary")):
-            a = _claim(s, triage.id, ann, clock)
-            b = _claim(s, triage.id, bob, clock)
+            a = desk.claim(ann, triage.id)
+            b = desk.claim(bob, triage.id)
             assert a is not None
             assert b is not None
             assert a.id == b.id
-            _label(s, a, ann, first, clock, note="says A")
-            out = _label(s, b, bob, second, clock, note="says B")
+            desk.label(ann, a, first, note="says A")
+            out = desk.label(bob, b, second, note="says B")
             assert (out.state, out.category, out.version) == ("disputed", None, 2)
             disputed.append(out)
-        assert _claim(s, triage.id, ann, clock) is None
+        assert desk.claim(ann, triage.id) is None
         report = closure_report(session=s, triage=ctx.triage, causes=ctx.causes)
         assert (report.unlabelled, report.adjudication, report.closes) == (2, 2, False)
         assert "2 unlabelled (2 awaiting adjudication)" in report.closure
@@ -270,18 +256,19 @@ def test_a_stale_version_is_a_409_with_both_versions_in_the_trail(
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=1, overlap=TWO)
     assert triage.id is not None
-    clock = FrozenClock()
+    desk = Desk(engine)
     with Session(engine, expire_on_commit=False) as s:
-        miss = _claim(s, triage.id, people["ann"], clock)
+        desk.bound = s
+        miss = desk.claim(people["ann"], triage.id)
         assert miss is not None
         with pytest.raises(Conflict) as stale:
-            _label(s, miss, people["ann"], "not-indexed", clock, version=7)
+            desk.label(people["ann"], miss, "not-indexed", version=7)
         assert stale.value.code == "stale_version"
         (event,) = queue.audit_trail(session=s, miss_id=miss.id)
         assert (event.action, event.before.version, event.after.version) == ("conflict", 1, 7)
         assert event.after.category == "not-indexed"
         # nothing was lost or counted: her label still goes in at the current version
-        assert _label(s, miss, people["ann"], "not-indexed", clock).state == "open"
+        assert desk.label(people["ann"], miss, "not-indexed").state == "open"
 
 
 def test_cant_tell_is_only_for_overlap_misses(
@@ -289,13 +276,13 @@ def test_cant_tell_is_only_for_overlap_misses(
 ) -> None:
     _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=1)
     assert triage.id is not None
-    clock = FrozenClock()
-    with Session(engine, expire_on_commit=False) as s:
-        miss = _claim(s, triage.id, people["ann"], clock)
+    desk = Desk(engine)
+    with Session(engine, expire_on_commit=False):
+        miss = desk.claim(people["ann"], triage.id)
         assert miss is not None
         assert miss.reviewers == 1
         with pytest.raises(Invalid) as invalid:
-            _label(s, miss, people["ann"], CANT_TELL, clock)
+            desk.label(people["ann"], miss, CANT_TELL)
         assert invalid.value.code == "unknown_category"
 
 
@@ -305,8 +292,9 @@ def test_a_sample_gets_two_reviewers_and_the_rest_one(
     half = Overlap(reviewers=2, fraction=0.5, seed=7)
     _, _, triage = make_triage(engine, tmp_path, queries=5, per_query=2, overlap=half)
     assert triage.id is not None
-    clock = FrozenClock()
+    desk = Desk(engine)
     with Session(engine, expire_on_commit=False) as s:
+        desk.bound = s
         needs = s.exec(
             select(Miss.reviewers).where(Miss.triage_id == triage.id).order_by(col(Miss.position))
         ).all()
@@ -314,8 +302,8 @@ def test_a_sample_gets_two_reviewers_and_the_rest_one(
         # Drain: Ann and Bob each claim and label until nothing is left for them.
         labels = 0
         for user in (people["ann"], people["bob"], people["ann"], people["bob"]):
-            while (miss := _claim(s, triage.id, user, clock)) is not None:
-                _label(s, miss, user, "chunk-boundary", clock)
+            while (miss := desk.claim(user, triage.id)) is not None:
+                desk.label(user, miss, "chunk-boundary")
                 labels += 1
         assert labels == 15  # 5 single + 5 x 2
         ctx = triage_context(session=s, triage_id=triage.id)

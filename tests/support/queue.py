@@ -4,6 +4,8 @@ instead of repeating claim-then-label helpers of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -21,14 +23,22 @@ LEASE = timedelta(minutes=10)
 
 @dataclass
 class Desk:
-    """Queue actions on one database, at the time of ``clock``."""
+    """Queue actions on one database, at the time of ``clock``; in sessions of their own,
+    or all in ``bound`` (a test's session, which then reads what they wrote: SQLite keeps a
+    reading session on its snapshot until its transaction ends)."""
 
     engine: Engine
     clock: FrozenClock = field(default_factory=FrozenClock)
     lease: timedelta = LEASE
+    bound: Session | None = None
 
-    def session(self) -> Session:
-        return Session(self.engine, expire_on_commit=False)
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        if self.bound is not None:
+            yield self.bound
+            return
+        with Session(self.engine, expire_on_commit=False) as own:
+            yield own
 
     def claim(self, user: User, triage_id: int) -> MissPublic | None:
         with self.session() as s:

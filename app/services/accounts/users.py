@@ -15,7 +15,7 @@ from app.models import ApiToken, Role, User, UserSession, column_width, utcnow
 from app.services.accounts import auth_cache
 from app.services.accounts.passwords import check_new_password
 from app.services.errors import Conflict, Invalid, NotFound
-from app.services.imports.names import check_name
+from app.services.names import check_name
 
 #: A token's last use is written at most this often (a write per request would contend).
 LAST_USED_RESOLUTION = timedelta(minutes=1)

@@ -33,7 +33,7 @@ from app.models.exports import (
 )
 from app.models.triage_public import FinalCounts, TriageContext
 from app.services.errors import Invalid
-from app.services.imports.names import check_name
+from app.services.names import check_name
 from app.services.triage import backlog
 from app.services.triage.closure import rests_on
 from app.services.triage.triages import triage_context

@@ -23,14 +23,12 @@ from app.models import (
     GoldenSet,
     Judgment,
     Miss,
-    Run,
-    Triage,
     User,
     column_width,
 )
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
-from app.services.imports.names import check_name
+from app.services.names import check_name
 
 #: Ids longer than their columns are refused at import, naming the line (never a 5xx).
 ID_LIMITS = IdLimits(query=column_width(Judgment, "qid"), document=column_width(Judgment, "doc_id"))
@@ -251,7 +249,8 @@ MAX_CAUSES = 9
 
 
 def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> GoldenSet:
-    """Rename or add causes: allowed until the first miss of this golden set is labelled."""
+    """Rename or add causes: allowed until the first label of any kind on a miss of this
+    golden set (``GoldenSet.causes_frozen``). 409 ``labelling_started`` after it."""
     cleaned = [c.strip() for c in causes]
     width = column_width(Miss, "category")
     if not cleaned or any(not c or len(c) > width for c in cleaned):
@@ -267,18 +266,18 @@ def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> Gol
             f"at most {MAX_CAUSES} causes (one key each on the review page)", code="bad_causes"
         )
     with writing(session):
-        labelled = session.exec(
-            select(func.count())
-            .select_from(Miss)
-            .join(Triage, col(Triage.id) == col(Miss.triage_id))
-            .join(Run, col(Run.id) == col(Triage.run_id))
-            .where(Run.golden_set_id == golden.id, col(Miss.category).is_not(None))
-        ).one()
-        if labelled:
+        # The golden set's row, locked: a first label in flight holds it until it commits
+        # (the label freezes the causes under that lock, app/services/queue/store.py), and
+        # one that comes after waits for this change and is checked against the new causes.
+        query = select(GoldenSet).where(GoldenSet.id == golden.id).with_for_update()
+        locked = session.exec(query.execution_options(populate_existing=True)).one()
+        if locked.causes_frozen:
             raise Conflict(
-                f"{labelled} misses of this golden set are labelled already: the causes are fixed",
+                "misses of this golden set have been labelled (a first label freezes the "
+                "causes, a blind double-review label included): the causes are fixed",
                 code="labelling_started",
             )
+        golden = locked
         golden.causes = cleaned
         session.add(golden)
     session.refresh(golden)

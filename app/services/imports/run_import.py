@@ -45,7 +45,7 @@ from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert, copy_rows
 from app.services.imports.clusters import corpus_source, store_traces
 from app.services.imports.golden_sets import ID_LIMITS, bad_input, eval_golden_set
-from app.services.imports.names import check_name
+from app.services.names import check_name
 from app.settings import DEFAULT_KEEP_DEPTH
 
 RUN_FORMATS = ("trec", "jsonl")
