@@ -6,14 +6,13 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, Request, UploadFile
+from fastapi import APIRouter, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from app.eval import Order
 from app.eval.conventions import (
     DEFAULT_DEPTH,
-    DEFAULT_DEPTHS,
     DEFAULT_K,
     DEFAULT_MIN_GRADE,
     MAX_CUTOFF,
@@ -23,18 +22,15 @@ from app.http.params import Id
 from app.http.uploads import saved_uploads
 from app.models import JUDGED, LOG, Role
 from app.models.golden import GoldenSetPublic
-from app.models.runs import RunPublic
 from app.models.triage_public import Overlap
 from app.services.delivery import events
 from app.services.errors import Invalid, ServiceError
 from app.services.imports import golden_sets as golden_service
 from app.services.imports import runs as run_service
 from app.services.triage import triages as triage_service
-from app.services.views import comparisons
-from app.web.charts import depth_curve_chart
-from app.web.forms import Fields, View, read_view
+from app.web.forms import Fields
 from app.web.progress import new_import_id, tracking
-from app.web.render import read_flash, redirect, render
+from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
 
@@ -147,92 +143,6 @@ def import_golden_set(
         request.url_for("golden_set_page", golden_set_id=golden.id).path,
         flash=f"golden set `{golden.name}` imported: {golden.queries:,} queries, "
         f"{golden.judgments:,} judgments",
-    )
-
-
-def _golden_set_page(
-    request: Request,
-    session: Session,
-    principal: Principal,
-    golden_set_id: int,
-    *,
-    view: View,
-    status: int = 200,
-    error_code: str | None = None,
-) -> HTMLResponse:
-    golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
-    k, depth = view.k, view.depth
-    board = comparisons.run_board(
-        session=session,
-        golden=golden,
-        k=k,
-        depth=depth,
-        gain=view.gain,
-        cost_ms=view.cost_ms,
-        tolerance=view.tolerance,
-        all_judged_queries=view.all_judged_queries,
-        retrieval_p95=view.retrieval_p95,
-    )
-    advice = board.rows[0].cost if board.rows else None
-    chart = depth_curve_chart(
-        {r.run.name: r.curve for r in board.rows},
-        costs=None if advice is None else {p.depth: f"{p.cost_ms:g} ms" for p in advice.per_depth},
-    )
-    flash = read_flash(request)
-    form = {"name": "", **(flash.form if flash else {})}
-    return render(
-        request,
-        "golden_set.html",
-        {
-            "golden": GoldenSetPublic.of(golden),
-            "rows": board.rows,
-            "log_runs": [
-                RunPublic.of(r)
-                for r in run_service.list_runs(session=session, golden=golden, kind=LOG)
-            ],
-            "best": board.best,
-            "k": k,
-            "depth": depth,
-            "gain": view.gain.value,
-            "cost_ms": view.cost_ms,
-            "tolerance": view.tolerance,
-            "all_judged_queries": view.all_judged_queries,
-            "retrieval_p95": view.retrieval_p95,
-            "entered": view.entered,
-            "errors": view.errors,
-            "chart": chart,
-            "depths": DEFAULT_DEPTHS,
-            "checks": board.checks,
-            "event_names": events.EVENTS,
-            "can_import": principal.role.allows(Role.LEAD),
-            "error": None,
-            "form": form,
-            "import_id": new_import_id(),
-        },
-        principal=principal,
-        status=status,
-        error_code=error_code,
-    )
-
-
-@router.get("/golden-sets/{golden_set_id}", name="golden_set_page")
-def golden_set_page(
-    request: Request,
-    session: SessionDep,
-    principal: ReviewerDep,
-    golden_set_id: Id,
-    view: Annotated[View, Depends(read_view)],
-) -> HTMLResponse:
-    """The runs at the chosen k, depth and gain. A value that cannot be used answers 422 with
-    the page: a message next to its field, the defaults shown for it (never a silent change)."""
-    return _golden_set_page(
-        request,
-        session,
-        principal,
-        golden_set_id,
-        view=view,
-        status=422 if view.errors else 200,
-        error_code="invalid_" + sorted(view.errors)[0] if view.errors else None,
     )
 
 
