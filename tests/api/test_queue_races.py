@@ -7,6 +7,7 @@ answers the same requests get one after the other.
   every miss labelled once.
 - A label repeated while the first is in flight: one 200, one 409 ``stale_version``, for a
   single review and for a blind double-review label.
+- The last two labels given at once: the triage is marked closed, once.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from app.models import LabelEvent, Miss, Role
+from app.models import LabelEvent, Miss, Role, Triage, WebhookDelivery
 from app.models.triage_public import Overlap
 from app.services.accounts import users
+from app.services.delivery import events
 from tests.support.live import LiveServer
 from tests.support.service import TEST_SECRET
 from tests.support.triage import make_triage
@@ -187,3 +189,51 @@ def test_a_label_repeated_in_flight_is_stored_once(
         events = s.exec(select(LabelEvent).where(LabelEvent.triage_id == triage.id)).all()
     written = "label" if overlap == 1 else "review"
     assert Counter(e.action for e in events) == {written: 6, "conflict": 6}
+
+
+def test_the_last_labels_given_at_once_close_the_triage_once(
+    engine: Engine, server: LiveServer, tmp_path: Path
+) -> None:
+    """Two reviewers label a triage's last two misses at the same moment: each finds the
+    other's miss still open as it writes, yet the triage is marked closed, with one
+    ``triage.closed`` event queued for its webhook."""
+    tokens = _tokens(engine, 2)
+    for round_ in range(5):
+        golden, _, triage = make_triage(
+            engine, tmp_path, queries=1, per_query=2, name=f"close{round_}"
+        )
+        with Session(engine, expire_on_commit=False) as s:
+            events.configure(
+                session=s,
+                golden=golden,
+                url="http://127.0.0.1:9/hook",
+                events=["triage.closed"],
+                allow_local=True,
+            )
+        clients = [
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {t}"}, timeout=30)
+            for t in tokens
+        ]
+        held = [c.post(f"/api/v1/triages/{triage.id}/claim").json() for c in clients]
+        assert held[0]["id"] != held[1]["id"]
+        answers = _at_once(
+            2,
+            lambda i, clients=clients, held=held: clients[i].post(
+                f"/api/v1/misses/{held[i]['id']}/label",
+                json={"category": CAUSES[0], "version": held[i]["version"]},
+            ),
+        )
+        for client in clients:
+            client.close()
+        assert [a.status_code for a in answers] == [200, 200]
+        with Session(engine) as s:
+            marked = s.get(Triage, triage.id)
+            assert marked is not None
+            assert marked.closed_at is not None, f"round {round_}: never marked closed"
+            queued = s.exec(
+                select(WebhookDelivery).where(
+                    WebhookDelivery.golden_set_id == golden.id,
+                    WebhookDelivery.event == "triage.closed",
+                )
+            ).all()
+        assert len(queued) == 1

@@ -4,9 +4,11 @@ the webhook module keeps (``Triage.closed_at``) follows it label by label, throu
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import exists, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -16,12 +18,13 @@ from app.models import OTHER, Role, Triage
 from app.models.triage_public import MissPublic
 from app.services import queue
 from app.services.accounts import users
+from app.services.queue import store
 from app.services.queue.lifecycle import keeps_open
 from app.services.queue.store import MISS
 from app.services.triage.closure import closure_report
 from app.services.triage.triages import triage_context
 from tests.support.queue import Desk
-from tests.support.triage import make_triage
+from tests.support.triage import make_people, make_triage
 
 LEASE = timedelta(minutes=10)
 
@@ -108,3 +111,47 @@ def test_the_closed_mark_follows_the_closure_report(engine: Engine, tmp_path: Pa
             now=clock.now(),
         )
         assert _state(engine, triage.id, clock)[:2] == (False, False)
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_the_last_two_labels_in_flight_together_still_close_the_triage(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL lets two labels of one triage run at once (SQLite writes one at a time):
+    both write their miss, then both wait, uncommitted, so each finds the other's miss still
+    open; once both have committed the triage is marked closed all the same (the closure is
+    asked again after a commit near the closure)."""
+    _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=3)
+    assert triage.id is not None
+    people = make_people(engine, ("ann", Role.REVIEWER), ("bob", Role.REVIEWER))
+    desk = Desk(engine)
+    # a first label (it freezes the causes: later labels do not touch the golden set)
+    desk.claim_and_label(people["ann"], triage.id, "chunk-boundary")
+    held = {name: desk.claim(user, triage.id) for name, user in people.items()}
+    both_written = threading.Barrier(2, timeout=20)
+    append = store.append_event
+
+    def append_then_wait(*args: object, **kwargs: object) -> None:
+        append(*args, **kwargs)  # type: ignore[arg-type]
+        if kwargs.get("note") == "together":
+            both_written.wait()
+
+    monkeypatch.setattr(store, "append_event", append_then_wait)
+    errors: list[BaseException] = []
+
+    def label(name: str) -> None:
+        try:
+            miss = held[name]
+            assert miss is not None
+            desk.label(people[name], miss, "not-indexed", note="together")
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=label, args=(name,)) for name in people]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    closes, closed, _ = _state(engine, triage.id, desk.clock)
+    assert (closes, closed) == (True, True)

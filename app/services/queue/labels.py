@@ -74,6 +74,7 @@ def label(
         done = _label_in(conn, miss_id, user, category, note, version, now, triage_id)
     if isinstance(done, Refusal):
         raise done.error
+    store.settle_closure(session, done, now)
     return done.miss.public()
 
 
@@ -106,6 +107,7 @@ def label_and_claim(
             )
     if isinstance(done, Refusal):
         raise done.error
+    store.settle_closure(session, done, now)
     return LabelledAndNext(labelled=done.miss.public(), next=following)
 
 
@@ -138,6 +140,7 @@ def adjudicate(
         )
     if isinstance(done, Refusal):
         raise done.error
+    store.settle_closure(session, done, now)
     return done.miss.public()
 
 
@@ -327,7 +330,9 @@ def undo(
         undone = _undo_latest(conn, triage_id, user.id, now, now + lease)
         if undone is None:
             raise NotFound("you have no label to undo in this triage", code="nothing_to_undo")
-    return undone
+    answer, target = undone
+    store.settle_closure(session, target, now)
+    return answer
 
 
 _MINE = (LabelAction.LABEL, LabelAction.RELABEL, LabelAction.REVIEW)
@@ -335,7 +340,7 @@ _MINE = (LabelAction.LABEL, LabelAction.RELABEL, LabelAction.REVIEW)
 
 def _undo_latest(
     conn: Connection, triage_id: int, user_id: int, now: datetime, until: datetime
-) -> MissPublic | None:
+) -> tuple[MissPublic, Target] | None:
     events = conn.execute(
         select(_EVENT.c.miss_id, _EVENT.c.action, _EVENT.c.before, _EVENT.c.after)
         .where(
@@ -353,7 +358,7 @@ def _undo_latest(
         if action == LabelAction.REVIEW.value:
             if store.take_back_review(conn, target, user_id=user_id, now=now, until=until):
                 give_back_others(conn, target.miss, user_id, now)
-                return store.with_lease(target.miss, user_id, until).public()
+                return store.with_lease(target.miss, user_id, until).public(), target
             continue  # all its labels are in (or taken back already): not the caller's
         if target.miss.version != (after or {}).get("version"):
             continue  # changed since (undone already, or relabelled by a lead)
@@ -371,5 +376,5 @@ def _undo_latest(
         )
         if reopened:
             give_back_others(conn, target.miss, user_id, now)
-        return target.miss.public()
+        return target.miss.public(), target
     return None

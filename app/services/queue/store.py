@@ -229,6 +229,10 @@ class Closing:
     golden_id: int
     webhook_url: str | None
     webhook_events: list[str]
+    #: The write found few other misses keeping the triage open: some may be written by
+    #: other transactions in flight, so the closure is asked again once it has committed
+    #: (``settle_closure``).
+    recheck: bool = False
 
 
 @dataclass(slots=True)
@@ -634,19 +638,28 @@ class Closure(StrEnum):
     REOPENED = "reopened"
 
 
+#: Other misses keeping the triage open, counted up to this many: below it, writes in
+#: flight elsewhere (at most a few per app process: the queue's lane) may be the last ones,
+#: so the closure is asked again after the commit.
+NEAR_CLOSURE = 64
 _OTHER_MISS = MISS.alias("other_miss")
-#: After the write, does the triage stay open? The written miss by its new values, the
-#: others as the statement found them: the closure check rides on the write's own UPDATE.
-_STILL_OPEN = or_(
-    keeps_open(MISS),
-    exists(
+#: After the write: does the written miss keep the triage open (by its new values), and how
+#: many others do (as the statement found them, up to ``NEAR_CLOSURE``)? The closure check
+#: rides on the write's own UPDATE.
+_OTHERS_OPEN = (
+    select(func.count())
+    .select_from(
         # parameters, not correlation: SQLite writes RETURNING's columns unqualified
-        select(_OTHER_MISS.c.id).where(
+        select(_OTHER_MISS.c.id)
+        .where(
             _OTHER_MISS.c.triage_id == _TRIAGE_ID,
             _OTHER_MISS.c.id != _MISS_ID,
             keeps_open(_OTHER_MISS),
         )
-    ),
+        .limit(NEAR_CLOSURE)
+        .subquery()
+    )
+    .scalar_subquery()
 )
 _WRITE_LABEL = (
     update(MISS)
@@ -662,7 +675,7 @@ _WRITE_LABEL = (
         lease_holder_id=_USER_ID,
         lease_expires_at=_EXPIRES,
     )
-    .returning(_STILL_OPEN)
+    .returning(keeps_open(MISS), _OTHERS_OPEN)
 )
 
 
@@ -685,7 +698,7 @@ def write_label(
     check(step, miss.stage, to.stage)
     before = snapshot(miss)
     final = to.stage in LABELLED
-    still_open = conn.execute(
+    itself, others = conn.execute(
         _WRITE_LABEL,
         {
             "p_miss": miss.id,
@@ -699,7 +712,7 @@ def write_label(
             "p_user": user_id if lease_until is not None else None,
             "p_expires": lease_until,
         },
-    ).scalar_one()
+    ).one()
     miss.state = stored_state(to.stage).value
     miss.category, miss.note, miss.resolution = to.category, to.note, to.resolution
     miss.version += 1
@@ -708,7 +721,9 @@ def write_label(
     append_event(conn, miss, user_id, step, now=now, before=before, note=event_note)
     if step is not LabelAction.DISPUTE:
         _outbox(conn, target.closing, WebhookEvent.MISS_LABELLED, now, _labelled_payload(miss))
-    return _close(conn, target.closing, still_open=bool(still_open), now=now)
+    closure = _close(conn, target.closing, still_open=bool(itself) or others > 0, now=now)
+    target.closing.recheck = closure is Closure.UNCHANGED and others < NEAR_CLOSURE
+    return closure
 
 
 def _labelled_payload(miss: MissRow) -> dict[str, Any]:
@@ -724,25 +739,37 @@ def _labelled_payload(miss: MissRow) -> dict[str, Any]:
     }
 
 
-_SET_CLOSED = (
+_CLOSE = (
     update(TRIAGE)
-    .where(TRIAGE.c.id == _TRIAGE_ID)
+    .where(TRIAGE.c.id == _TRIAGE_ID, TRIAGE.c.closed_at.is_(None))
     .values(closed_at=bindparam("p_closed", type_=TRIAGE.c.closed_at.type))
+    .returning(TRIAGE.c.id)
+)
+_REOPEN = (
+    update(TRIAGE)
+    .where(TRIAGE.c.id == _TRIAGE_ID, TRIAGE.c.closed_at.is_not(None))
+    .values(closed_at=None)
+    .returning(TRIAGE.c.id)
 )
 
 
 def _close(conn: Connection, closing: Closing, *, still_open: bool, now: datetime) -> Closure:
-    """Mark the triage closed (at ``now``) or open again, as the write left it."""
+    """Mark the triage closed (at ``now``) or open again, as the write left it. Each mark
+    is written only where it is not yet (so two writers that both find the triage closed
+    queue one ``triage.closed`` event); asked only when ``closing.closed_at`` says it
+    changes."""
     params = {"p_triage": closing.triage_id}
     if not still_open and closing.closed_at is None:
-        conn.execute(_SET_CLOSED, params | {"p_closed": now})
         closing.closed_at = now
+        if conn.execute(_CLOSE, params | {"p_closed": now}).first() is None:
+            return Closure.UNCHANGED  # another writer marked it
         payload = {"triage_id": closing.triage_id, "misses": closing.misses}
         _outbox(conn, closing, WebhookEvent.TRIAGE_CLOSED, now, payload)
         return Closure.CLOSED
     if still_open and closing.closed_at is not None:
-        conn.execute(_SET_CLOSED, params | {"p_closed": None})
         closing.closed_at = None
+        if conn.execute(_REOPEN, params).first() is None:
+            return Closure.UNCHANGED
         return Closure.REOPENED
     return Closure.UNCHANGED
 
@@ -839,10 +866,22 @@ _CLOSURE_CONTEXT = (
 
 
 def recheck_closure(conn: Connection, *, triage_id: int, now: datetime) -> Closure:
-    """After a write that moved many misses at once (covered misses put on the queue or
-    taken off it): mark the triage closed or open again as its misses now stand."""
+    """Mark the triage closed or open again as its misses now stand (read afresh): after a
+    write that moved many misses at once (covered misses put on the queue or taken off), or
+    after a label's commit near the closure (``settle_closure``)."""
     closed_at, misses, golden_id, url, events, still_open = conn.execute(
         _CLOSURE_CONTEXT, {"p_triage": triage_id}
     ).one()
     closing = Closing(triage_id, closed_at, int(misses), int(golden_id), url, list(events or []))
     return _close(conn, closing, still_open=bool(still_open), now=now)
+
+
+def settle_closure(session: Session, target: Target, now: datetime) -> None:
+    """Once a write near the closure has committed (``Closing.recheck``): ask the closure
+    again in a transaction of its own, which sees every write committed before it. Of the
+    last writes of a triage made at once, each found the others' misses open; the last to
+    commit sees them all labelled here and marks the triage closed."""
+    if not target.closing.recheck:
+        return
+    with transaction(session) as conn:
+        recheck_closure(conn, triage_id=target.closing.triage_id, now=now)
