@@ -20,7 +20,7 @@ from app.services import queue
 from app.services.accounts import users
 from app.services.queue import store
 from app.services.queue.lifecycle import keeps_open
-from app.services.queue.store import MISS
+from app.services.queue.rows import MISS
 from app.services.triage.closure import closure_report
 from app.services.triage.triages import triage_context
 from tests.support.queue import Desk

@@ -1,12 +1,14 @@
 """The review work queue: the miss's life cycle and everything that moves a miss along it.
 
 Owns the miss's stage (``lifecycle``: the stages, the steps between them, what keeps a
-triage open), its leases (``leases``: the review and adjudication queues), its labels
-(``labels``: a reviewer's, an adjudicator's, a lead's, undo), skips (``skips``), misses
-covered by a duplicate (``covered``), the audit trail (``trail``) and the counts of all of
-these (``tally``). Every write goes through ``store``, the one module that writes a miss's
-label, lease, reviews or events. Never touches imports, exports or pages: the triage package
-reads the tally, the faces call the use cases below.
+triage open, who may take which step), its leases (``leases``, the use cases, over
+``claims``: how the next miss is found and leased on every queue), its labels (``labels``: a
+reviewer's, an adjudicator's, a lead's, undo), skips (``skips``), misses covered by a
+duplicate (``covered``), the audit trail (``trail``) and the counts of all of these
+(``tally``). ``rows`` holds the row shapes, the reads a write makes and the locks it takes
+(in one order); ``store`` is every write of a miss's label, reviews, lease on its row, skips
+and events. Never touches imports, exports or pages: the triage package reads the tally, the
+faces call the use cases below.
 """
 
 from app.services.queue.covered import include_covered

@@ -13,9 +13,9 @@ from sqlmodel import Session
 
 from app.models import LabelAction, MissState, User
 from app.services.errors import NotFound
-from app.services.queue import store
+from app.services.queue import rows, store
 from app.services.queue.lifecycle import Stage, check
-from app.services.queue.store import MISS, REVIEW
+from app.services.queue.rows import MISS, REVIEW
 
 
 def include_covered(
@@ -48,21 +48,21 @@ def include_covered(
             .values(state=MissState.COVERED.value, lease_holder_id=None, lease_expires_at=None)
         )
         action, before, after = LabelAction.EXCLUDE, MissState.OPEN, MissState.COVERED
-    with store.transaction(session) as conn:
-        if store.lock_person(conn, triage_id=triage_id, user_id=user.id) is None:
+    with rows.transaction(session) as conn:
+        if rows.lock_person(conn, triage_id=triage_id, user_id=user.id) is None:
             raise NotFound(f"no triage {triage_id}", code="triage_not_found")
-        rows = conn.execute(moved.returning(*store.COLUMNS)).all()
-        for row in rows:
-            miss = store.row_of(row)
+        moved_rows = conn.execute(moved.returning(*rows.COLUMNS)).all()
+        for row in moved_rows:
+            miss = rows.row_of(row)
             store.append_event(
                 conn,
                 miss,
                 user.id,
                 action,
                 now=now,
-                before=store.snapshot(miss) | {"state": before.value},
-                after=store.snapshot(miss) | {"state": after.value},
+                before=rows.snapshot(miss) | {"state": before.value},
+                after=rows.snapshot(miss) | {"state": after.value},
             )
-        if rows:
+        if moved_rows:
             store.recheck_closure(conn, triage_id=triage_id, now=now)
-    return len(rows)
+    return len(moved_rows)

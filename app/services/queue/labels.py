@@ -21,22 +21,25 @@ from app.eval.errors import shorten
 from app.models import CANT_TELL, OTHER, LabelAction, Resolution, User
 from app.models.triage_public import MissPublic
 from app.services.errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
-from app.services.queue import store
-from app.services.queue.leases import (
+from app.services.queue import rows, store
+from app.services.queue.claims import give_back_others, lease_next
+from app.services.queue.lifecycle import (
+    LABELLED,
     NOT_HELD,
+    REVIEW_QUEUE,
+    Stage,
     check_adjudicator,
-    give_back_others,
     is_lead,
-    lease_next,
+    stage_of,
 )
-from app.services.queue.lifecycle import LABELLED, REVIEW_QUEUE, Stage, stage_of
-from app.services.queue.store import LabelState, Target
+from app.services.queue.rows import Target
+from app.services.queue.store import LabelState
 
 #: Reviewers' notes joined into an agreed label's note.
 NOTE_JOIN = " | "
 #: Undo looks this far back in the caller's labels for one still in force.
 UNDO_LOOKBACK = 50
-_EVENT = store.EVENT
+_EVENT = rows.EVENT
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,7 @@ def label(
     """Label (a lead: also relabel, or decide a double-reviewed miss) the miss at its current
     version. ``triage_id``: the triage the caller is working in (a page's), which must be the
     miss's (404 otherwise)."""
-    with store.transaction(session) as conn:
-        done = _label_in(conn, miss_id, user, category, note, version, now, triage_id)
-    if isinstance(done, Refusal):
-        raise done.error
-    store.settle_closure(session, done, now)
-    return done.miss.public()
+    return _labelled(session, miss_id, user, category, note, version, now, triage_id)
 
 
 def label_and_claim(
@@ -93,7 +91,7 @@ def label_and_claim(
     """``label``, then ``claim`` in the miss's triage, in one transaction. A refused label
     (409, 403) claims nothing and answers as ``label`` does."""
     assert user.id is not None
-    with store.transaction(session) as conn:
+    with rows.transaction(session) as conn:
         done = _label_in(conn, miss_id, user, category, note, version, now, triage_id)
         following = None
         if not isinstance(done, Refusal):
@@ -126,17 +124,28 @@ def adjudicate(
     adjudication lease (a lead's needs none). 409 ``stale_version`` or ``not_disputed``,
     403 ``lease_not_held`` or ``adjudicator_required``."""
     check_adjudicator(user)
-    with store.transaction(session) as conn:
+    return _labelled(
+        session, miss_id, user, category, note, version, now, triage_id, adjudicating=True
+    )
+
+
+def _labelled(
+    session: Session,
+    miss_id: int,
+    user: User,
+    category: str,
+    note: str,
+    version: int,
+    now: datetime,
+    triage_id: int | None,
+    *,
+    adjudicating: bool = False,
+) -> MissPublic:
+    """``label`` and ``adjudicate``: one transaction, the refusal raised once its attempt is
+    stored, the closure settled after the commit."""
+    with rows.transaction(session) as conn:
         done = _label_in(
-            conn,
-            miss_id,
-            user,
-            category,
-            note,
-            version,
-            now,
-            triage_id,
-            adjudicating=True,
+            conn, miss_id, user, category, note, version, now, triage_id, adjudicating=adjudicating
         )
     if isinstance(done, Refusal):
         raise done.error
@@ -197,11 +206,11 @@ def _label_in(
 def _locked(conn: Connection, miss_id: int, user_id: int, triage_id: int | None) -> Target:
     """The miss under the person's lock and its own row lock; 404 ``miss_not_found`` when
     there is none, or (``triage_id``) when it is another triage's."""
-    found = store.lock_person_for_miss(conn, miss_id=miss_id, user_id=user_id)
+    found = rows.lock_person_for_miss(conn, miss_id=miss_id, user_id=user_id)
     if found is None or (triage_id is not None and found != triage_id):
         where = f" in triage {triage_id}" if triage_id is not None else ""
         raise NotFound(f"no miss {miss_id}{where}", code="miss_not_found")
-    target = store.load(conn, miss_id)
+    target = rows.load(conn, miss_id)
     assert target is not None  # the lock found it in this transaction
     return target
 
@@ -219,7 +228,7 @@ def _refusal(
     miss = target.miss
     assert user.id is not None
     if miss.version != version:
-        return Refusal(LabelAction.CONFLICT, stale(miss.version, version, store.snapshot(miss)))
+        return Refusal(LabelAction.CONFLICT, stale(miss.version, version, rows.snapshot(miss)))
     stage = miss.stage
     if stage is Stage.COVERED:
         return Refusal(
@@ -239,16 +248,16 @@ def _refusal(
             )
         return None if holds or is_lead(user) else _not_held()
     if miss.reviewers > 1 and stage in REVIEW_QUEUE:
-        reviews = store.reviews_of(conn, miss.id)
-        mine = store.mine(reviews, user.id)
+        reviews = rows.reviews_of(conn, miss.id)
+        mine = rows.mine(reviews, user.id)
         if mine is not None and mine.labelled:
             # a repeat: the caller's label is in already, at this version
-            current = store.snapshot(miss) | {"category": mine.category, "note": mine.note}
+            current = rows.snapshot(miss) | {"category": mine.category, "note": mine.note}
             return Refusal(
                 LabelAction.CONFLICT,
                 stale(miss.version, version, current, said="you labelled this miss already"),
             )
-        if not store.room_for(reviews, miss, user.id, now):
+        if not rows.room_for(reviews, miss, user.id, now):
             return _not_held()
         return None if mine is not None or is_lead(user) else _not_held()
     if stage in LABELLED or stage is Stage.DISPUTED:
@@ -301,7 +310,7 @@ def _review(
     miss = target.miss
     if miss.reviewed < miss.reviewers:
         return
-    labels = [r for r in store.reviews_of(conn, miss.id) if r.labelled]
+    labels = [r for r in rows.reviews_of(conn, miss.id) if r.labelled]
     store.drop_review_leases(conn, miss.id, None)  # places never used: off the review queue
     causes = {r.category for r in labels}
     if len(causes) == 1 and CANT_TELL not in causes:
@@ -324,8 +333,8 @@ def undo(
     the queue). A reviewer's own blind label on a miss still collecting labels is taken back
     the same way. 404 ``nothing_to_undo``."""
     assert user.id is not None
-    with store.transaction(session) as conn:
-        if store.lock_person(conn, triage_id=triage_id, user_id=user.id) is None:
+    with rows.transaction(session) as conn:
+        if rows.lock_person(conn, triage_id=triage_id, user_id=user.id) is None:
             raise NotFound(f"no triage {triage_id}", code="triage_not_found")
         undone = _undo_latest(conn, triage_id, user.id, now, now + lease)
         if undone is None:
@@ -352,13 +361,13 @@ def _undo_latest(
         .limit(UNDO_LOOKBACK)
     ).all()
     for miss_id, action, before, after in events:
-        target = store.load(conn, miss_id)
+        target = rows.load(conn, miss_id)
         if target is None:
             continue
         if action == LabelAction.REVIEW.value:
             if store.take_back_review(conn, target, user_id=user_id, now=now, until=until):
                 give_back_others(conn, target.miss, user_id, now)
-                return store.with_lease(target.miss, user_id, until).public(), target
+                return rows.with_lease(target.miss, user_id, until).public(), target
             continue  # all its labels are in (or taken back already): not the caller's
         if target.miss.version != (after or {}).get("version"):
             continue  # changed since (undone already, or relabelled by a lead)

@@ -17,7 +17,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, literal, or_
 
-from app.models import OTHER, LabelAction, MissState
+from app.models import OTHER, LabelAction, MissState, Role, User
+from app.services.errors import Forbidden
 
 
 class Stage(StrEnum):
@@ -159,3 +160,20 @@ def in_stages(miss: Any, stages: frozenset[Stage]) -> ColumnElement[bool]:
 def keeps_open(miss: Any) -> ColumnElement[bool]:
     """The closure rule for one miss: it is in a stage of ``KEEPS_OPEN``."""
     return in_stages(miss, KEEPS_OPEN)
+
+
+# --- who may take a step -------------------------------------------------------------------
+
+NOT_HELD = "this miss is not leased to you"
+
+
+def is_lead(user: User) -> bool:
+    return Role(user.role).allows(Role.LEAD)
+
+
+def check_adjudicator(user: User) -> None:
+    if not user.adjudicates:
+        raise Forbidden(
+            "adjudication needs the lead role or the adjudicator flag",
+            code="adjudicator_required",
+        )

@@ -18,10 +18,9 @@ from sqlmodel.sql.expression import SelectOfScalar
 from app.models import LabelAction, Miss, MissSkip, MissState, Triage, User
 from app.models.triage_public import MissPublic, TakenBack
 from app.services.errors import Forbidden, Invalid, NotFound
-from app.services.queue import store
-from app.services.queue.leases import NOT_HELD
-from app.services.queue.lifecycle import REVIEW_QUEUE, in_stages
-from app.services.queue.store import MISS, SKIP
+from app.services.queue import rows, store
+from app.services.queue.lifecycle import NOT_HELD, REVIEW_QUEUE, in_stages
+from app.services.queue.rows import MISS, SKIP
 
 
 def skip(*, session: Session, miss_id: int, user: User, reason: str, now: datetime) -> MissPublic:
@@ -31,10 +30,10 @@ def skip(*, session: Session, miss_id: int, user: User, reason: str, now: dateti
     reason = reason.strip()
     if not reason:
         raise Invalid("say why you skip this miss", code="reason_required")
-    with store.transaction(session) as conn:
-        if store.lock_person_for_miss(conn, miss_id=miss_id, user_id=user.id) is None:
+    with rows.transaction(session) as conn:
+        if rows.lock_person_for_miss(conn, miss_id=miss_id, user_id=user.id) is None:
             raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-        target = store.load(conn, miss_id)
+        target = rows.load(conn, miss_id)
         assert target is not None  # found under the lock in this transaction
         miss = target.miss
         if miss.stage not in REVIEW_QUEUE:
@@ -56,10 +55,10 @@ def take_back(*, session: Session, triage: Triage, user: User, now: datetime) ->
     event each); answers how many."""
     assert user.id is not None
     assert triage.id is not None
-    with store.transaction(session) as conn:
-        store.lock_person(conn, triage_id=triage.id, user_id=user.id)
-        rows = conn.execute(
-            sa_select(*store.COLUMNS)
+    with rows.transaction(session) as conn:
+        rows.lock_person(conn, triage_id=triage.id, user_id=user.id)
+        found = conn.execute(
+            sa_select(*rows.COLUMNS)
             .where(
                 MISS.c.triage_id == triage.id,
                 in_stages(MISS, REVIEW_QUEUE),
@@ -71,7 +70,7 @@ def take_back(*, session: Session, triage: Triage, user: User, now: datetime) ->
             )
             .order_by(MISS.c.position)
         ).all()
-        misses = [store.row_of(row) for row in rows]
+        misses = [rows.row_of(row) for row in found]
         for miss in misses:
             store.append_event(conn, miss, user.id, LabelAction.TAKE_BACK, now=now)
         if misses:

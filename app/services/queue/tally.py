@@ -14,7 +14,13 @@ from sqlmodel import Session
 
 from app.models import MissState, Resolution
 from app.services.queue.lifecycle import KEEPS_OPEN, LABELLED, UNLABELLED, Stage, stage_of
-from app.services.queue.store import MISS, REVIEW, SKIP
+from app.services.queue.rows import (
+    MISS,
+    REVIEW,
+    SKIP,
+    labelled_by_sql,
+    others_places_sql,
+)
 
 
 @dataclass(frozen=True)
@@ -146,22 +152,9 @@ def person_labels(*, session: Session, triage_id: int, user_id: int) -> tuple[in
 
 def person_tally(*, session: Session, triage_id: int, user_id: int, now: datetime) -> PersonTally:
     """``PersonTally``: one grouped read over the triage's misses without a final label."""
-    mine_labelled = exists().where(
-        REVIEW.c.miss_id == MISS.c.id,
-        REVIEW.c.reviewer_id == user_id,
-        REVIEW.c.category.is_not(None),
-    )
+    mine_labelled = labelled_by_sql(user_id)
     skipped = exists().where(SKIP.c.miss_id == MISS.c.id, SKIP.c.user_id == user_id)
-    others_places = (
-        select(func.count())
-        .select_from(REVIEW)
-        .where(
-            REVIEW.c.miss_id == MISS.c.id,
-            func.coalesce(REVIEW.c.reviewer_id, -1) != user_id,
-            or_(REVIEW.c.category.is_not(None), REVIEW.c.lease_expires_at > now),
-        )
-        .scalar_subquery()
-    )
+    others_places = others_places_sql(user_id, now)
     held_by_other = and_(
         MISS.c.lease_holder_id.is_not(None),
         MISS.c.lease_holder_id != user_id,
