@@ -18,8 +18,7 @@ from app.models import OTHER
 from app.models.triage_public import AdjudicationCase, TriageContext
 from app.services import queue
 from app.services.errors import ServiceError
-from app.services.queue.lifecycle import check_adjudicator
-from app.services.queue.lifecycle import Stage
+from app.services.queue.lifecycle import Stage, check_adjudicator
 from app.services.triage import closure
 from app.services.triage import triages as triage_service
 from app.services.views import review as review_service
