@@ -220,3 +220,16 @@ def waiting_reasons(waiting: dict[str, int]) -> list[str]:
         for key, one, many in WAITING_WORDS
         if waiting.get(key)
     ]
+
+
+def double_review_outcome(reviewers: int, state: str) -> str:
+    """What a reviewer's label did to a double-reviewed miss, after "Saved: ...": it waits
+    for another reviewer's label, it is final (the labels agree), or it goes to adjudication
+    (they differ). Empty for a single review's label."""
+    if reviewers < 2:
+        return ""
+    if state == "open":
+        return " It waits for another reviewer's label."
+    if state == "disputed":
+        return " The labels differ: it goes to adjudication."
+    return " The labels agree: it is final."

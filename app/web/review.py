@@ -156,6 +156,7 @@ def review_label(
     # its name: the label was checked against the causes, so it is one of ours
     labelled = done.labelled
     saved = f"Saved: {labelled.qid} / {labelled.doc_id} is {copy.label(category)}."
+    saved += copy.double_review_outcome(labelled.reviewers, labelled.state)
     return review_card.card(request, session, principal, ctx, done.next, message=saved)
 
 

@@ -276,7 +276,7 @@ def _miss_page(
     status: int = 200,
     error_code: str | None = None,
 ) -> HTMLResponse:
-    miss, ctx = triage_service.miss_context(session=session, miss_id=miss_id)
+    miss, ctx, stage = triage_service.miss_context(session=session, miss_id=miss_id)
     events = queue.audit_trail(session=session, miss_id=miss.id, viewer=principal.user)
     return render(
         request,
@@ -286,6 +286,7 @@ def _miss_page(
             "run": ctx.run,
             "golden": ctx.golden,
             "miss": miss,
+            "stage": stage.value,
             "events": events,
             "people": queue.who_did(session=session, events=events),
             "message": message,

@@ -45,7 +45,7 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     ann = _log_in(browser, live_server, accounts[Role.REVIEWER].email, PASSWORD, review)
     first = ann.locator(".card").get_attribute("data-miss")
     ann.keyboard.press("1")
-    expect(ann.locator("#message")).to_contain_text("Saved:")
+    expect(ann.locator("#message")).to_contain_text("It waits for another reviewer's label.")
     expect(ann.locator(".card")).not_to_have_attribute("data-miss", first or "")
     ann.keyboard.press("1")
     expect(ann.locator("#empty")).to_be_visible()  # she never sees a miss twice
@@ -60,7 +60,9 @@ def test_two_reviewers_blind_then_the_lead_adjudicates(
     bob.goto(f"{live_server.url}{review}")
     expect(bob.locator(".card")).to_have_attribute("data-miss", first or "")
     bob.keyboard.press("c")  # can't tell: to adjudication
-    expect(bob.locator("#message")).to_have_text("Saved: q0 / d0-1 is Can't tell.")
+    expect(bob.locator("#message")).to_have_text(
+        "Saved: q0 / d0-1 is Can't tell. The labels differ: it goes to adjudication."
+    )
     expect(bob.locator(".card")).not_to_have_attribute("data-miss", first or "")
     bob.keyboard.press("1")  # agrees with Ann on the second miss
     expect(bob.locator("#empty")).to_be_visible()

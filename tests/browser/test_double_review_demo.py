@@ -184,8 +184,18 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
             reviewer.seen.append(miss)
             labels[miss].append((reviewer.email, cause))
             _press(page, key)
+            # the label's name, then what it did: waits for the other label, final, disputed
+            first = len(labels[miss]) == 1
+            agreed = not first and labels[miss][0][1] == cause != CANT_TELL
+            outcome = (
+                "It waits for another reviewer's label."
+                if first
+                else "The labels agree: it is final."
+                if agreed
+                else "The labels differ: it goes to adjudication."
+            )
             expect(page.locator("#message")).to_have_text(
-                re.compile(rf"^Saved: .* is {re.escape(label_of(cause))}\.$")
+                re.compile(rf"^Saved: .* is {re.escape(label_of(cause))}\. {re.escape(outcome)}$")
             )
 
     # Every miss has two labels from two distinct reviewers; each reviewer saw each once.
@@ -268,7 +278,7 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
     # (every label in force); the lead's adjudications are decisions, not labels.
     rows = lead.locator("#agreement-per-reviewer tbody tr")
     own = {
-        str(tr.get_attribute("data-reviewer")): tr.locator("td.labels").inner_text()
+        str(tr.get_attribute("data-reviewer")): tr.locator("td:has(.labels)").inner_text()
         for tr in rows.all()
     }
     every_label = Counter(email for g in labels.values() for email, _ in g)
@@ -279,7 +289,7 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
     }
     counted = {
         str(tr.get_attribute("data-reviewer")): (
-            int(tr.locator("td.labels").inner_text()),
+            int(tr.locator(".labels").inner_text()),
             int(tr.locator("td.decisions").inner_text()),
         )
         for tr in lead.locator("#throughput tbody tr[data-reviewer]").all()

@@ -284,6 +284,25 @@ def check_faces(
         if counted.labels[who] or counted.decisions[who]
     }
     assert shown == expected
+    # beside each count: the blind labels on misses still waiting for another reviewer's
+    waiting = {
+        str(tr["data-reviewer"]): int(
+            tr.select_one(".waiting").get_text(strip=True).strip("()").split()[0]  # type: ignore[union-attr]
+        )
+        for tr in page.select("#throughput tbody tr[data-reviewer]")
+        if tr.select_one(".waiting")
+    }
+    assert waiting == {
+        names[who]: n
+        for who in people
+        if (
+            n := sum(
+                1
+                for i, st in counted.stages.items()
+                if st == "reviewing" and who in counted.blind[i]
+            )
+        )
+    }
 
 
 def triage_files(tmp: Path, *, queries: int, per_query: int) -> dict[str, bytes]:

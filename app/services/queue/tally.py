@@ -208,6 +208,8 @@ class PersonCounts:
     decisions: int
     first: datetime
     last: datetime
+    #: Of ``labels``, blind labels on misses still waiting for another reviewer's.
+    waiting: int = 0
 
 
 def people_counts(*, session: Session, triage_id: int) -> list[PersonCounts]:
@@ -248,6 +250,19 @@ def people_counts(*, session: Session, triage_id: int) -> list[PersonCounts]:
         )
         .group_by(REVIEW.c.reviewer_id)
     ).all()
+    # blind labels of misses still collecting theirs (a few: the misses under review now)
+    waiting: dict[int, int] = dict(
+        conn.execute(
+            select(REVIEW.c.reviewer_id, func.count())
+            .select_from(REVIEW.join(MISS, MISS.c.id == REVIEW.c.miss_id))
+            .where(
+                REVIEW.c.triage_id == triage_id,
+                REVIEW.c.category.is_not(None),
+                MISS.c.state == MissState.OPEN.value,
+            )
+            .group_by(REVIEW.c.reviewer_id)
+        ).all()
+    )
     totals: dict[int, tuple[int, int, datetime, datetime]] = {}
     for user_id, labels, decisions, first, last in [*own, *blind]:
         if user_id is None or first is None or last is None:
@@ -257,7 +272,9 @@ def people_counts(*, session: Session, triage_id: int) -> list[PersonCounts]:
             n, d, f, la = totals[user_id]
             labels, decisions, first, last = labels + n, decisions + d, min(first, f), max(last, la)
         totals[user_id] = (int(labels), int(decisions), first, last)
-    return [PersonCounts(u, n, d, f, la) for u, (n, d, f, la) in totals.items()]
+    return [
+        PersonCounts(u, n, d, f, la, int(waiting.get(u, 0))) for u, (n, d, f, la) in totals.items()
+    ]
 
 
 def _aware(value: Any) -> datetime:

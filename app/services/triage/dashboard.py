@@ -78,6 +78,8 @@ class Throughput:
     last: datetime
     #: Adjudications: the final label of a double-reviewed miss, decided.
     decisions: int = 0
+    #: Of ``labels``, blind labels on misses still waiting for another reviewer's.
+    waiting: int = 0
 
     @property
     def per_hour(self) -> float | None:
@@ -119,7 +121,7 @@ def throughput(*, session: Session, triage: Triage) -> list[Throughput]:
     ids = [c.user_id for c in counts]
     emails = dict(session.exec(select(User.id, User.email).where(col(User.id).in_(ids))).all())
     rows = [
-        Throughput(emails[c.user_id], c.labels, c.first, c.last, c.decisions)
+        Throughput(emails[c.user_id], c.labels, c.first, c.last, c.decisions, c.waiting)
         for c in counts
         if c.user_id in emails
     ]

@@ -21,6 +21,7 @@ from app.services.imports.bulk import bulk_insert
 from app.services.imports.golden_sets import eval_golden_set
 from app.services.imports.runs import stored_ranking
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
+from app.services.queue.lifecycle import Stage, stage_of
 from app.services.triage.hints import context_for, hint_columns
 
 
@@ -156,8 +157,9 @@ def triage_context(*, session: Session, triage_id: int) -> TriageContext:
     return TriageContext(triage=triage, run=run, golden=golden)
 
 
-def miss_context(*, session: Session, miss_id: int) -> tuple[MissPublic, TriageContext]:
-    """A miss and the context of its triage. 404 ``miss_not_found``."""
+def miss_context(*, session: Session, miss_id: int) -> tuple[MissPublic, TriageContext, Stage]:
+    """A miss, the context of its triage and where the miss stands in its life cycle. 404
+    ``miss_not_found``."""
     found = session.exec(
         select(Miss, Triage, Run, GoldenSet)
         .join(Triage, col(Triage.id) == col(Miss.triage_id))
@@ -168,7 +170,8 @@ def miss_context(*, session: Session, miss_id: int) -> tuple[MissPublic, TriageC
     if found is None:
         raise NotFound(f"no miss {miss_id}", code="miss_not_found")
     miss, triage, run, golden = found
-    return MissPublic.of(miss), TriageContext(triage=triage, run=run, golden=golden)
+    stage = stage_of(miss.state, miss.category, miss.reviewed)
+    return MissPublic.of(miss), TriageContext(triage=triage, run=run, golden=golden), stage
 
 
 def find_miss(*, session: Session, miss_id: int) -> MissPublic | None:
