@@ -111,7 +111,7 @@ from app.models.triage_public import Overlap
 from app.services.accounts import users
 from app.services.imports import golden_sets, runs
 from app.services.queue import skips
-from app.services.triage import agreement, dashboard, triages
+from app.services.triage import agreement, closure, dashboard, triages
 from app.services.triage.dashboard_lists import SKIPS_SHOWN
 from app.settings import Settings
 
@@ -375,6 +375,15 @@ def write_rows(connection: Any, triage_id: int, rows: Rows) -> None:
                 insert(model.__table__),  # type: ignore[union-attr]
                 inserted[offset : offset + BATCH],
             )
+    # The labels in of each double-reviewed miss, as the queue keeps them (Miss.reviewed).
+    connection.execute(
+        text(
+            "UPDATE miss SET reviewed = (SELECT count(*) FROM review "
+            "WHERE review.miss_id = miss.id AND review.category IS NOT NULL) "
+            "WHERE triage_id = :t AND reviewers > 1"
+        ),
+        {"t": triage_id},
+    )
     # The skips in force, as queue.skip keeps them beside its events: the last skip of each
     # (miss, reviewer) in event order (the generated events have no take-backs).
     in_force: dict[tuple[int, int], dict[str, Any]] = {}
@@ -616,14 +625,14 @@ def service_calls(session: Session, data: Data) -> dict[str, Callable[[], object
     causes = list(DEFAULT_CAUSES)
     now = datetime.now(UTC)
     calls: dict[str, Callable[[], object]] = {
-        "closure_report": lambda: triages.closure_report(
+        "closure_report": lambda: closure.closure_report(
             session=session, triage=triage, causes=causes
         ),
-        "residue": lambda: dashboard.residue(session=session, triage=triage),
+        "residue": lambda: dashboard.residue_rows(session=session, triage=triage),
         "throughput": lambda: dashboard.throughput(session=session, triage=triage),
         "hint_accuracy": lambda: dashboard.hint_accuracy(session=session, triage=triage),
         "live_leases": lambda: dashboard.live_leases(session=session, triage=triage, now=now),
-        "covered_on_queue": lambda: triages.covered_on_queue(session=session, triage=triage),
+        "covered_on_queue": lambda: dashboard.covered_on_queue(session=session, triage=triage),
         "backlog": lambda: dashboard.backlog(session=session, triage=triage),
         "backlog cause=other": lambda: dashboard.backlog(
             session=session, triage=triage, cause=OTHER

@@ -267,7 +267,9 @@ class LabelEvent(SQLModel, table=True):
 
     __tablename__ = "label_event"
     __table_args__ = (
-        Index("ix_label_event_triage", "triage_id", "at"),
+        # the kept answers' key (app/services/triage/kept.py): the newest event and those
+        # just before it, from the index alone
+        Index("ix_label_event_triage", "triage_id", "id"),
         # reviewer throughput: labels per user in a triage
         Index("ix_label_event_throughput", "triage_id", "action", "user_id", "at"),
     )

@@ -56,6 +56,10 @@ def upgrade() -> None:
         )
         """
     )
+    # The kept answers' key reads the newest event and those just below it, by id.
+    with op.batch_alter_table("label_event", schema=None) as batch_op:
+        batch_op.drop_index("ix_label_event_triage")
+        batch_op.create_index("ix_label_event_triage", ["triage_id", "id"], unique=False)
     # One lease per person and triage: where older code left a reviewer holding several
     # (two tabs claiming at once), the one that runs longest stays.
     op.execute(
@@ -75,6 +79,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("label_event", schema=None) as batch_op:
+        batch_op.drop_index("ix_label_event_triage")
+        batch_op.create_index("ix_label_event_triage", ["triage_id", "at"], unique=False)
     with op.batch_alter_table("golden_set", schema=None) as batch_op:
         batch_op.drop_column("causes_frozen")
     with op.batch_alter_table("miss", schema=None) as batch_op:

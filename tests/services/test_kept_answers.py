@@ -7,10 +7,11 @@ kept residue and skips equal a fresh read after every label and every skip."""
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -181,3 +182,34 @@ def test_lists_follow_every_label_and_skip(engine: Engine, tmp_path: Path) -> No
                 )
     assert previous[1].skipped_total == 1  # the first round's skip, in force
     assert [s.reason for s in previous[1].skipped] == ["round 0"]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_write_committed_after_a_later_one_changes_the_key(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """PostgreSQL hands out event ids in one order and may commit them in another: the key
+    read between the two commits must still change when the earlier id commits."""
+    _, _, triage = make_triage(engine, tmp_path, queries=1, per_query=2)
+    assert triage.id is not None
+    row = {"t": triage.id, "m": 0, "now": datetime.now(UTC)}
+    insert = text(
+        "INSERT INTO label_event (miss_id, triage_id, user_id, at, action, before, after, note)"
+        " SELECT id, :t, NULL, :now, 'skip', '{}', '{}', '' FROM miss WHERE triage_id = :t LIMIT 1"
+    )
+    early, late = engine.connect(), engine.connect()
+    try:
+        early.begin()
+        early.execute(insert, row)  # the lower id, still in flight
+        with late.begin():
+            late.execute(insert, row)  # a higher id, committed first
+        with Session(engine) as s:
+            before = label_key(s, triage)
+        early.commit()
+        with Session(engine) as s:
+            after = label_key(s, triage)
+    finally:
+        early.close()
+        late.close()
+    assert after != before
+    assert after[0] == before[0]  # the newest id is the same: the count just below it moved

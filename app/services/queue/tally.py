@@ -250,15 +250,17 @@ def people_counts(*, session: Session, triage_id: int) -> list[PersonCounts]:
         )
         .group_by(REVIEW.c.reviewer_id)
     ).all()
-    # blind labels of misses still collecting theirs (a few: the misses under review now)
+    # blind labels of misses still collecting theirs: from those misses (a few, by the
+    # tally's index: open with labels in) to their reviews
     waiting: dict[int, int] = dict(
         conn.execute(
             select(REVIEW.c.reviewer_id, func.count())
-            .select_from(REVIEW.join(MISS, MISS.c.id == REVIEW.c.miss_id))
+            .select_from(MISS.join(REVIEW, REVIEW.c.miss_id == MISS.c.id))
             .where(
-                REVIEW.c.triage_id == triage_id,
-                REVIEW.c.category.is_not(None),
+                MISS.c.triage_id == triage_id,
                 MISS.c.state == MissState.OPEN.value,
+                MISS.c.reviewed > 0,
+                REVIEW.c.category.is_not(None),
             )
             .group_by(REVIEW.c.reviewer_id)
         ).all()

@@ -5,8 +5,10 @@ when a label does.
 
 Every write of the queue (a label, a relabel, an undo, an agreement, a dispute, an
 adjudication, a skip, a take-back, a release, covered misses put on the queue or taken off)
-appends a label event, and events are never removed: how many a triage has (counted from an
-index) says whether anything changed, with the tally's rows beside it. Each process keeps its
+appends a label event, and events are never removed: the newest event's id and how many events
+stand just below it (from an index) say whether anything changed, with the tally's rows beside
+it (a count of every event cost 17 ms at 100,000 misses; the newest id alone would miss a write
+that commits after a later one). Each process keeps its
 own answers; several processes stay exact because each checks the key against the database
 on every request.
 """
@@ -18,15 +20,35 @@ from collections import OrderedDict
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlalchemy import bindparam, func, select
+from sqlmodel import Session
 
 from app.models import LabelEvent, Triage
 from app.services.queue.tally import Tally, triage_tally
 
 T = TypeVar("T")
-#: (label events, the newest one's time, triage created, the tally's rows)
-LabelKey = tuple[int, datetime | None, datetime, tuple[Any, ...]]
+#: (the newest label event, the events just before it, triage created, the tally's rows)
+LabelKey = tuple[int | None, int, datetime, tuple[Any, ...]]
+#: Events counted below the newest: a write in flight elsewhere when the key is read has an
+#: id this close to the newest when it commits, so its commit changes the count.
+RECENT_EVENTS = 4096
+_EVENT = LabelEvent.__table__  # type: ignore[attr-defined]
+_NEWEST = (
+    select(func.max(_EVENT.c.id).label("newest"))
+    .where(_EVENT.c.triage_id == bindparam("t"))
+    .subquery()
+)
+#: The newest event of the triage and how many events it has within ``RECENT_EVENTS`` of it,
+#: both from an index (ix_label_event_triage: triage, id).
+_EVENTS = select(
+    _NEWEST.c.newest,
+    select(func.count())
+    .where(
+        _EVENT.c.triage_id == bindparam("t"),
+        _EVENT.c.id > _NEWEST.c.newest - RECENT_EVENTS,
+    )
+    .scalar_subquery(),
+).select_from(_NEWEST)
 #: (database, triage id): a process may serve more than one database (the tests do), and
 #: triage ids repeat across databases.
 Slot = tuple[str, int]
@@ -41,13 +63,11 @@ def label_key(session: Session, triage: Triage, tally: Tally | None = None) -> L
     events and the newest one's time, the triage's creation and the tally's rows (``tally`` when the
     caller has it, else counted here from its index)."""
     assert triage.id is not None
-    events, newest = session.exec(
-        select(func.count(), func.max(LabelEvent.at)).where(LabelEvent.triage_id == triage.id)
-    ).one()
+    newest, recent = session.connection().execute(_EVENTS, {"t": triage.id}).one()
     if tally is None:
         tally = triage_tally(session=session, triage_id=triage.id, causes=[])
     # the triage's creation too: ids repeat when a database is emptied and filled again
-    return int(events), newest, triage.created_at, tally.fingerprint
+    return newest, int(recent or 0), triage.created_at, tally.fingerprint
 
 
 def slot_of(session: Session, triage: Triage) -> Slot:
