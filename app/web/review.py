@@ -177,15 +177,22 @@ def review_skip(
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     try:
         queue.skip(
-            session=session, miss_id=miss_id, user=principal.user, reason=reason, now=clock.now()
+            session=session,
+            miss_id=miss_id,
+            user=principal.user,
+            reason=reason,
+            now=clock.now(),
+            triage_id=ctx.triage_id,
         )
     except ServiceError as exc:
+        # the caller's own miss (still theirs when only the reason was missing), never the
+        # one the form named: it may be another triage's
         return review_card.card(
             request,
             session,
             principal,
             ctx,
-            triage_service.find_miss(session=session, miss_id=miss_id),
+            review_card.next_miss(session, settings, clock.now(), ctx, principal),
             message=f"Not skipped: {exc.message}.",
             tone="error",
             status=exc.status,

@@ -181,7 +181,9 @@ def release_lease(
     triage_id: Id,
     miss_id: Id,
 ) -> Response:
-    queue.release(session=session, miss_id=miss_id, user=principal.user, now=clock.now())
+    queue.release(
+        session=session, miss_id=miss_id, user=principal.user, now=clock.now(), triage_id=triage_id
+    )
     return redirect(
         request,
         request.url_for("triage_page", triage_id=triage_id).path,

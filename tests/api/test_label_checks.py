@@ -65,8 +65,18 @@ def test_a_label_posted_in_another_triage_is_refused(
             data={"miss_id": miss_id, "version": 1, "category": NEW_CAUSES[0]},
         )
         assert (answer.status_code, answer.headers["x-error-code"]) == (404, "miss_not_found")
+    # a skip, and a lead's release of the lease, through the other triage's pages alike
+    skipped = client.post(
+        f"/triages/{second.id}/review/skip", headers=HTMX, data={"miss_id": miss_id, "reason": "r"}
+    )
+    assert (skipped.status_code, skipped.headers["x-error-code"]) == (404, "miss_not_found")
+    released = client.post(
+        f"/triages/{second.id}/leases/{miss_id}/release", headers=HTMX, follow_redirects=False
+    )
+    assert (released.status_code, released.headers["x-error-code"]) == (404, "miss_not_found")
     held = _miss(engine, miss_id)
     assert (held.state, held.category, held.version) == ("open", None, 1)
+    assert held.lease_holder_id is not None  # still the lead's
     assert _events(engine, miss_id) == []
     # in its own triage the same form is checked against its own golden set's causes
     wrong = client.post(

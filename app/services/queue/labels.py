@@ -168,7 +168,7 @@ def _label_in(
     """Inside the caller's transaction: the label written (the miss brought up to date in
     the answer), or the refused attempt recorded and why."""
     assert user.id is not None
-    target = _locked(conn, miss_id, user.id, triage_id)
+    target = rows.locked(conn, miss_id=miss_id, user_id=user.id, triage_id=triage_id)
     miss = target.miss
     double = miss.reviewers > 1
     blind = double and miss.stage in REVIEW_QUEUE and not adjudicating
@@ -200,18 +200,6 @@ def _label_in(
         store.write_label(
             conn, target, step=step, to=final, user_id=user.id, now=now, event_note=note
         )
-    return target
-
-
-def _locked(conn: Connection, miss_id: int, user_id: int, triage_id: int | None) -> Target:
-    """The miss under the person's lock and its own row lock; 404 ``miss_not_found`` when
-    there is none, or (``triage_id``) when it is another triage's."""
-    found = rows.lock_person_for_miss(conn, miss_id=miss_id, user_id=user_id)
-    if found is None or (triage_id is not None and found != triage_id):
-        where = f" in triage {triage_id}" if triage_id is not None else ""
-        raise NotFound(f"no miss {miss_id}{where}", code="miss_not_found")
-    target = rows.load(conn, miss_id)
-    assert target is not None  # the lock found it in this transaction
     return target
 
 

@@ -154,15 +154,14 @@ def renew(
     raise Forbidden("this miss is no longer leased to you", code="lease_not_held")
 
 
-def release(*, session: Session, miss_id: int, user: User, now: datetime) -> MissPublic:
-    """Give a miss back to the queue (its holder, or a lead for anyone's lease)."""
+def release(
+    *, session: Session, miss_id: int, user: User, now: datetime, triage_id: int | None = None
+) -> MissPublic:
+    """Give a miss back to the queue (its holder, or a lead for anyone's lease). 404
+    ``miss_not_found``, also for a miss of another triage than ``triage_id`` (a page's)."""
     assert user.id is not None
     with rows.transaction(session) as conn:
-        if rows.lock_person_for_miss(conn, miss_id=miss_id, user_id=user.id) is None:
-            raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-        target = rows.load(conn, miss_id)
-        assert target is not None  # the lock found it, and misses are deleted with a triage
-        miss = target.miss
+        miss = rows.locked(conn, miss_id=miss_id, user_id=user.id, triage_id=triage_id).miss
         if miss.reviewers > 1 and miss.stage in (Stage.OPEN, Stage.REVIEWING):
             dropped = store.drop_review_leases(conn, miss.id, None if is_lead(user) else user.id)
             if not dropped:

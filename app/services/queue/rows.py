@@ -47,6 +47,7 @@ from app.models import (
     WebhookDelivery,
 )
 from app.models.triage_public import MissPublic
+from app.services.errors import NotFound
 from app.services.queue.lifecycle import (
     Stage,
     stage_of,
@@ -357,3 +358,16 @@ def mine(reviews: list[ReviewRow], user_id: int) -> ReviewRow | None:
 def with_lease(miss: MissRow, holder: int | None, until: datetime | None) -> MissRow:
     """``miss`` as one reviewer sees it: a double-reviewed miss shows their own lease."""
     return replace(miss, lease_holder_id=holder, lease_expires_at=until)
+
+
+def locked(conn: Connection, *, miss_id: int, user_id: int, triage_id: int | None) -> Target:
+    """The miss under the person's lock on its triage and its own row lock, for a write. 404
+    ``miss_not_found`` when there is none or (``triage_id``: the triage a page is about) when
+    it is another triage's: every write is checked against the miss's own triage."""
+    found = lock_person_for_miss(conn, miss_id=miss_id, user_id=user_id)
+    if found is None or (triage_id is not None and found != triage_id):
+        where = f" in triage {triage_id}" if triage_id is not None else ""
+        raise NotFound(f"no miss {miss_id}{where}", code="miss_not_found")
+    target = load(conn, miss_id)
+    assert target is not None  # the lock found it in this transaction
+    return target

@@ -17,25 +17,30 @@ from sqlmodel.sql.expression import SelectOfScalar
 
 from app.models import LabelAction, Miss, MissSkip, MissState, Triage, User
 from app.models.triage_public import MissPublic, TakenBack
-from app.services.errors import Forbidden, Invalid, NotFound
+from app.services.errors import Forbidden, Invalid
 from app.services.queue import rows, store
 from app.services.queue.lifecycle import NOT_HELD, REVIEW_QUEUE, in_stages
 from app.services.queue.rows import MISS, SKIP
 
 
-def skip(*, session: Session, miss_id: int, user: User, reason: str, now: datetime) -> MissPublic:
+def skip(
+    *,
+    session: Session,
+    miss_id: int,
+    user: User,
+    reason: str,
+    now: datetime,
+    triage_id: int | None = None,
+) -> MissPublic:
     """Pass the miss the caller holds on to the other reviewers, saying why (422
-    ``reason_required``; 403 ``lease_not_held``)."""
+    ``reason_required``; 403 ``lease_not_held``; 404 ``miss_not_found``, also for a miss of
+    another triage than ``triage_id``, a page's)."""
     assert user.id is not None
     reason = reason.strip()
     if not reason:
         raise Invalid("say why you skip this miss", code="reason_required")
     with rows.transaction(session) as conn:
-        if rows.lock_person_for_miss(conn, miss_id=miss_id, user_id=user.id) is None:
-            raise NotFound(f"no miss {miss_id}", code="miss_not_found")
-        target = rows.load(conn, miss_id)
-        assert target is not None  # found under the lock in this transaction
-        miss = target.miss
+        miss = rows.locked(conn, miss_id=miss_id, user_id=user.id, triage_id=triage_id).miss
         if miss.stage not in REVIEW_QUEUE:
             raise Forbidden(NOT_HELD, code="lease_not_held")
         if miss.reviewers > 1:

@@ -24,6 +24,7 @@ from app.models import (
 from app.models.triage_public import MissPublic, TriageContext
 from app.services.errors import NotFound
 from app.services.imports.runs import head_of
+from app.services.queue.trail import is_blind
 
 #: Candidates shown beside the miss ("what won instead").
 CANDIDATES_SHOWN = 10
@@ -239,7 +240,7 @@ def build_card(*, session: Session, ctx: TriageContext, miss_id: int) -> ReviewC
         missing_terms=list(vocabulary.lacks) if vocabulary else [],
         # blind double review: no earlier label to lean on until the reviewers have spoken
         suggestion=None
-        if miss.reviewers > 1 and miss.state == MissState.OPEN.value
+        if is_blind(miss)
         else earlier_label(session=session, miss=miss, golden=golden),
         hint=miss.hint if miss.hint in golden.causes else None,
         evidence=evidence_lines(miss),
