@@ -93,11 +93,14 @@ def units_of(labels: list[UnitLabels]) -> list[Unit]:
     ]
 
 
-def triage_agreement(*, session: Session, triage: Triage, causes: list[str]) -> AgreementPublic:
+def triage_agreement(
+    *, session: Session, triage: Triage, causes: list[str], key: LabelKey | None = None
+) -> AgreementPublic:
     """How often the reviewers of ``triage`` agreed (``GET /triages/{id}/agreement``), over
     its overlap misses whose labels are all in; ``causes``: the taxonomy, in display order.
-    Always the current figures."""
-    slot, key = slot_of(session, triage), label_key(session, triage)
+    Always the current figures. ``key``: the triage's ``label_key`` when the caller has it."""
+    slot = slot_of(session, triage)
+    key = key if key is not None else label_key(session, triage)
     hit = _kept.get(slot, key)
     if hit is not None:
         return hit[0]

@@ -13,6 +13,7 @@ from app.models.triage_public import ClosureReport, FinalCounts, TriageDetail
 from app.services.queue.lifecycle import Stage
 from app.services.queue.tally import Tally, triage_tally
 from app.services.triage.agreement import kappa_phrase, triage_agreement
+from app.services.triage.kept import label_key
 from app.services.triage.triages import triage_context
 
 
@@ -85,7 +86,8 @@ def closure_report(
     kappa = ""
     if agreement and triage.reviewers > 1:
         if measured is None:
-            measured = triage_agreement(session=session, triage=triage, causes=causes)
+            key = label_key(session, triage, tally)  # from the tally already read
+            measured = triage_agreement(session=session, triage=triage, causes=causes, key=key)
         kappa = kappa_phrase(measured.fleiss_kappa)
     return ClosureReport(
         misses=tally.misses,
