@@ -41,8 +41,13 @@ def _stamp() -> str:
 
 
 def _partial(output: Path) -> Path:
-    """Where the backup is written until it is complete (never mistaken for a backup)."""
-    return output.with_name(output.name + ".partial")
+    """Where the backup is written until it is complete (never mistaken for a backup): made
+    anew, empty, readable and writable by its owner alone (a backup holds password hashes and
+    reviewers' notes), before anything is written to it."""
+    partial = output.with_name(output.name + ".partial")
+    partial.unlink(missing_ok=True)
+    os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    return partial
 
 
 def backup_sqlite(database: Path, output: Path) -> dict[str, int]:
@@ -50,7 +55,6 @@ def backup_sqlite(database: Path, output: Path) -> dict[str, int]:
     returns the row count of every table of the copy. Raises ``RuntimeError`` when the copy
     fails its integrity check."""
     partial = _partial(output)
-    partial.unlink(missing_ok=True)
     source = sqlite3.connect(database, timeout=30)
     try:
         target = sqlite3.connect(partial)
@@ -132,8 +136,7 @@ def backup_postgres(url: URL, output: Path, pg_dump: Path | None) -> None:
             f"  PGPASSWORD=... {shown}\n"
             "and restore it with: pg_restore --clean --if-exists --dbname DATABASE_URL FILE"
         )
-    partial = _partial(output)
-    partial.unlink(missing_ok=True)
+    partial = _partial(output)  # pg_dump writes into it, keeping its mode
     env = dict(os.environ)
     if password is not None:
         env["PGPASSWORD"] = password
@@ -154,7 +157,7 @@ def _checked(output: Path) -> Path:
     """``output``, its folder made; exit 1 if the file exists (a backup is never replaced)."""
     if output.exists():
         _fail(f"{output} exists already; choose another --output")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    output.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     return output
 
 
@@ -180,6 +183,8 @@ def backup(output: Path | None, pg_dump: str | None) -> None:
     except ValueError as exc:
         click.echo(f"misstriage: error: {exc}", err=True)
         sys.exit(2)
+    # every file this command makes (the copy, SQLite's journal, pg_dump's) is its owner's alone
+    os.umask(0o077)
     url = make_url(normalise_url(settings.database_url))
     backend = url.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
@@ -194,7 +199,7 @@ def backup(output: Path | None, pg_dump: str | None) -> None:
         try:
             counts = backup_sqlite(database, output)
         except (sqlite3.Error, RuntimeError) as exc:
-            _partial(output).unlink(missing_ok=True)
+            output.with_name(output.name + ".partial").unlink(missing_ok=True)
             _fail(f"backup of {database} failed: {exc}")
         rows = sum(counts.values())
         click.echo(

@@ -14,12 +14,14 @@ import click
 from app import __version__
 from app.cli.output import render_clusters, render_depth_cost, render_per_query, render_summary
 from app.eval import Judgments, Measure, RunEvaluation
+from app.eval.cells import spreadsheet_cell
 from app.eval.clusters import ClusterEvaluation
 from app.eval.depth_cost import DepthAdvice
 
 
 def write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]]) -> int:
-    """Write the misses of every run; CSV unless the name ends in .jsonl."""
+    """Write the misses of every run; CSV (no cell a spreadsheet would run) unless the name
+    ends in .jsonl (the raw values)."""
     fields = ["run", "qid", "doc_id", "grade", "rank", "query"]
     count = 0
     as_jsonl = path.suffix == ".jsonl"
@@ -33,7 +35,7 @@ def write_misses(path: Path, golden: Judgments, results: list[tuple[str, Any]]) 
                 if writer is None:
                     handle.write(json.dumps(dict(zip(fields, row, strict=True))) + "\n")
                 else:
-                    writer.writerow(["" if v is None else v for v in row])
+                    writer.writerow([spreadsheet_cell(v) for v in row])
                 count += 1
     return count
 
@@ -102,8 +104,9 @@ def emit(
                 }
                 for r in results
             ]
-        writer.writerow(list(rows[0]))
-        writer.writerows([["" if v is None else v for v in row.values()] for row in rows])
+        # text cells a spreadsheet would run as formulas start with ' (app/eval/cells.py)
+        writer.writerow([spreadsheet_cell(name) for name in rows[0]])
+        writer.writerows([[spreadsheet_cell(v) for v in row.values()] for row in rows])
     else:
         if golden.report.warnings:
             click.echo("golden set: " + "; ".join(golden.report.warnings), err=True)

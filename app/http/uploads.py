@@ -1,10 +1,23 @@
-"""Uploaded files as temporary paths for app.eval, and their names for error messages."""
+"""Uploaded files as temporary paths for app.eval, and their names for error messages.
+
+Each request's copies live in a folder ``misstriage-upload-*`` of the temporary directory,
+removed when the request ends however it ends (the import done, refused, or its client gone).
+A process killed meanwhile (kill -9, out of memory, a power cut) cannot remove its folder, so
+every folder holds a lock file its request keeps locked (``flock``: the kernel lets go of it
+when the process dies, whatever the cause), and ``sweep_abandoned`` (run at every start-up)
+removes the folders whose lock nobody holds: the folders of dead processes, never those of a
+live import in another app process sharing the temporary directory.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import logging
+import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +29,11 @@ from app.eval.errors import printable_name
 from app.eval.textio import set_decompression_limit
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+PREFIX = "misstriage-upload-"
+LOCK_NAME = ".in-use"
+#: A folder without its lock file yet is being made (or is older code's): left alone this long.
+UNLOCKED_GRACE_S = 300.0
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,7 +58,11 @@ def _present(upload: UploadFile | None) -> bool:
 def saved_uploads(*uploads: UploadFile | None) -> Iterator[SavedUploads]:
     """Copy each upload (already spooled to disk by the multipart parser) to a named
     temporary file; everything is removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="misstriage-upload-") as tmp:
+    # ignore_cleanup_errors: a start-up sweep may have removed the folder just after its unlock
+    with (
+        tempfile.TemporaryDirectory(prefix=PREFIX, ignore_cleanup_errors=True) as tmp,
+        _held(Path(tmp)),
+    ):
         saved = SavedUploads(paths=[])
         for index, upload in enumerate(uploads):
             if upload is None or not _present(upload):
@@ -53,3 +75,51 @@ def saved_uploads(*uploads: UploadFile | None) -> Iterator[SavedUploads]:
             saved.paths.append(path)
             saved.names[str(path)] = name
         yield saved
+
+
+@contextmanager
+def _held(folder: Path) -> Iterator[None]:
+    """Hold the folder's lock while the request uses it (released by the kernel if the
+    process dies; ``sweep_abandoned`` removes a folder whose lock is free)."""
+    fd = os.open(folder / LOCK_NAME, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # unlocks
+
+
+def sweep_abandoned(directory: Path | None = None) -> int:
+    """Remove the upload folders of processes that died mid-request; how many were removed.
+    A folder in use by a live process (its lock held) is left; so is one too new to have its
+    lock file yet (within ``UNLOCKED_GRACE_S``)."""
+    directory = Path(directory or tempfile.gettempdir())
+    removed = 0
+    try:
+        candidates = [p for p in directory.glob(PREFIX + "*") if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return 0
+    for folder in candidates:
+        try:
+            if _abandoned(folder):
+                shutil.rmtree(folder)
+                removed += 1
+        except OSError as exc:  # gone meanwhile, or not ours to remove: left, said once
+            log.warning("upload folder %s not swept: %s", folder.name, exc.strerror or exc)
+    if removed:
+        log.info("removed %d upload folders of requests that died with their process", removed)
+    return removed
+
+
+def _abandoned(folder: Path) -> bool:
+    lock = folder / LOCK_NAME
+    if not lock.exists():
+        return time.time() - folder.stat().st_mtime > UNLOCKED_GRACE_S
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # a live request holds it
+    finally:
+        os.close(fd)
+    return True

@@ -44,3 +44,14 @@ class BadInput(ServiceError):
 class Invalid(ServiceError):
     status = 422
     code = "validation_error"
+
+
+class TooMany(ServiceError):
+    """429: the caller has too many of something at once; ``headers`` carry Retry-After."""
+
+    status = 429
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, code: str | None = None, retry_after: int) -> None:
+        super().__init__(message, code=code, details={"retry_after": retry_after})
+        self.headers = {"Retry-After": str(retry_after)}

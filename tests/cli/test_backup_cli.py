@@ -4,6 +4,7 @@ snapshots; PostgreSQL goes through pg_dump, and without it the command says what
 from __future__ import annotations
 
 import sqlite3
+import stat
 import subprocess
 import threading
 import time
@@ -84,8 +85,11 @@ def test_sqlite_backup_while_writing(database_url: str, engine: Engine, tmp_path
     assert not writer.is_alive()
 
     seen = []
+    # a backup holds password hashes and notes: its owner's alone, and so is its folder
+    assert stat.S_IMODE(copies[0].parent.stat().st_mode) == 0o700
     for copy in copies:
         assert not copy.with_name(copy.name + ".partial").exists()
+        assert stat.S_IMODE(copy.stat().st_mode) == 0o600
         connection = sqlite3.connect(copy)
         try:
             assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
@@ -126,6 +130,7 @@ def test_postgres_backup_with_pg_dump(
         pytest.skip("no pg_dump here")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(output)
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600
 
     # Restore it into a new database: the same rows.
     name = postgres.create_database()

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from app.api.responses import answer, attachment
+from app.api.responses import ErrorBody, answer, attachment
+from app.db import end_reading
 from app.exporters import Tracker
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
+from app.http.downloads import Download, slots_of
 from app.http.lanes import on_queue_lane
 from app.http.params import Id, Page, PerPage
 from app.models.agreement_public import AgreementPublic
@@ -198,42 +200,60 @@ def take_back(
         200: {
             "description": "every miss: JSON grouped by cause, CSV or JSON lines (``format``)",
             "content": {"application/json": {}, "text/csv": {}, "application/x-ndjson": {}},
-        }
+        },
+        429: {
+            "model": ErrorBody,
+            "description": "``too_many_downloads``: the caller's downloads already running "
+            "(a few at once per process); Retry-After says when to try again",
+        },
     },
 )
 def backlog(
+    request: Request,
     session: SessionDep,
     settings: SettingsDep,
     principal: ReviewerDep,
     triage_id: Id,
     format: Annotated[str, Query(pattern="^(json|csv|jsonl)$")] = "json",
     category: str | None = None,
-) -> StreamingResponse:
+) -> StreamingResponse:  # a Download, which is one
     """Every miss with its cause, streamed: JSON (grouped by cause, with counts and the
-    closure sentence), CSV (one row per miss, opens in a spreadsheet) or JSONL."""
+    closure sentence), CSV (one row per miss, opens in a spreadsheet; text cells that a
+    spreadsheet would run as a formula start with ``'``) or JSONL. A download holds no
+    database connection while its client reads; a user may run a few at once (429
+    ``too_many_downloads`` with Retry-After past that)."""
     ctx = service.triage_context(session=session, triage_id=triage_id)
+    summary = (
+        closure.closure_report(
+            session=session, triage=ctx.triage, causes=ctx.causes, agreement=True
+        )
+        if format == "json"
+        else None
+    )
+    end_reading(session)  # the stream reads its pages in sessions of its own
     # Links in a downloaded file leave the product: from the setting, never the Host header.
     base = settings.public_url.rstrip("/")
-    items = backlog_service.rows(session=session, ctx=ctx, base_url=base, category=category)
-    name = f"misstriage-{ctx.run.name}-triage-{ctx.triage.id}-backlog"
-    if format == "csv":
-        return StreamingResponse(
-            backlog_service.as_csv(items),
-            media_type="text/csv; charset=utf-8",
-            headers={"Content-Disposition": attachment(f"{name}.csv")},
-        )
-    if format == "jsonl":
-        return StreamingResponse(
-            backlog_service.as_jsonl(items),
-            media_type="application/x-ndjson",
-            headers={"Content-Disposition": attachment(f"{name}.jsonl")},
-        )
-    summary = closure.closure_report(
-        session=session, triage=ctx.triage, causes=ctx.causes, agreement=True
+    items = backlog_service.detached_rows(
+        engine=request.app.state.engine, ctx=ctx, base_url=base, category=category
     )
-    return StreamingResponse(
-        backlog_service.as_json(items, ctx=ctx, summary=summary),
-        media_type="application/json",
+    name = f"misstriage-{ctx.run.name}-triage-{ctx.triage.id}-backlog"
+    headers: dict[str, str] = {}
+    if format == "csv":
+        content, media_type = backlog_service.as_csv(items), "text/csv; charset=utf-8"
+        headers["Content-Disposition"] = attachment(f"{name}.csv")
+    elif format == "jsonl":
+        content, media_type = backlog_service.as_jsonl(items), "application/x-ndjson"
+        headers["Content-Disposition"] = attachment(f"{name}.jsonl")
+    else:
+        assert summary is not None
+        content = backlog_service.as_json(items, ctx=ctx, summary=summary)
+        media_type = "application/json"
+    return Download(
+        content,
+        slots=slots_of(request.app),
+        user_id=principal.user.id or 0,
+        media_type=media_type,
+        headers=headers,
     )
 
 

@@ -1,7 +1,8 @@
 """The backlog export: one row per miss with stable fields, streamed (JSON, CSV, JSONL).
 
 Rows are read in pages of ``BATCH`` from the database and written as they come, so a triage
-of 100,000 misses never sits in memory as one list.
+of 100,000 misses never sits in memory as one list; a download reads each page in a session
+of its own (``detached_rows``), holding no connection while its client reads.
 """
 
 from __future__ import annotations
@@ -9,13 +10,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tempfile
 from collections.abc import Iterator
-from typing import Any
+from contextlib import ExitStack
+from typing import IO, Any
 
 from sqlalchemy import literal
 from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from app.eval.cells import spreadsheet_cell
 from app.eval.placement import where_the_run_put_it
 from app.models import (
     OTHER,
@@ -36,6 +41,8 @@ from app.services.queue.lifecycle import stage_of
 from app.services.triage.dashboard import cause_filter
 
 BATCH = 2000
+#: A JSON download's group is kept in memory up to this size, then in a temporary file.
+SPOOL_BYTES = 1 << 20
 #: The backlog's group of misses covered by a duplicate (not a cause: off the queue).
 COVERED = MissState.COVERED.value
 #: The stable fields of a backlog row, in this order (documented in docs/backlog.md).
@@ -68,8 +75,39 @@ FIELDS = (
 def rows(
     *, session: Session, ctx: TriageContext, base_url: str, category: str | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Backlog rows in queue order; ``category`` filters ("unlabelled" = not labelled yet,
-    "covered" = covered by a duplicate and left off the queue)."""
+    """Backlog rows in queue order, read through ``session`` (the tracker exports);
+    ``category`` filters ("unlabelled" = not labelled yet, "covered" = covered by a duplicate
+    and left off the queue)."""
+    after = 0
+    while True:
+        page, after = _page(session, ctx=ctx, base_url=base_url, category=category, after=after)
+        yield from page
+        if not after:
+            return
+
+
+def detached_rows(
+    *, engine: Engine, ctx: TriageContext, base_url: str, category: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Backlog rows in queue order for a download: each page read in a session of its own,
+    closed before the page is handed on, so no database connection is held while a slow
+    client reads (one that never reads held one each, until the pool ran dry). Pages follow
+    each other by position (keyset), so every miss is in exactly one page, as it stood when
+    its page was read; ``ctx`` is read, never refreshed."""
+    after = 0
+    while True:
+        with Session(engine, expire_on_commit=False) as session:
+            page, after = _page(session, ctx=ctx, base_url=base_url, category=category, after=after)
+        yield from page
+        if not after:
+            return
+
+
+def _page(
+    session: Session, *, ctx: TriageContext, base_url: str, category: str | None, after: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The ``BATCH`` rows after queue position ``after``, and the position to read on from
+    (0 when this page is the last)."""
     triage, run, golden = ctx.triage, ctx.run, ctx.golden
     where: list[Any] = [Miss.triage_id == triage.id, *cause_filter(category or "")]
     query = (
@@ -99,26 +137,27 @@ def rows(
             (col(RunQuery.run_id) == literal(run.id)) & (col(RunQuery.qid) == col(Miss.qid)),
             isouter=True,
         )
-        .where(*where)
+        .where(*where, col(Miss.position) > after)
         .order_by(col(Miss.position))
+        .limit(BATCH)
     )
-    last = 0
-    while True:
-        batch = session.execute(query.where(col(Miss.position) > last).limit(BATCH)).all()
-        skipped: dict[int, list[dict[str, Any]]] = {}
-        for skip in skips.skips(
-            session=session, triage=triage, miss_ids=[row[0].id for row in batch if row[0].id]
-        ):
-            skipped.setdefault(skip.miss_id, []).append(
-                {"by": skip.by, "reason": skip.reason, "at": skip.at.isoformat()}
-            )
-        reviewers = _agreeing_reviewers(
-            session, [row[0].id for row in batch if row[0].resolution == Resolution.AGREED.value]
+    batch = session.execute(query).all()
+    skipped: dict[int, list[dict[str, Any]]] = {}
+    for skip in skips.skips(
+        session=session, triage=triage, miss_ids=[row[0].id for row in batch if row[0].id]
+    ):
+        skipped.setdefault(skip.miss_id, []).append(
+            {"by": skip.by, "reason": skip.reason, "at": skip.at.isoformat()}
         )
-        for miss, text, title, email, retrieved in batch:
-            # an agreed label is its reviewers' (the miss records only the last of them)
-            email = reviewers.get(miss.id or 0, email)
-            yield {
+    reviewers = _agreeing_reviewers(
+        session, [row[0].id for row in batch if row[0].resolution == Resolution.AGREED.value]
+    )
+    page = []
+    for miss, text, title, email, retrieved in batch:
+        # an agreed label is its reviewers' (the miss records only the last of them)
+        email = reviewers.get(miss.id or 0, email)
+        page.append(
+            {
                 "golden_set": golden.name,
                 "run": run.name,
                 "depth": triage.depth,
@@ -149,9 +188,8 @@ def rows(
                 "where": where_the_run_put_it(miss.rank, retrieved, triage.depth),
                 "skipped": skipped.get(miss.id or 0, []),
             }
-        if len(batch) < BATCH:
-            return
-        last = batch[-1][0].position
+        )
+    return page, (batch[-1][0].position if len(batch) == BATCH else 0)
 
 
 def _agreeing_reviewers(session: Session, miss_ids: list[int | None]) -> dict[int, str]:
@@ -176,12 +214,11 @@ def as_jsonl(items: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 def _csv_value(value: Any) -> Any:
-    """A cell: empty for None; skips (a list) as "who: reason" joined by "; "."""
-    if value is None:
-        return ""
+    """A cell: empty for None; skips (a list) as "who: reason" joined by "; "; every text
+    cell safe to open in a spreadsheet (app/eval/cells.py: no cell runs as a formula)."""
     if isinstance(value, list):
-        return "; ".join(f"{s['by'] or '(deleted user)'}: {s['reason']}" for s in value)
-    return value
+        value = "; ".join(f"{s['by'] or '(deleted user)'}: {s['reason']}" for s in value)
+    return spreadsheet_cell(value)
 
 
 def as_csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -205,11 +242,14 @@ def as_json(
 ) -> Iterator[str]:
     """One JSON document: the closure report, counts per cause, then the misses grouped by
     cause (named causes in taxonomy order, then other, then unlabelled, then the misses covered
-    by a duplicate when there are any)."""
+    by a duplicate when there are any), in queue order within a group.
+
+    Streamed in bounded memory: the head goes out at once; the rows are read once, in queue
+    order, each written to its group's spool (in memory up to ``SPOOL_BYTES``, then an
+    unnamed temporary file, gone with the process however it ends), and the groups are sent
+    from their spools. One pass, so each miss is in exactly one group and each group's
+    ``count`` is the number of its misses in the file."""
     names = [*ctx.causes, OTHER, UNLABELLED] + ([COVERED] if summary.covered else [])
-    groups: dict[str, list[dict[str, Any]]] = {c: [] for c in names}
-    for item in items:
-        groups.setdefault(item["cause"] or UNLABELLED, []).append(item)
     head = {
         "triage_id": ctx.triage.id,
         "golden_set": ctx.golden.name,
@@ -229,9 +269,30 @@ def as_json(
     if ctx.triage.reviewers > 1:  # double review: what the final labels rest on
         head |= {"final": summary.final.model_dump(), "adjudication": summary.adjudication}
     yield json.dumps(head, ensure_ascii=False)[:-1] + ', "causes": ['
-    for index, (cause, members) in enumerate(groups.items()):
-        prefix = ", " if index else ""
-        yield prefix + json.dumps(
-            {"cause": cause, "count": len(members), "misses": members}, ensure_ascii=False
-        )
+    with ExitStack() as stack:
+        spools: dict[str, IO[str]] = {}
+        counts: dict[str, int] = {}
+
+        def spool(name: str) -> IO[str]:
+            if name not in spools:
+                spools[name] = stack.enter_context(
+                    tempfile.SpooledTemporaryFile(SPOOL_BYTES, mode="w+", encoding="utf-8")
+                )
+                counts[name] = 0
+            return spools[name]
+
+        for name in names:
+            spool(name)
+        for item in items:
+            name = item["cause"] or UNLABELLED
+            out = spool(name)
+            out.write((", " if counts[name] else "") + json.dumps(item, ensure_ascii=False))
+            counts[name] += 1
+        for index, (name, out) in enumerate(spools.items()):
+            group = json.dumps({"cause": name, "count": counts[name]}, ensure_ascii=False)
+            yield (", " if index else "") + group[:-1] + ', "misses": ['
+            out.seek(0)
+            while chunk := out.read(1 << 16):
+                yield chunk
+            yield "]}"
     yield "]}"
