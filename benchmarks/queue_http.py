@@ -20,8 +20,15 @@ ms (SQLite), 0 double-holds, 0 lost labels". Loopback only; the script stops its
 --timeout seconds; servers, temporary folders and the misstriage_bench_* databases it creates
 are removed even on failure.
 
+With ``--stalled-downloads N`` (issue "Held under hostile use"), N clients first ask for the
+triage's JSONL backlog and never read past its status line (a 2 KiB receive window; the
+server's writes wait on them), 4 per reader account (the per-user bound), and hold those
+connections for the whole run: the reviewers' answers and times are then to be compared with a
+run without them. The report says how many downloads were answered 200 and how many were still
+stalled (no end of the body received) when the reviewers finished.
+
 Usage: python benchmarks/queue_http.py [--misses 5000] [--reviewers 32] [--workers 2]
-       [--backends postgresql,sqlite] [--timeout 600]
+       [--backends postgresql,sqlite] [--timeout 600] [--stalled-downloads 0]
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import tempfile
@@ -85,6 +93,10 @@ P99_SQLITE_MS = 250.0
 THINK_S = 0.0
 #: --next: label and take the next miss in one call (POST /misses/{id}/label?next=1).
 NEXT = False
+#: --stalled-downloads: clients that ask for the backlog and never read it.
+STALLED = 0
+#: Downloads one account may run at once (app/http/downloads.py MAX_PER_USER).
+DOWNLOADS_PER_READER = 4
 #: A uvicorn access-log line of a claim or a label: '"POST /api/v1/misses/7/label HTTP/1.1" 200'
 QUEUE_PATH = re.compile(r"/api/v1/\w+/\d+/(?P<route>claim|label)")
 
@@ -141,11 +153,18 @@ class BackendResult:
     error: str | None = None
     log_problems: list[str] = field(default_factory=list)
     log_statuses: Counter[str] = field(default_factory=Counter)
+    #: --stalled-downloads: the status lines the downloads got, and how many were still
+    #: stalled (their body unfinished) when the reviewers were done
+    stalled_statuses: Counter[str] = field(default_factory=Counter)
+    still_stalled: int = 0
 
 
-def create_accounts(settings: Settings, n_reviewers: int) -> tuple[str, list[Reviewer]]:
+def create_accounts(
+    settings: Settings, n_reviewers: int, n_readers: int = 0
+) -> tuple[str, list[Reviewer], list[str]]:
     """Migrate the database; create a lead and ``n_reviewers`` reviewers with a token each,
-    through the project's services. The lead's token and the reviewers."""
+    and ``n_readers`` reviewer accounts for the stalled downloads, through the project's
+    services. The lead's token, the reviewers, the readers' tokens."""
     upgrade(settings)
     engine = make_engine(settings)
     try:
@@ -165,9 +184,61 @@ def create_accounts(settings: Settings, n_reviewers: int) -> tuple[str, list[Rev
                 token = users.create_token(session=session, user=user, name="bench").secret
                 assert user.id is not None
                 reviewers.append(Reviewer(index=index, user_id=user.id, token=token))
+            readers = []
+            for index in range(n_readers):
+                user = users.create_user(
+                    session=session,
+                    email=f"reader{index:02d}@example.com",
+                    password=PASSWORD,
+                    role=Role.REVIEWER,
+                )
+                readers.append(users.create_token(session=session, user=user, name="b").secret)
     finally:
         engine.dispose()
-    return lead_token, reviewers
+    return lead_token, reviewers, readers
+
+
+def stall_downloads(
+    port: int, triage_id: int, tokens: list[str], n: int
+) -> tuple[list[socket.socket], list[str]]:
+    """``n`` backlog downloads whose clients read the status line and nothing more: the
+    sockets and the status lines."""
+    sockets, statuses = [], []
+    for index in range(n):
+        token = tokens[index // DOWNLOADS_PER_READER]
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        sock.settimeout(30)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(
+            (
+                f"GET /api/v1/triages/{triage_id}/backlog?format=jsonl HTTP/1.1\r\n"
+                f"Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                "Connection: close\r\n\r\n"
+            ).encode()
+        )
+        head = b""
+        while b"\r\n" not in head and (chunk := sock.recv(64)):
+            head += chunk
+        statuses.append(head.split(b"\r\n", 1)[0].decode(errors="replace"))
+        sockets.append(sock)
+    return sockets, statuses
+
+
+def still_stalled(sockets: list[socket.socket]) -> int:
+    """How many downloads have not ended: drain each for a moment without blocking long;
+    an unfinished body (the server still waits to write) counts."""
+    unfinished = 0
+    for sock in sockets:
+        sock.settimeout(0.05)
+        try:
+            got = sock.recv(4096)
+        except TimeoutError:
+            got = b"..."  # nothing arrived in time, the connection open: still waiting
+        except OSError:
+            got = b""
+        unfinished += bool(got) and not got.endswith(b"0\r\n\r\n")
+    return unfinished
 
 
 def generated_files(n_misses: int) -> tuple[bytes, bytes]:
@@ -452,7 +523,10 @@ def bench_backend(
             try:
                 started = time.perf_counter()
                 settings = Settings(DATABASE_URL=url, environment="test", secret_key=secret)
-                lead_token, reviewers = create_accounts(settings, n_reviewers)
+                readers = -(-STALLED // DOWNLOADS_PER_READER)
+                lead_token, reviewers, reader_tokens = create_accounts(
+                    settings, n_reviewers, readers
+                )
                 port = free_port()
                 with log.open("wb") as out:
                     process = subprocess.Popen(
@@ -482,11 +556,19 @@ def bench_backend(
                     flush=True,
                 )
 
+                stalled, statuses = stall_downloads(port, triage_id, reader_tokens, STALLED)
+                result.stalled_statuses.update(statuses)
+                if stalled:
+                    time.sleep(1.0)  # their buffers fill; the server's writes wait on them
+                    print(f"  {len(stalled)} stalled downloads held open", flush=True)
                 pg_before = postgres_cpu() if backend == "postgresql" else {}
                 server_before = cpu_seconds(process.pid)
                 by_process_before = cpu_by_process(process.pid)
                 client_before = psutil.Process().cpu_times()
                 result.wall = run_reviewers(base, triage_id, reviewers)
+                result.still_stalled = still_stalled(stalled)
+                for sock in stalled:
+                    sock.close()
                 client_after = psutil.Process().cpu_times()
                 result.server_cpu = cpu_seconds(process.pid) - server_before
                 result.server_cpu_by_process = [
@@ -610,6 +692,13 @@ def report(results: list[BackendResult]) -> bool:
         )
 
     for r in results:
+        if r.stalled_statuses:
+            statuses = ", ".join(f"{k}: {n}" for k, n in sorted(r.stalled_statuses.items()))
+            print(
+                f"\n{r.backend} stalled downloads: {statuses}; still stalled when the "
+                f"reviewers finished: {r.still_stalled}"
+            )
+    for r in results:
         if r.log_statuses:
             statuses = ", ".join(f"{k}: {n}" for k, n in sorted(r.log_statuses.items()))
             print(f"\n{r.backend} server access log: {statuses}")
@@ -637,14 +726,21 @@ def main() -> None:
         default=0.0,
         help="mean reading time between a claim and its label (0: back to back, saturating)",
     )
+    parser.add_argument(
+        "--stalled-downloads",
+        type=int,
+        default=0,
+        help="backlog downloads that never read their body, held through the run",
+    )
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if unknown := set(backends) - set(BACKENDS):
         parser.error(f"unknown backends {sorted(unknown)}; choose from {BACKENDS}")
     if args.misses < 2 or args.misses % RELEVANT_PER_QUERY:
         parser.error("--misses must be an even number >= 2")
-    global THINK_S, NEXT
+    global THINK_S, NEXT, STALLED
     THINK_S = args.think_ms / 1000
+    STALLED = args.stalled_downloads
     NEXT = args.next
     if args.reviewers < 1 or args.workers < 1:
         parser.error("--reviewers and --workers must be >= 1")
