@@ -43,6 +43,8 @@ from app.services.triage.dashboard import cause_filter
 BATCH = 2000
 #: A JSON download's group is kept in memory up to this size, then in a temporary file.
 SPOOL_BYTES = 1 << 20
+#: A download is sent in pieces of about this many characters.
+CHUNK = 1 << 16
 #: The backlog's group of misses covered by a duplicate (not a cause: off the queue).
 COVERED = MissState.COVERED.value
 #: The stable fields of a backlog row, in this order (documented in docs/backlog.md).
@@ -209,8 +211,18 @@ def _agreeing_reviewers(session: Session, miss_ids: list[int | None]) -> dict[in
 
 
 def as_jsonl(items: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """One JSON object per line, sent in pieces of about ``CHUNK`` characters (a piece per
+    row costs the server a write per row)."""
+    lines: list[str] = []
+    size = 0
     for item in items:
-        yield json.dumps(item, ensure_ascii=False) + "\n"
+        line = json.dumps(item, ensure_ascii=False) + "\n"
+        lines.append(line)
+        size += len(line)
+        if size > CHUNK:
+            yield "".join(lines)
+            lines, size = [], 0
+    yield "".join(lines)
 
 
 def _csv_value(value: Any) -> Any:
@@ -230,7 +242,7 @@ def as_csv(items: Iterator[dict[str, Any]]) -> Iterator[str]:
     writer.writeheader()
     for item in items:
         writer.writerow({k: _csv_value(v) for k, v in item.items()})
-        if buffer.tell() > 1 << 16:
+        if buffer.tell() > CHUNK:
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()
