@@ -14,6 +14,7 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
+from app.http import negotiation
 from app.http.deps import NotAuthenticated
 from app.observability import current_request_id
 from app.services.errors import ServiceError
@@ -67,13 +68,11 @@ def _server_side(
 
 
 def wants_json(request: Request) -> bool:
-    """The JSON error body for the API, and for a client that asks for JSON and not HTML;
-    a page for everything else (browsers, HTMX)."""
-    path = request.url.path
-    if path.startswith("/api/") or path == "/openapi.json":
-        return True
-    accept = request.headers.get("accept", "").lower()
-    return "application/json" in accept and "text/html" not in accept
+    """The JSON error body for the API, and for a client whose Accept header prefers JSON
+    to HTML (q-values honoured: app.http.negotiation); a page for everything else (browsers,
+    HTMX, a client that says nothing)."""
+    accept = ", ".join(request.headers.getlist("accept"))
+    return negotiation.wants_json(request.url.path, accept)
 
 
 def wants_html(request: Request) -> bool:

@@ -25,7 +25,7 @@ from app.eval.agreement import warm_up
 from app.http.deps import ReviewerDep
 from app.http.params import refuse_nul
 from app.http.uploads import limit_decompression
-from app.middleware import BodySizeLimit, BodyTimeout, SecurityHeaders
+from app.middleware import BodySizeLimit, BodyTimeout, HeadAsGet, SecurityHeaders
 from app.observability import RequestLog
 from app.services.delivery.events import Deliverer
 from app.settings import Settings, get_settings
@@ -114,6 +114,9 @@ def create_app(
         )
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    # Innermost: HEAD runs as GET and loses its body here, so everything outside (the log
+    # line, the security headers) sees an ordinary HEAD answer.
+    app.add_middleware(HeadAsGet)
     app.add_middleware(
         BodySizeLimit, max_bytes=settings.upload_max_bytes, refusal=error_handlers.too_large
     )

@@ -1,4 +1,4 @@
-"""ASGI middleware: upload size limit, stalled bodies and security headers."""
+"""ASGI middleware: upload size limit, stalled bodies, security headers and HEAD requests."""
 
 from __future__ import annotations
 
@@ -182,3 +182,64 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+class HeadAsGet:
+    """Answer HEAD wherever GET answers (RFC 9110 section 9.3.2): the app sees a GET, the
+    client gets its status and headers (Content-Length included) and no body. FastAPI's
+    routes take only the methods they declare, so without this every page, the API and
+    ``/healthz`` answered HEAD with 405; the OpenAPI document still lists each GET once.
+
+    The body ends right after the response start: the server then tells the app the client
+    is done (``http.disconnect``), which stops a streamed response (Starlette listens for
+    it) instead of running its whole stream for nothing; whatever the app sends after that
+    is dropped. A route without GET still answers 405, now with ``Allow`` naming HEAD
+    wherever it names GET."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] != "HEAD":
+            await self.app(scope, receive, _allowing_head(send))
+            return
+        finished = False
+
+        async def headers_only(message: Message) -> None:
+            nonlocal finished
+            if finished:
+                return
+            if message["type"] != "http.response.start":
+                if message["type"] != "http.response.body":
+                    await send(message)  # e.g. the test client's http.response.debug
+                return
+            await send(message)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            finished = True
+
+        await self.app({**scope, "method": "GET"}, receive, _allowing_head(headers_only))
+
+
+def _allowing_head(send: Send) -> Send:
+    """``send`` with HEAD added to a 405's ``Allow`` header wherever it names GET."""
+
+    async def allowing(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 405:
+            headers = [
+                (name, _with_head(value) if name.lower() == b"allow" else value)
+                for name, value in message.get("headers", [])
+            ]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return allowing
+
+
+def _with_head(allow: bytes) -> bytes:
+    methods = [m.strip() for m in allow.split(b",") if m.strip()]
+    if b"GET" in methods and b"HEAD" not in methods:
+        methods.insert(methods.index(b"GET") + 1, b"HEAD")
+    return b", ".join(methods)

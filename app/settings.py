@@ -60,6 +60,14 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     #: Seconds a request body may stall (no bytes arriving) before the answer is 408.
     body_timeout_seconds: float = Field(default=60.0, gt=0)
+    #: The request's head, checked by ``misstriage serve``'s HTTP protocol (app/http/protocol.py)
+    #: before the app or authentication sees it: the request target's bytes (over: 414), the
+    #: request line and headers together (431), the number of headers (431), and the seconds
+    #: from the connection (or the request's first byte) to the end of the headers (408).
+    request_line_max_bytes: int = Field(default=8 * 1024, ge=1024)
+    header_max_bytes: int = Field(default=64 * 1024, ge=4 * 1024)
+    header_max_count: int = Field(default=100, ge=16)
+    header_timeout_seconds: float = Field(default=15.0, gt=0)
     #: How many results per query a run keeps for review context.
     keep_depth: int = DEFAULT_KEEP_DEPTH
     #: Rows per batch when writing to SQLite.

@@ -106,6 +106,7 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
     """Migrate the database, then serve the web UI and the API."""
     import uvicorn
 
+    from app.http.protocol import PROTOCOL
     from app.observability import logging_config
 
     settings = _settings()
@@ -120,6 +121,9 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
         # X-Forwarded-* are read by the app, only from MISSTRIAGE_TRUSTED_PROXIES (uvicorn's
         # own default would believe any client on 127.0.0.1).
         "proxy_headers": False,
+        # uvicorn's httptools protocol with bounds on each request's head (size, count, time),
+        # enforced before the app; the workers of --workers import it by this name too.
+        "http": PROTOCOL,
         "log_config": logging_config("json" if log_format == "json" else "text", log_level.upper()),
         # The app writes one line per request itself (request id, user, no query string).
         "access_log": False,
