@@ -24,6 +24,7 @@ COMMANDS = {
     "db": "app.cli.service:db",
     "create-user": "app.cli.service:create_user",
     "create-token": "app.cli.service:create_token",
+    "user": "app.cli.users:user",
     "import-golden-set": "app.cli.service:import_golden_set",
     "import-run": "app.cli.service:import_run",
     "triage": "app.cli.service:triage",

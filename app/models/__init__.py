@@ -30,7 +30,17 @@ from app.models.triage import (
     Review,
     Triage,
 )
-from app.models.users import ApiToken, AuthGeneration, LoginAttempt, Role, User, UserSession
+from app.models.users import (
+    AccountAction,
+    AccountEvent,
+    AccountVia,
+    ApiToken,
+    AuthGeneration,
+    LoginAttempt,
+    Role,
+    User,
+    UserSession,
+)
 
 __all__ = [
     "CANT_TELL",
@@ -41,6 +51,9 @@ __all__ = [
     "OTHER",
     "RUN_KINDS",
     "UNLABELLED",
+    "AccountAction",
+    "AccountEvent",
+    "AccountVia",
     "ApiToken",
     "AuthGeneration",
     "Document",

@@ -1,4 +1,5 @@
-"""Accounts: users with a role, their API tokens and browser sessions."""
+"""Accounts: users with a role, their API tokens and browser sessions, and the audit trail of
+what admins (and the users themselves) changed about an account."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ class User(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     #: A reviewer who may also give disputed overlap misses their final label (leads may).
     adjudicator: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+    #: Set by an admin's password reset: a browser session must choose a new password before
+    #: anything else (the user's API tokens keep working).
+    must_change_password: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
 
@@ -116,6 +122,18 @@ class UserPublic(ReadModel):
         return cls.model_validate(user)
 
 
+class UserAccountPublic(UserPublic):
+    """A user as the admins' answers show it: also whether a reset waits for the user's
+    new password."""
+
+    #: True after an admin reset the password, until the user has chosen a new one.
+    must_change_password: bool
+
+    @classmethod
+    def of(cls, user: User) -> UserAccountPublic:
+        return cls.model_validate(user)
+
+
 class TokenPublic(ReadModel):
     """An API token as lists show it: its prefix, never the secret or its hash."""
 
@@ -143,11 +161,91 @@ class TokenCreated(TokenPublic):
 
 class AuthGeneration(SQLModel, table=True):
     """One row, whose ``generation`` goes up in the transaction of every change that can
-    withdraw or change a credential (a token revoked, a user changed): app processes cache
-    token look-ups and drop their cache when they see it change (read at most once a
-    second; app/services/auth_cache.py)."""
+    withdraw or change a credential (a token revoked, a user changed; by the app, or by hand
+    in SQL through the database's triggers): app processes cache token look-ups and drop
+    their cache when they see it change (read at most once a second;
+    app/services/accounts/auth_cache.py)."""
 
     __tablename__ = "auth_generation"
 
     id: int | None = Field(default=None, primary_key=True)
     generation: int = Field(default=0, sa_column=Column(Integer, nullable=False))
+
+
+class AccountAction(StrEnum):
+    """What an account event records."""
+
+    CREATED = "created"
+    ROLE_CHANGED = "role_changed"
+    DEACTIVATED = "deactivated"
+    REACTIVATED = "reactivated"
+    ADJUDICATOR_CHANGED = "adjudicator_changed"
+    PASSWORD_RESET = "password_reset"
+    PASSWORD_CHANGED = "password_changed"
+
+
+class AccountVia(StrEnum):
+    """Where an account change was made."""
+
+    API = "api"
+    PAGE = "page"
+    CLI = "cli"
+
+
+class AccountEvent(SQLModel, table=True):
+    """One change to an account (append-only: written, never updated or deleted by the app).
+    ``before`` and ``after`` are the changed value (a role, ``active``/``inactive``, the
+    adjudicator flag); never a password, a hash or a temporary password."""
+
+    __tablename__ = "account_event"
+    __table_args__ = (Index("ix_account_event_user", "user_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    #: The admin (or the user) who made the change; None from the command line.
+    actor_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    user_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False)
+    )
+    action: str = Field(sa_column=Column(String(32), nullable=False))
+    via: str = Field(sa_column=Column(String(8), nullable=False))
+    before: str | None = Field(default=None, sa_column=Column(String(32)))
+    after: str | None = Field(default=None, sa_column=Column(String(32)))
+    #: How many browser sessions of the user the change ended.
+    sessions_ended: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default="0")
+    )
+
+
+class AccountEventPublic(ReadModel):
+    """An account event as the API answers it."""
+
+    id: int
+    at: IsoDateTime
+    user_id: int
+    actor_id: int | None
+    #: The actor's email (None from the command line, or when the actor's account is gone).
+    actor_email: str | None
+    action: AccountAction
+    via: AccountVia
+    before: str | None
+    after: str | None
+    sessions_ended: int
+
+
+class PasswordReset(ReadModel):
+    """An admin's password reset: ``temporary_password`` is in this answer only."""
+
+    user: UserAccountPublic
+    temporary_password: str
+
+
+class PasswordChanged(ReadModel):
+    """A user's own password change."""
+
+    user: UserPublic
+    #: The user's browser sessions that ended (all but the caller's own cookie session).
+    sessions_ended: int

@@ -1,56 +1,137 @@
-"""Login, logout and the API-token page."""
+"""Login, logout, the API-token page, the account page (the user's own password) and the
+set-password page a user meets after an admin reset their password.
+
+Every redirect built from user input (``next``) goes through ``local_path``."""
 
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+import unicodedata
 from typing import Annotated
+from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
+from app.db import end_reading
 from app.http.deps import (
+    SAFE_METHODS,
     SESSION_COOKIE,
     ClockDep,
-    OptionalPrincipal,
+    NotAuthenticated,
+    Principal,
     ReviewerDep,
     SessionDep,
     SettingsDep,
+    optional_principal,
     same_origin,
     session_id_from_cookie,
 )
 from app.http.params import Id
-from app.models.users import TokenPublic
+from app.models import AccountVia, Role
+from app.models.users import TokenPublic, UserPublic
 from app.security import CookieSigner
-from app.services.accounts import logins
+from app.services.accounts import life_cycle, logins
 from app.services.accounts import users as user_service
-from app.settings import Settings
+from app.services.accounts.users import PasswordChangeRequired
+from app.services.errors import Forbidden, ServiceError
+from app.web import users as web_users
 from app.web.render import redirect, render
 
 router = APIRouter(include_in_schema=False)
+# The admins' Users page is the accounts' too (registered with them, in app.main).
+router.include_router(web_users.router)
+
+#: The longest ``next`` followed after a login (longer ones lead home).
+MAX_NEXT_CHARS = 2000
+#: Unicode categories refused in ``next``: separators (spaces of every kind, line and
+#: paragraph separators), controls, format characters (zero-width, bidirectional), and
+#: surrogates, private-use and unassigned code points (nothing a path of ours contains).
+_REFUSED_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"})
 
 
-def _local(next_url: str) -> str:
-    """Only same-site paths: never redirect off-site after login."""
-    if next_url.startswith("/") and not next_url.startswith("//") and "\\" not in next_url:
-        return next_url
-    return "/"
+def local_path(candidate: str | None) -> str:
+    """``candidate`` when it is a plain path of this site, else ``/``: the one rule for every
+    redirect whose target comes from the request (``next`` after a login or a password
+    change).
+
+    A plain path starts with one ``/`` and has no second ``/`` or a ``\\`` right after it
+    (``//host`` and ``/\\host`` lead off-site), no backslash anywhere, no character below
+    0x21, no DEL, no Unicode separator, control, format, surrogate, private-use or
+    unassigned character (browsers drop tabs and newlines from URLs, so ``/\\t/evil.example``
+    is ``//evil.example`` to them, and a CR or LF would end the header it is written in),
+    and at most MAX_NEXT_CHARS characters. Other non-ASCII characters are percent-encoded,
+    so the path fits in a header."""
+    if not candidate or len(candidate) > MAX_NEXT_CHARS or candidate[0] != "/":
+        return "/"
+    if candidate.startswith("//") or "\\" in candidate:
+        return "/"
+    for char in candidate:
+        code = ord(char)
+        if code < 0x21 or code == 0x7F or unicodedata.category(char) in _REFUSED_CATEGORIES:
+            return "/"
+    return "".join(char if ord(char) < 0x80 else quote(char, safe="") for char in candidate)
 
 
-def login_policy(settings: Settings) -> logins.LoginPolicy:
-    return logins.LoginPolicy(
-        per_email_and_address=settings.login_failures_per_email_and_address,
-        per_email=settings.login_failures_per_email,
-        per_address=settings.login_failures_per_address,
-        window=timedelta(seconds=settings.login_window_seconds),
-    )
+def _client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _set_password_url(request: Request, next_path: str) -> str:
+    path = request.url_for("set_password_page").path
+    return path if next_path == "/" else f"{path}?{urlencode({'next': next_path})}"
+
+
+def _pending_principal(request: Request, session: Session) -> Principal | None:
+    """The cookie's user, even one who must choose a new password (a worker thread)."""
+    try:
+        session_id = session_id_from_cookie(request)
+        user = (
+            None
+            if session_id is None
+            else user_service.session_user(session=session, session_id=session_id)
+        )
+        if user is not None and request.method not in SAFE_METHODS and not same_origin(request):
+            raise Forbidden("cross-site request refused (CSRF)", code="csrf_failed")
+    except BaseException:
+        session.rollback()
+        raise
+    end_reading(session)
+    return None if user is None else Principal(user=user, via="cookie")
+
+
+async def principal_or_pending(request: Request, session: SessionDep) -> Principal:
+    """Like ``ReviewerDep``, but it also admits the browser session of a user whose password
+    an admin reset (``PasswordChangeRequired`` everywhere else): the set-password page and
+    logout are theirs."""
+    try:
+        principal = await optional_principal(request, session)
+    except PasswordChangeRequired:
+        principal = await run_in_threadpool(_pending_principal, request, session)
+    if principal is None:
+        raise NotAuthenticated("log in or send an API token")
+    return principal
+
+
+principal_or_pending.min_role = Role.REVIEWER  # type: ignore[attr-defined]  # the route audit
+PendingDep = Annotated[Principal, Depends(principal_or_pending)]
 
 
 @router.get("/login", name="login_page")
-def login_page(request: Request, principal: OptionalPrincipal, next: str = "/") -> Response:
-    if principal is not None:
-        return RedirectResponse(_local(next), status_code=303)
-    return render(request, "login.html", {"error": None, "email": "", "next": _local(next)})
+def login_page(request: Request, session: SessionDep, next: str = "/") -> Response:
+    target = local_path(next)
+    session_id = session_id_from_cookie(request)
+    user = (
+        None
+        if session_id is None
+        else user_service.session_user(session=session, session_id=session_id)
+    )
+    if user is not None:
+        where = _set_password_url(request, target) if user.must_change_password else target
+        return RedirectResponse(where, status_code=303)
+    return render(request, "login.html", {"error": None, "email": "", "next": target})
 
 
 @router.post("/login", name="login")
@@ -63,16 +144,17 @@ def login(
     password: Annotated[str, Form()],
     next: Annotated[str, Form()] = "/",
 ) -> Response:
+    target = local_path(next)
     if not same_origin(request):
         return render(
             request,
             "login.html",
-            {"error": "Cross-site login refused.", "email": email, "next": _local(next)},
+            {"error": "Cross-site login refused.", "email": email, "next": target},
             status=403,
             error_code="csrf_failed",
         )
-    policy = login_policy(settings)
-    address = request.client.host if request.client else "unknown"
+    policy = logins.policy_for(settings)
+    address = _client_address(request)
     normalised, now = user_service.normalise_email(email), clock.now()
     wait = logins.retry_after(
         session=session, email=normalised, address=address, now=now, policy=policy
@@ -86,7 +168,7 @@ def login(
                 "error": f"Too many failed logins: try again in {minutes} "
                 f"minute{'s' if minutes != 1 else ''}.",
                 "email": email,
-                "next": _local(next),
+                "next": target,
             },
             status=429,
             error_code="too_many_attempts",
@@ -101,7 +183,7 @@ def login(
         return render(
             request,
             "login.html",
-            {"error": "Wrong email or password.", "email": email, "next": _local(next)},
+            {"error": "Wrong email or password.", "email": email, "next": target},
             status=400,
             error_code="invalid_credentials",
         )
@@ -112,7 +194,9 @@ def login(
     session_id = user_service.start_session(
         session=session, user=user, hours=settings.session_hours
     )
-    response = redirect(request, _local(next))
+    # After an admin's reset, the new password comes before anything else.
+    where = _set_password_url(request, target) if user.must_change_password else target
+    response = redirect(request, where)
     response.set_cookie(
         SESSION_COOKIE,
         CookieSigner(settings.secret_key).sign(session_id),
@@ -126,7 +210,7 @@ def login(
 
 
 @router.post("/logout", name="logout")
-def logout(request: Request, session: SessionDep, principal: ReviewerDep) -> Response:
+def logout(request: Request, session: SessionDep, principal: PendingDep) -> Response:
     session_id = session_id_from_cookie(request)
     if session_id is not None:
         user_service.end_session(session=session, session_id=session_id)
@@ -174,3 +258,145 @@ def revoke_token(
     revoked = user_service.revoke_token(session=session, user=principal.user, token_id=token_id)
     said = f"token `{revoked.name}` revoked"
     return redirect(request, request.url_for("tokens_page").path, flash=said)
+
+
+# --- the user's own password ---
+
+
+def _account(
+    request: Request,
+    principal: Principal,
+    *,
+    error: str | None = None,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
+    return render(
+        request,
+        "account.html",
+        {"user": UserPublic.of(principal.user), "error": error},
+        principal=principal,
+        status=status,
+        error_code=error_code,
+    )
+
+
+@router.get("/account", name="account_page")
+def account_page(request: Request, principal: ReviewerDep) -> HTMLResponse:
+    return _account(request, principal)
+
+
+def _sessions_sentence(ended: int) -> str:
+    if not ended:
+        return "no other session was open"
+    return f"{ended} other session{'s' if ended != 1 else ''} ended"
+
+
+@router.post("/account/password", name="change_password_form")
+def change_password(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: ReviewerDep,
+    current: Annotated[str, Form()] = "",
+    new: Annotated[str, Form()] = "",
+    confirm: Annotated[str, Form()] = "",
+) -> Response:
+    """Change one's own password: a redirect to the account page, or the page again with
+    the reason (400 ``wrong_password``/``passwords_differ``, 422 ``weak_password``, 429)."""
+    if new != confirm:
+        return _account(
+            request,
+            principal,
+            error="The new password and its confirmation differ.",
+            status=400,
+            error_code="passwords_differ",
+        )
+    assert principal.user.id is not None
+    try:
+        ended = life_cycle.change_password(
+            session=session,
+            user_id=principal.user.id,
+            current=current,
+            new=new,
+            keep_session=session_id_from_cookie(request) if principal.via == "cookie" else None,
+            via=AccountVia.PAGE,
+            address=_client_address(request),
+            now=clock.now(),
+            policy=logins.policy_for(settings),
+        )
+    except ServiceError as exc:
+        refused = _account(
+            request, principal, error=exc.message, status=exc.status, error_code=exc.code
+        )
+        refused.headers.update(getattr(exc, "headers", {}))  # Retry-After of a 429
+        return refused
+    said = f"password changed: {_sessions_sentence(ended)}"
+    return redirect(request, request.url_for("account_page").path, flash=said)
+
+
+# --- after an admin's reset ---
+
+
+def _set_password(
+    request: Request,
+    principal: Principal,
+    next_path: str,
+    *,
+    error: str | None = None,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
+    # No principal for the layout: its links lead to pages this session may not see yet.
+    response = render(
+        request,
+        "set_password.html",
+        {"email": principal.user.email, "next": next_path, "error": error},
+        status=status,
+        error_code=error_code,
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.get("/account/set-password", name="set_password_page")
+def set_password_page(request: Request, principal: PendingDep, next: str = "/") -> Response:
+    """The form a user whose password an admin reset sees first after logging in."""
+    if not principal.user.must_change_password:
+        return RedirectResponse(request.url_for("account_page").path, status_code=303)
+    return _set_password(request, principal, local_path(next))
+
+
+@router.post("/account/set-password", name="set_password_form")
+def set_password(
+    request: Request,
+    session: SessionDep,
+    principal: PendingDep,
+    new: Annotated[str, Form()] = "",
+    confirm: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "/",
+) -> Response:
+    target = local_path(next)
+    if new != confirm:
+        return _set_password(
+            request,
+            principal,
+            target,
+            error="The new password and its confirmation differ.",
+            status=400,
+            error_code="passwords_differ",
+        )
+    assert principal.user.id is not None
+    try:
+        life_cycle.set_required_password(
+            session=session,
+            user_id=principal.user.id,
+            new=new,
+            keep_session=session_id_from_cookie(request) if principal.via == "cookie" else None,
+        )
+    except ServiceError as exc:
+        return _set_password(
+            request, principal, target, error=exc.message, status=exc.status, error_code=exc.code
+        )
+    return redirect(request, target, flash="your new password is set")

@@ -4,8 +4,10 @@ A revoked token must be refused by every process soon (within 2 s): every change
 withdraw or change a credential (a token revoked, a user's role, flag or activity changed, a
 user deleted) moves the ``auth_generation`` row in its own transaction (``bump``; a flush
 listener does it for ORM changes of users and tokens), and a process reads that row at most
-once a second (``GENERATION_CHECK_S``), dropping its cache when it moved. Entries also expire
-after ``ENTRY_TTL_S``, so a change made outside the app (SQL by hand) is seen in a minute.
+once a second (``GENERATION_CHECK_S``), dropping its cache when it moved. A change made
+outside the app (SQL by hand, another tool) moves it too: database triggers on the users' and
+tokens' credential columns do (migration ``account_life_cycle``; never on a token's
+``last_used_at``). Entries also expire after ``ENTRY_TTL_S``, whatever happens.
 """
 
 from __future__ import annotations

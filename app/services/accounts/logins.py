@@ -1,5 +1,6 @@
 """The login rate limit: failed logins counted within a window, in the database, so that
-every app process behind a load balancer sees one count. Three counts: per (email, address),
+every app process behind a load balancer sees one count (a wrong current password given to
+change one's own password counts as a failed login). Three counts: per (email, address),
 the tight one; per email across addresses, higher, so that a stranger who fails on purpose
 with someone's email locks out only their own address; per address across emails."""
 
@@ -14,6 +15,7 @@ from sqlmodel import Session, col, delete, select
 
 from app.db import writing
 from app.models import LoginAttempt
+from app.settings import Settings
 
 #: Column widths of the table: longer values are cut (they are only compared).
 _EMAIL_CHARS = 320
@@ -26,6 +28,16 @@ class LoginPolicy:
     per_email: int
     per_address: int
     window: timedelta
+
+
+def policy_for(settings: Settings) -> LoginPolicy:
+    """The limits the settings name (``login_failures_*``, ``login_window_seconds``)."""
+    return LoginPolicy(
+        per_email_and_address=settings.login_failures_per_email_and_address,
+        per_email=settings.login_failures_per_email,
+        per_address=settings.login_failures_per_address,
+        window=timedelta(seconds=settings.login_window_seconds),
+    )
 
 
 def _recent(

@@ -1,4 +1,5 @@
-"""Accounts: users, API tokens and browser sessions."""
+"""Accounts: users, API tokens and browser sessions. An account's later changes (role,
+activity, passwords) and their audit trail are in ``life_cycle``."""
 
 from __future__ import annotations
 
@@ -11,14 +12,32 @@ from sqlmodel import Session, col, delete, select, update
 
 from app import security
 from app.db import writing
-from app.models import ApiToken, Role, User, UserSession, column_width, utcnow
+from app.models import (
+    AccountAction,
+    AccountEvent,
+    AccountVia,
+    ApiToken,
+    Role,
+    User,
+    UserSession,
+    column_width,
+    utcnow,
+)
 from app.services.accounts import auth_cache
 from app.services.accounts.passwords import check_new_password
-from app.services.errors import Conflict, Invalid, NotFound
+from app.services.errors import Conflict, Forbidden, Invalid, NotFound
 from app.services.names import check_name
 
 #: A token's last use is written at most this often (a write per request would contend).
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class PasswordChangeRequired(Forbidden):
+    """A browser session of a user whose password an admin reset: it may do nothing but
+    choose a new password (the pages' set-password form) or log out. API tokens are not
+    affected."""
+
+    code = "password_change_required"
 
 
 def normalise_email(email: str) -> str:
@@ -43,9 +62,17 @@ def validated_email(email: str) -> str:
 
 
 def create_user(
-    *, session: Session, email: str, password: str, role: Role, adjudicator: bool = False
+    *,
+    session: Session,
+    email: str,
+    password: str,
+    role: Role,
+    adjudicator: bool = False,
+    actor: User | None = None,
+    via: AccountVia | None = None,
 ) -> User:
-    """A new account; ``adjudicator`` lets a reviewer decide disputed overlap misses."""
+    """A new account; ``adjudicator`` lets a reviewer decide disputed overlap misses. Made
+    through the API or the pages (``via``), the account's audit trail starts with it."""
     email = validated_email(email)
     check_new_password(password)
     if session.exec(select(User).where(User.email == email)).first() is not None:
@@ -58,24 +85,34 @@ def create_user(
     )
     with writing(session):
         session.add(user)
-    session.refresh(user)
-    return user
-
-
-def set_adjudicator(*, session: Session, user_id: int, adjudicator: bool) -> User:
-    """Give a user the adjudicator flag (or take it away). 404 ``user_not_found``."""
-    user = session.get(User, user_id)
-    if user is None:
-        raise NotFound(f"no user {user_id}", code="user_not_found")
-    with writing(session):
-        user.adjudicator = adjudicator
-        session.add(user)
+        if via is not None:
+            session.flush()
+            assert user.id is not None
+            session.add(
+                AccountEvent(
+                    actor_id=actor.id if actor is not None else None,
+                    user_id=user.id,
+                    action=AccountAction.CREATED.value,
+                    via=via.value,
+                    after=role.value,
+                )
+            )
     session.refresh(user)
     return user
 
 
 def list_users(*, session: Session) -> list[User]:
     return list(session.exec(select(User).order_by(col(User.id))))
+
+
+def get_user(*, session: Session, user_id: int) -> User:
+    """The user as the database has it now; 404 ``user_not_found``."""
+    user = session.exec(
+        select(User).where(col(User.id) == user_id).execution_options(populate_existing=True)
+    ).first()
+    if user is None:
+        raise NotFound(f"no user {user_id}", code="user_not_found")
+    return user
 
 
 def get_user_by_email(*, session: Session, email: str) -> User:
@@ -211,7 +248,9 @@ def start_session(*, session: Session, user: User, hours: int) -> str:
     return session_id
 
 
-def user_for_session(*, session: Session, session_id: str) -> User | None:
+def session_user(*, session: Session, session_id: str) -> User | None:
+    """The active user of a live browser session, whether or not they must change their
+    password first (the set-password page and logout need them; nothing else does)."""
     row = session.exec(
         select(UserSession).where(UserSession.token_hash == security.digest(session_id))
     ).first()
@@ -219,6 +258,18 @@ def user_for_session(*, session: Session, session_id: str) -> User | None:
         return None
     user = session.get(User, row.user_id)
     return user if user is not None and user.is_active else None
+
+
+def user_for_session(*, session: Session, session_id: str) -> User | None:
+    """The active user of a live browser session; ``PasswordChangeRequired`` (403) while an
+    admin's reset waits for the user's new password."""
+    user = session_user(session=session, session_id=session_id)
+    if user is not None and user.must_change_password:
+        raise PasswordChangeRequired(
+            "your password was reset: choose a new password first (the set-password page), "
+            "or use an API token",
+        )
+    return user
 
 
 def end_session(*, session: Session, session_id: str) -> None:

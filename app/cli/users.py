@@ -1,0 +1,60 @@
+"""``misstriage user``: an account's life cycle from the command line (role, deactivation,
+reactivation, password reset), for whoever runs the service: the same rules and audit trail
+as the admins' API and pages (app/services/accounts/life_cycle.py), the actor "the command
+line"."""
+
+from __future__ import annotations
+
+import click
+
+from app.cli.service import database
+from app.models import AccountVia, Role
+from app.services.accounts import life_cycle
+from app.services.accounts import users as user_service
+
+
+@click.command("user")
+@click.option("--email", required=True, help="The account's email.")
+@click.option("--role", type=click.Choice([r.value for r in Role]), help="Give it this role.")
+@click.option("--deactivate", is_flag=True, help="Refuse its logins, sessions and tokens.")
+@click.option("--reactivate", is_flag=True, help="Let it log in again (its tokens work again).")
+@click.option(
+    "--reset-password",
+    is_flag=True,
+    help="Print a temporary password alone on stdout; the next login must choose a new one.",
+)
+def user(
+    email: str, role: str | None, deactivate: bool, reactivate: bool, reset_password: bool
+) -> None:
+    """Change one account: exactly one of --role, --deactivate, --reactivate and
+    --reset-password. Exit 1 for an unknown email or a change the rules refuse (the last
+    active admin)."""
+    chosen = [role is not None, deactivate, reactivate, reset_password]
+    if sum(chosen) != 1:
+        raise click.UsageError(
+            "give exactly one of --role, --deactivate, --reactivate, --reset-password"
+        )
+    with database() as session:
+        found = user_service.get_user_by_email(session=session, email=email)
+        assert found.id is not None
+        if reset_password:
+            changed, temporary = life_cycle.reset_password(
+                session=session, actor=None, user_id=found.id, via=AccountVia.CLI
+            )
+            click.echo(temporary)
+            click.echo(
+                f"{changed.email}: temporary password set; the next login must choose a new "
+                "one (browser sessions ended, API tokens keep working)",
+                err=True,
+            )
+            return
+        changed = life_cycle.update_user(
+            session=session,
+            actor=None,
+            user_id=found.id,
+            via=AccountVia.CLI,
+            role=None if role is None else Role(role),
+            active=True if reactivate else False if deactivate else None,
+        )
+    state = "active" if changed.is_active else "deactivated"
+    click.echo(f"{changed.email}: {changed.role}, {state}", err=True)
