@@ -117,7 +117,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> Response:
-        return error_answer(request, exc.status, exc.code, exc.message, exc.details)
+        headers = getattr(exc, "headers", None)  # TooMany: Retry-After
+        return error_answer(request, exc.status, exc.code, exc.message, exc.details, headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:

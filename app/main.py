@@ -25,6 +25,7 @@ from app.eval.agreement import warm_up
 from app.http.deps import ReviewerDep
 from app.http.params import refuse_nul
 from app.http.uploads import limit_decompression
+from app.http.uploads import sweep_abandoned as sweep_abandoned_uploads
 from app.middleware import BodySizeLimit, BodyTimeout, HeadAsGet, SecurityHeaders
 from app.observability import RequestLog
 from app.services.delivery.events import Deliverer
@@ -53,6 +54,8 @@ def create_app(
         # the agreement's statistics libraries take seconds to import: loaded beside the
         # start-up, not in the first dashboard that needs them
         threading.Thread(target=warm_up, name="warm-up-statistics", daemon=True).start()
+        # the upload copies of requests whose process was killed (app/http/uploads.py)
+        sweep_abandoned_uploads()
         deliverer = None
         if settings.webhook_poll_seconds > 0 and settings.webhook_secret is not None:
             deliverer = Deliverer(

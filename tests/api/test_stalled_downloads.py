@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -20,12 +21,14 @@ from sqlmodel import Session
 from app.http.downloads import MAX_PER_USER
 from app.models import Role
 from app.services.accounts import users
+from app.services.imports import golden_sets, runs
+from app.services.triage import triages
 from tests.support.live import LiveServer
-from tests.support.triage import make_triage
 
 #: More stalled downloads than either database's pool has connections (20 on PostgreSQL,
 #: 15 on SQLite), spread over enough users that the per-user bound admits them all.
 USERS = 6
+MISSES = 2_500
 
 
 def _tokens(engine: Engine, count: int) -> list[str]:
@@ -63,10 +66,43 @@ def _stalled_download(port: int, path: str, token: str) -> tuple[socket.socket, 
     return sock, head.split(b"\r\n", 1)[0]
 
 
+def _settled(pid: int) -> None:
+    """Wait until the server stops working (its CPU time still for half a second): the
+    streams have written what their sockets take and wait for their clients."""
+    server = psutil.Process(pid)
+    deadline = time.monotonic() + 90
+    spent = sum(server.cpu_times()[:2])
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = sum(server.cpu_times()[:2])
+        if now - spent < 0.05:
+            return
+        spent = now
+    raise AssertionError("the server never settled")
+
+
 @pytest.fixture
 def stalled(engine: Engine, tmp_path: Path) -> tuple[int, list[str]]:
-    # 3,000 misses: about 1.3 MB of JSON lines, far more than the sockets' buffers hold
-    _, _, triage = make_triage(engine, tmp_path, queries=300, per_query=10, corpus=True)
+    """A triage whose JSON lines (about 8 MB: each row carries its query's 3,000-character
+    text) are more than the server's socket takes in (its send buffer grows to 4 MB on
+    loopback) and the client's 2 KiB window together: each download waits for its client."""
+    queries = MISSES // 10
+    (tmp_path / "g.qrels").write_text(
+        "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(queries) for i in range(10))
+    )
+    words = "rate limiting and retries for the public api " * 70
+    (tmp_path / "g.tsv").write_text("".join(f"q{q}\t{q} {words[:3000]}\n" for q in range(queries)))
+    (tmp_path / "g.trec").write_text("".join(f"q{q} Q0 other 1 9 t\n" for q in range(queries)))
+    with Session(engine, expire_on_commit=False) as session:
+        golden = golden_sets.import_golden_set(
+            session=session, name="g", qrels=tmp_path / "g.qrels", queries=tmp_path / "g.tsv"
+        )
+        run = runs.import_run(
+            session=session, golden=golden, name="r", path=tmp_path / "g.trec", source_name="r"
+        )
+        triage = triages.create_triage(
+            session=session, run=run, golden=golden, depth=10, k=1, user=None
+        )
     assert triage.id is not None
     return triage.id, _tokens(engine, USERS)
 
@@ -83,7 +119,7 @@ def test_stalled_downloads_leave_the_service_answering(
                 sock, status = _stalled_download(live_server.port, path, token)
                 sockets.append(sock)
                 assert status == b"HTTP/1.1 200 OK"
-        time.sleep(1.0)  # every stream has filled its buffers and waits for its client
+        _settled(live_server.process.pid)  # every stream has filled its buffers and waits
         with httpx.Client(base_url=live_server.url, timeout=5.0) as client:
             started = time.monotonic()
             assert client.get("/healthz").status_code == 200
@@ -112,4 +148,4 @@ def test_stalled_downloads_leave_the_service_answering(
                 break
             time.sleep(0.2)
         assert again.status_code == 200, again.text
-        assert len(again.text.splitlines()) == 3000
+        assert len(again.text.splitlines()) == MISSES
