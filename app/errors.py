@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -17,6 +18,7 @@ from starlette.types import Scope
 from app.http import negotiation
 from app.http.deps import NotAuthenticated
 from app.observability import current_request_id
+from app.services.accounts.users import PasswordChangeRequired
 from app.services.errors import ServiceError
 from app.web.render import error_page
 
@@ -67,6 +69,21 @@ def _server_side(
     return error_response(status, code, message, {"request_id": request_id}, headers)
 
 
+def _to_page(request: Request, route: str, htmx_status: int) -> Response:
+    """A redirect to the page ``route`` that comes back to this request's page afterwards
+    (``next``, encoded: a path of this site with its query); HTMX gets ``HX-Redirect``."""
+    page = request.url_for(route).path
+    if request.headers.get("hx-request"):
+        return Response(status_code=htmx_status, headers={"HX-Redirect": page})
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.method not in ("GET", "HEAD"):
+        here = "/"  # a form's answer cannot be fetched again: start from the home page
+    return RedirectResponse(
+        page if here == "/" else f"{page}?{urlencode({'next': here}, safe='/', quote_via=quote)}",
+        status_code=303,
+    )
+
+
 def wants_json(request: Request) -> bool:
     """The JSON error body for the API, and for a client whose Accept header prefers JSON
     to HTML (q-values honoured: app.http.negotiation); a page for everything else (browsers,
@@ -109,10 +126,15 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(NotAuthenticated)
     async def _unauthenticated(request: Request, exc: NotAuthenticated) -> Response:
         if wants_html(request):
-            login = request.url_for("login_page").path
-            if request.headers.get("hx-request"):
-                return Response(status_code=401, headers={"HX-Redirect": login})
-            return RedirectResponse(f"{login}?next={request.url.path}", status_code=303)
+            return _to_page(request, "login_page", 401)
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+
+    @app.exception_handler(PasswordChangeRequired)
+    async def _password_change_required(request: Request, exc: PasswordChangeRequired) -> Response:
+        # a person whose password an admin reset is taken to the form that sets a new one
+        # (then back where they were going); a program gets the 403 and its code
+        if wants_html(request):
+            return _to_page(request, "set_password_page", 403)
         return error_response(exc.status, exc.code, exc.message, exc.details)
 
     @app.exception_handler(ServiceError)

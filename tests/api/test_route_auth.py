@@ -63,7 +63,10 @@ def test_no_route_answers_without_credentials(client: TestClient) -> None:
                 assert response.headers["x-error-code"] == "session_expired", where
             else:
                 assert response.status_code == 303, where
-                assert response.headers["location"].startswith("/login?next="), where
+                # a page comes back after the login; a form's answer cannot: the home page
+                path = concrete(route.path)
+                back = f"/login?next={path}" if method == "GET" and path != "/" else "/login"
+                assert response.headers["location"] == back, where
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)

@@ -19,6 +19,7 @@ from tests.support.browsing import (
     log_in,
     open_page,
     prepared_demo,
+    roles_of,
 )
 from tests.support.demo_site import DemoSite
 from tests.support.product_pages import NOT_PAGES, PAGES, ProductPage, page_routes
@@ -30,7 +31,7 @@ KNOWN: dict[tuple[str, str, str], str] = {}
 
 def _checks() -> Iterator[object]:
     for entry in PAGES:
-        for role in ("anonymous",) if entry.anonymous else ROLES:
+        for role in roles_of(entry):
             modes = ["full"]
             if entry.swap is not None and expected_status(entry, role) == 200:
                 modes.append("swap")
@@ -53,7 +54,7 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def contexts(browser: Browser, site: DemoSite) -> Iterator[dict[str, BrowserContext]]:
-    made = {role: log_in(browser, site, role) for role in (*ROLES, "anonymous")}
+    made = {role: log_in(browser, site, role) for role in (*ROLES, "admin", "anonymous")}
     yield made
     for context in made.values():
         context.close()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext
 
-from tests.support.browsing import log_in, open_page, prepared_demo
+from tests.support.browsing import log_in, open_page, prepared_demo, roles_of
 from tests.support.demo_site import DemoSite
 from tests.support.product_pages import PAGES, ProductPage, page_routes
 
@@ -37,7 +37,7 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def contexts(browser: Browser, site: DemoSite) -> Iterator[dict[str, BrowserContext]]:
-    made = {role: log_in(browser, site, role) for role in ("lead", "anonymous")}
+    made = {role: log_in(browser, site, role) for role in ("lead", "admin", "anonymous")}
     yield made
     for context in made.values():
         context.close()
@@ -51,7 +51,7 @@ def test_no_horizontal_overflow(
     paths: dict[str, str],
     contexts: dict[str, BrowserContext],
 ) -> None:
-    role = "anonymous" if entry.anonymous else "lead"
+    role = roles_of(entry)[0]
     context = contexts[role]
     page = open_page(context, entry, role, site, paths, viewport={"width": width, "height": HEIGHT})
     try:

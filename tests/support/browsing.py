@@ -38,7 +38,8 @@ def log_in(browser: Browser, site: DemoSite, role: str, **options: Any) -> Brows
     context = browser.new_context(**options)
     if role == "anonymous":
         return context
-    account = site.lead if role == "lead" else site.reviewer
+    account = {"lead": site.lead, "reviewer": site.reviewer, "admin": site.admin}[role]
+    assert account is not None
     page = context.new_page()
     page.goto(f"{site.url}/login")
     page.fill('input[name="email"]', account.email)
@@ -49,7 +50,17 @@ def log_in(browser: Browser, site: DemoSite, role: str, **options: Any) -> Brows
     return context
 
 
+def roles_of(entry: ProductPage) -> tuple[str, ...]:
+    """Who opens the page in the walks: nobody for the login page, an admin and a lead (who
+    must get the 403 page) for an admin's page, else the lead and the reviewer."""
+    if entry.anonymous:
+        return ("anonymous",)
+    return ("admin", "lead") if entry.admin_only else ROLES
+
+
 def expected_status(entry: ProductPage, role: str) -> int:
+    if entry.admin_only and role != "admin":
+        return 403
     return 403 if entry.lead_only and role == "reviewer" else entry.status
 
 

@@ -25,6 +25,8 @@ from tests.support.service import make_settings
 
 #: The second reviewer an admin adds (``misstriage create-user``) so that misses can disagree.
 SECOND_REVIEWER = ("reviewer2@demo.example.com", "second-review-pass")
+#: The admin the page walks log in as for the admin's pages (the demo makes none).
+ADMIN = ("admin@demo.example.com", "admin-demo-pass")
 #: How many misses of the double-review triage are left disputed (one per adjudication visit).
 DISPUTED = 4
 
@@ -52,6 +54,7 @@ class DemoSite:
     qid: str
     doc_id: str
     double_triage_id: int = 0
+    admin: Account | None = None
 
 
 class DemoProcess:
@@ -108,12 +111,10 @@ def api(url: str, database: Path, email: str) -> httpx.Client:
     )
 
 
-def create_reviewer(database: Path, email: str, password: str) -> None:
-    """As ``misstriage create-user --role reviewer`` would."""
+def create_reviewer(database: Path, email: str, password: str, role: Role = Role.REVIEWER) -> None:
+    """As ``misstriage create-user --role reviewer`` (or ``role``) would."""
     with _session(database) as session:
-        user_service.create_user(
-            session=session, email=email, password=password, role=Role.REVIEWER
-        )
+        user_service.create_user(session=session, email=email, password=password, role=role)
 
 
 def _accounts(printed: str) -> tuple[Account, Account]:
@@ -128,6 +129,7 @@ def describe(demo: DemoProcess) -> DemoSite:
     """The demo's ids as its API reports them (the first golden set, run and triage)."""
     printed = demo.log.read_text()
     lead, reviewer = _accounts(printed)
+    create_reviewer(demo.database, *ADMIN, role=Role.ADMIN)
     with api(demo.url, demo.database, lead.email) as client:
         golden = client.get("/golden-sets").raise_for_status().json()["items"][0]
         runs = client.get(f"/golden-sets/{golden['id']}/runs").raise_for_status().json()["items"]
@@ -148,6 +150,7 @@ def describe(demo: DemoProcess) -> DemoSite:
         miss_id=miss["id"],
         qid=miss["qid"],
         doc_id=miss["doc_id"],
+        admin=Account(*ADMIN),
     )
 
 

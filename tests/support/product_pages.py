@@ -85,6 +85,7 @@ class ProductPage:
     query: str = ""
     ids: dict[str, str] = field(default_factory=dict)
     lead_only: bool = False
+    admin_only: bool = False
     anonymous: bool = False
     status: int = 200
     ready: str = "#main"
@@ -139,6 +140,8 @@ PAGES = [
         lead_only=True, ready="#review .card[data-miss]", swap=_decide,
     ),
     ProductPage("tokens", "tokens_page"),
+    ProductPage("account", "account_page"),
+    ProductPage("users", "users_page", admin_only=True),
     ProductPage("login", "login_page", anonymous=True),
     ProductPage("query", "query_page"),
     ProductPage("document", "document_page"),
@@ -150,6 +153,9 @@ PAGES = [
 NOT_PAGES = {
     "home": 303,  # a redirect to the golden sets
     "import_progress": "text/plain",  # the upload form's status line
+    # the form after an admin's password reset; without one pending, a redirect to the account
+    # page (tests/web/test_account_pages.py shows the form to a user who must use it)
+    "set_password_page": 303,
 }
 
 

@@ -164,9 +164,20 @@ def test_a_reset_shows_the_temporary_password_once_and_it_leads_to_set_password(
             headers=HTMX,
         )
         assert logged_in.headers["hx-redirect"] == "/account/set-password?next=%2Ftokens"
-        # any other page is refused until the new password is set
-        held = browser.get("/golden-sets", follow_redirects=False)
-        assert (held.status_code, held.headers["x-error-code"]) == (403, "password_change_required")
+        # any other page leads to the form until the new password is set, and comes back
+        held = browser.get("/golden-sets?page=2", follow_redirects=False)
+        assert (held.status_code, held.headers["location"]) == (
+            303,
+            "/account/set-password?next=/golden-sets%3Fpage%3D2",
+        )
+        fragment = browser.get("/golden-sets", headers=HTMX, follow_redirects=False)
+        assert (fragment.status_code, fragment.headers["hx-redirect"]) == (
+            403,
+            "/account/set-password",
+        )
+        # a program (the API, or JSON asked for) gets the refusal and its code
+        api = browser.get("/api/v1/golden-sets")
+        assert (api.status_code, api.json()["error"]["code"]) == (403, "password_change_required")
         # the login page sends the session on to the form, with where it was going
         again = browser.get("/login?next=/tokens", follow_redirects=False)
         assert again.headers["location"] == "/account/set-password?next=%2Ftokens"
