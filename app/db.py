@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import select
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,15 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _private_file(path: Path) -> None:
+    """Make a new SQLite database file its owner's alone before SQLite opens it (it holds
+    password and token hashes and reviewers' notes; SQLite gives its -wal and -shm files the
+    database file's mode). An existing file keeps the mode its operator gave it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 def make_engine(settings: Settings) -> Engine:
     """The engine for ``settings.database_url``: SQLite with WAL and our BEGIN handling, or
     PostgreSQL with a pool that drops dead connections on checkout (the app survives a
@@ -52,7 +62,7 @@ def make_engine(settings: Settings) -> Engine:
     url = make_url(normalise_url(settings.database_url))
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
-            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+            _private_file(Path(url.database))
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_MS / 1000},

@@ -104,10 +104,15 @@ def error_answer(
     details: Any = None,
     headers: dict[str, str] | None = None,
 ) -> Response:
-    """The one place that chooses between the JSON error body and the error page."""
+    """The one place that chooses between the JSON error body and the error page (by the
+    Accept header outside /api/, which the answer says in Vary, for caches)."""
     if wants_html(request):
-        return error_page(request, status, code, message, details=details, headers=headers)
-    return error_response(status, code, message, details, headers)
+        response = error_page(request, status, code, message, details=details, headers=headers)
+    else:
+        response = error_response(status, code, message, details, headers)
+    if not request.url.path.startswith("/api/"):
+        response.headers.add_vary_header("Accept")
+    return response
 
 
 def too_large(scope: Scope, max_bytes: int) -> Response:

@@ -15,6 +15,8 @@ _hasher = PasswordHasher()
 _dummy_hash: str | None = None
 TOKEN_PREFIX = "mt_"
 MIN_PASSWORD_LENGTH = 8
+#: Longer passwords are refused: argon2 would hash them, but nobody types them.
+MAX_PASSWORD_LENGTH = 1000
 
 
 def use_hash_parameters(parameters: Parameters) -> None:
@@ -31,6 +33,10 @@ def hash_password(password: str) -> str:
 
 
 def verify_password(password_hash: str, password: str) -> bool:
+    """Whether ``password`` is the one hashed; one longer than any password may be (every
+    form and field that takes a password reaches here) is refused before it is hashed."""
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return False
     try:
         return _hasher.verify(password_hash, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):

@@ -274,3 +274,28 @@ def test_every_transaction_of_the_app_is_a_writing_block() -> None:
             ):
                 found.append(f"{relative}:{node.lineno} .{node.func.attr}()")
     assert found == [], "use `with writing(session):` (app/db.py)"
+
+
+def test_a_new_sqlite_database_is_its_owners_alone(tmp_path: Path) -> None:
+    """It holds password and token hashes and reviewers' notes (its -wal and -shm files take
+    its mode); a database that exists keeps the mode its operator gave it."""
+    import stat
+
+    from sqlalchemy import text as sql_text
+
+    from app.db import make_engine
+    from tests.support.service import make_settings
+
+    new = tmp_path / "var" / "new.db"
+    engine = make_engine(make_settings(f"sqlite:///{new}"))
+    with engine.begin() as connection:
+        connection.execute(sql_text("CREATE TABLE t (x INTEGER)"))
+        connection.execute(sql_text("INSERT INTO t VALUES (1)"))
+        assert stat.S_IMODE((tmp_path / "var" / "new.db-wal").stat().st_mode) == 0o600
+    engine.dispose()
+    assert stat.S_IMODE(new.stat().st_mode) == 0o600
+    kept = tmp_path / "kept.db"
+    kept.touch(mode=0o640)
+    kept.chmod(0o640)
+    make_engine(make_settings(f"sqlite:///{kept}")).dispose()
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640

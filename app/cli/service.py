@@ -22,7 +22,7 @@ from app.eval.textio import decompression_limit
 from app.eval.values import INT32_MAX
 from app.exporters import Tracker
 from app.migrate import upgrade
-from app.models import JUDGED, LOG, GoldenSet, Role
+from app.models import JUDGED, LOG, AccountVia, GoldenSet, Role
 from app.models.exports import ExportAction
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
@@ -177,6 +177,7 @@ def create_user(email: str, password: str, role: str, adjudicator: bool) -> None
             password=password,
             role=Role(role),
             adjudicator=adjudicator,
+            via=AccountVia.CLI,  # the account's audit trail starts here, as from the pages
         )
     click.echo(f"created {user.role} {user.email}", err=True)
 

@@ -147,6 +147,26 @@ def _principal_from_database(request: Request, session: Session) -> Principal | 
     return principal
 
 
+def pending_principal(request: Request, session: Session) -> Principal | None:
+    """The cookie's user, even one who must choose a new password after an admin's reset
+    (in a worker thread; the set-password page and logout admit it). Ends its reads as
+    ``_principal_from_database`` does."""
+    try:
+        session_id = session_id_from_cookie(request)
+        user = (
+            None
+            if session_id is None
+            else user_service.session_user(session=session, session_id=session_id)
+        )
+        if user is not None and request.method not in SAFE_METHODS and not same_origin(request):
+            raise Forbidden("cross-site request refused (CSRF)", code="csrf_failed")
+    except BaseException:
+        session.rollback()
+        raise
+    end_reading(session)
+    return None if user is None else Principal(user=user, via="cookie")
+
+
 def _bearer(authorization: str) -> str:
     """The secret of an ``Authorization: Bearer <token>`` header; 401 for anything else."""
     scheme, _, secret = authorization.partition(" ")

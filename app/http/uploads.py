@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -80,10 +81,13 @@ def saved_uploads(*uploads: UploadFile | None) -> Iterator[SavedUploads]:
 @contextmanager
 def _held(folder: Path) -> Iterator[None]:
     """Hold the folder's lock while the request uses it (released by the kernel if the
-    process dies; ``sweep_abandoned`` removes a folder whose lock is free)."""
-    fd = os.open(folder / LOCK_NAME, os.O_CREAT | os.O_WRONLY, 0o600)
+    process dies; ``sweep_abandoned`` removes a folder whose lock is free). The lock file is
+    made and locked under another name, then renamed: a sweep never sees it unlocked."""
+    making = folder / (LOCK_NAME + ".new")
+    fd = os.open(making, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        making.rename(folder / LOCK_NAME)  # the lock goes with the file
         yield
     finally:
         os.close(fd)  # unlocks
@@ -112,11 +116,20 @@ def sweep_abandoned(directory: Path | None = None) -> int:
 
 
 def _abandoned(folder: Path) -> bool:
+    """Whether ``folder`` is a dead request's: ours (a folder of another user of the shared
+    temporary directory is never touched), and its lock file free; a folder without a lock
+    file only once it is older than ``UNLOCKED_GRACE_S``. The lock file is opened without
+    following links or blocking (a FIFO put there must not hang the start-up)."""
+    if folder.lstat().st_uid != os.getuid():
+        return False
     lock = folder / LOCK_NAME
-    if not lock.exists():
-        return time.time() - folder.stat().st_mtime > UNLOCKED_GRACE_S
-    fd = os.open(lock, os.O_RDONLY)
     try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return time.time() - folder.stat().st_mtime > UNLOCKED_GRACE_S
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False  # a live request holds it

@@ -207,9 +207,13 @@ class AccountEvent(SQLModel, table=True):
         default=None,
         sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
     )
-    user_id: int = Field(
-        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False)
+    #: The account changed; None once it is deleted (by hand: the app deactivates), when
+    #: ``email`` still says whose it was: the trail outlives the account.
+    user_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
     )
+    email: str = Field(sa_column=Column(String(320), nullable=False, server_default=""))
     action: str = Field(sa_column=Column(String(32), nullable=False))
     via: str = Field(sa_column=Column(String(8), nullable=False))
     before: str | None = Field(default=None, sa_column=Column(String(32)))
@@ -225,7 +229,9 @@ class AccountEventPublic(ReadModel):
 
     id: int
     at: IsoDateTime
-    user_id: int
+    #: None once the account is deleted; ``email`` is the account's at the time of the change.
+    user_id: int | None
+    email: str
     actor_id: int | None
     #: The actor's email (None from the command line, or when the actor's account is gone).
     actor_email: str | None

@@ -1,23 +1,19 @@
 """Login, logout, the API-token page, the account page (the user's own password) and the
 set-password page a user meets after an admin reset their password.
 
-Every redirect built from user input (``next``) goes through ``local_path``."""
+Every redirect built from user input (``next``) goes through ``local_path`` (app/web/render.py)."""
 
 from __future__ import annotations
 
 import math
-import unicodedata
 from typing import Annotated
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.db import end_reading
 from app.http.deps import (
-    SAFE_METHODS,
     SESSION_COOKIE,
     ClockDep,
     NotAuthenticated,
@@ -26,6 +22,7 @@ from app.http.deps import (
     SessionDep,
     SettingsDep,
     optional_principal,
+    pending_principal,
     same_origin,
     session_id_from_cookie,
 )
@@ -38,41 +35,11 @@ from app.services.accounts import users as user_service
 from app.services.accounts.users import PasswordChangeRequired
 from app.services.errors import Forbidden, ServiceError
 from app.web import users as web_users
-from app.web.render import redirect, render
+from app.web.render import local_path, redirect, render
 
 router = APIRouter(include_in_schema=False)
 # The admins' Users page is the accounts' too (registered with them, in app.main).
 router.include_router(web_users.router)
-
-#: The longest ``next`` followed after a login (longer ones lead home).
-MAX_NEXT_CHARS = 2000
-#: Unicode categories refused in ``next``: separators (spaces of every kind, line and
-#: paragraph separators), controls, format characters (zero-width, bidirectional), and
-#: surrogates, private-use and unassigned code points (nothing a path of ours contains).
-_REFUSED_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"})
-
-
-def local_path(candidate: str | None) -> str:
-    """``candidate`` when it is a plain path of this site, else ``/``: the one rule for every
-    redirect whose target comes from the request (``next`` after a login or a password
-    change).
-
-    A plain path starts with one ``/`` and has no second ``/`` or a ``\\`` right after it
-    (``//host`` and ``/\\host`` lead off-site), no backslash anywhere, no character below
-    0x21, no DEL, no Unicode separator, control, format, surrogate, private-use or
-    unassigned character (browsers drop tabs and newlines from URLs, so ``/\\t/evil.example``
-    is ``//evil.example`` to them, and a CR or LF would end the header it is written in),
-    and at most MAX_NEXT_CHARS characters. Other non-ASCII characters are percent-encoded,
-    so the path fits in a header."""
-    if not candidate or len(candidate) > MAX_NEXT_CHARS or candidate[0] != "/":
-        return "/"
-    if candidate.startswith("//") or "\\" in candidate:
-        return "/"
-    for char in candidate:
-        code = ord(char)
-        if code < 0x21 or code == 0x7F or unicodedata.category(char) in _REFUSED_CATEGORIES:
-            return "/"
-    return "".join(char if ord(char) < 0x80 else quote(char, safe="") for char in candidate)
 
 
 def _client_address(request: Request) -> str:
@@ -84,34 +51,21 @@ def _set_password_url(request: Request, next_path: str) -> str:
     return path if next_path == "/" else f"{path}?{urlencode({'next': next_path})}"
 
 
-def _pending_principal(request: Request, session: Session) -> Principal | None:
-    """The cookie's user, even one who must choose a new password (a worker thread)."""
-    try:
-        session_id = session_id_from_cookie(request)
-        user = (
-            None
-            if session_id is None
-            else user_service.session_user(session=session, session_id=session_id)
-        )
-        if user is not None and request.method not in SAFE_METHODS and not same_origin(request):
-            raise Forbidden("cross-site request refused (CSRF)", code="csrf_failed")
-    except BaseException:
-        session.rollback()
-        raise
-    end_reading(session)
-    return None if user is None else Principal(user=user, via="cookie")
-
-
 async def principal_or_pending(request: Request, session: SessionDep) -> Principal:
-    """Like ``ReviewerDep``, but it also admits the browser session of a user whose password
-    an admin reset (``PasswordChangeRequired`` everywhere else): the set-password page and
-    logout are theirs."""
+    """Like ``ReviewerDep`` for browser sessions alone, and it also admits the session of a
+    user whose password an admin reset (``PasswordChangeRequired`` everywhere else): the
+    set-password page and logout are theirs. A bearer token is refused (403)."""
     try:
         principal = await optional_principal(request, session)
     except PasswordChangeRequired:
-        principal = await run_in_threadpool(_pending_principal, request, session)
+        principal = await run_in_threadpool(pending_principal, request, session)
     if principal is None:
         raise NotAuthenticated("log in or send an API token")
+    if principal.via != "cookie":
+        # Tokens keep working through a reset, so a token proves nothing about the
+        # temporary password: only a browser session that logged in with it may set the new
+        # one (a leaked token must not turn into the account's password).
+        raise Forbidden("this form is for the browser session that logged in", code="forbidden")
     return principal
 
 

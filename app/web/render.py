@@ -4,10 +4,11 @@ page; flash messages after a post/redirect/get."""
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import ClassVar, Literal, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -235,6 +236,37 @@ def redirect(
     return response
 
 
+#: The longest ``next`` followed after a login (longer ones lead home).
+MAX_NEXT_CHARS = 2000
+#: Unicode categories refused in ``next``: separators (spaces of every kind, line and
+#: paragraph separators), controls, format characters (zero-width, bidirectional), and
+#: surrogates, private-use and unassigned code points (nothing a path of ours contains).
+_REFUSED_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"})
+
+
+def local_path(candidate: str | None) -> str:
+    """``candidate`` when it is a plain path of this site, else ``/``: the one rule for every
+    redirect whose target comes from the request (``next`` after a login or a password
+    change).
+
+    A plain path starts with one ``/`` and has no second ``/`` or a ``\\`` right after it
+    (``//host`` and ``/\\host`` lead off-site), no backslash anywhere, no character below
+    0x21, no DEL, no Unicode separator, control, format, surrogate, private-use or
+    unassigned character (browsers drop tabs and newlines from URLs, so ``/\\t/evil.example``
+    is ``//evil.example`` to them, and a CR or LF would end the header it is written in),
+    and at most MAX_NEXT_CHARS characters. Other non-ASCII characters are percent-encoded,
+    so the path fits in a header."""
+    if not candidate or len(candidate) > MAX_NEXT_CHARS or candidate[0] != "/":
+        return "/"
+    if candidate.startswith("//") or "\\" in candidate:
+        return "/"
+    for char in candidate:
+        code = ord(char)
+        if code < 0x21 or code == 0x7F or unicodedata.category(char) in _REFUSED_CATEGORIES:
+            return "/"
+    return "".join(char if ord(char) < 0x80 else quote(char, safe="") for char in candidate)
+
+
 def local_referer(request: Request) -> str | None:
     """The page the request came from, when it is one of ours (a way back from an error)."""
     referer = request.headers.get("referer")
@@ -245,7 +277,9 @@ def local_referer(request: Request) -> str | None:
         return None
     back = parts.path + (f"?{parts.query}" if parts.query else "")
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return None if back == here or back.startswith("//") else back
+    if back == here or local_path(back) != back:  # the one rule of local_path, exactly
+        return None
+    return back
 
 
 def _detail_lines(details: object) -> list[str]:

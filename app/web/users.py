@@ -42,8 +42,6 @@ class Reset:
 class UsersPage:
     users: list[UserAccountPublic]
     roles: list[str]
-    #: Email of every account an event names, by id (events carry ids).
-    emails: dict[int, str]
     events: list[AccountEventPublic]
     me: int
     error: str | None = None
@@ -68,7 +66,6 @@ def _users_page(
     page = UsersPage(
         users=users,
         roles=[r.value for r in Role],
-        emails={u.id: u.email for u in users},
         events=life_cycle.list_events(session=session, limit=RECENT_EVENTS),
         me=principal.user.id,
         error=error,

@@ -103,7 +103,8 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("at", app.models.base.UTCDateTime(timezone=True), nullable=False),
         sa.Column("actor_id", sa.Integer(), nullable=True),
-        sa.Column("user_id", sa.Integer(), nullable=False),
+        sa.Column("user_id", sa.Integer(), nullable=True),
+        sa.Column("email", sa.String(length=320), server_default="", nullable=False),
         sa.Column("action", sa.String(length=32), nullable=False),
         sa.Column("via", sa.String(length=8), nullable=False),
         sa.Column("before", sa.String(length=32), nullable=True),
@@ -119,7 +120,7 @@ def upgrade() -> None:
             ["user_id"],
             ["user_account.id"],
             name=op.f("fk_account_event_user_id_user_account"),
-            ondelete="CASCADE",
+            ondelete="SET NULL",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_account_event")),
     )

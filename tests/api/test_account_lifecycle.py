@@ -22,7 +22,7 @@ from app.http.deps import SESSION_COOKIE
 from app.main import create_app
 from app.models import Role, UserSession
 from app.services.accounts import users as user_service
-from app.services.errors import Conflict
+from app.services.errors import Conflict, Forbidden
 from app.settings import Settings
 from tests.support.service import ORIGIN, PASSWORD, Account, login
 
@@ -170,7 +170,8 @@ def test_two_admins_demoting_each_other_at_once_leave_one_admin(
     engine: Engine, accounts: dict[Role, Account]
 ) -> None:
     """The rule holds under concurrency: the changes are serialised, so of two admins who
-    demote each other at the same moment, one succeeds and the other meets ``last_admin``."""
+    demote each other at the same moment, one succeeds and the other, an admin no more when
+    its turn comes, is refused (``forbidden``: the actor is checked again in the turn)."""
     from app.models import AccountVia
     from app.services.accounts import life_cycle
 
@@ -199,7 +200,7 @@ def test_two_admins_demoting_each_other_at_once_leave_one_admin(
                     role=Role.LEAD,
                 )
                 outcomes.append("demoted")
-            except Conflict as exc:
+            except (Conflict, Forbidden) as exc:
                 outcomes.append(exc.code)
 
     for _ in range(5):
@@ -213,7 +214,7 @@ def test_two_admins_demoting_each_other_at_once_leave_one_admin(
             thread.start()
         for thread in threads:
             thread.join(timeout=30)
-        assert sorted(outcomes) == ["demoted", "last_admin"]
+        assert sorted(outcomes) == ["demoted", "forbidden"]
         with Session(engine) as session:
             admins = session.execute(
                 text("SELECT id FROM user_account WHERE role = 'admin' AND is_active")
@@ -272,6 +273,14 @@ def test_a_password_reset_forces_a_new_password_for_sessions_not_for_tokens(
             403,
             "password_change_required",
         )
+        # the token, which kept working, cannot choose the password: the form is the session's
+        by_token = client.post(
+            "/account/set-password",
+            headers=reviewer.headers,
+            data={"new": "a token chose this", "confirm": "a token chose this"},
+        )
+        assert by_token.status_code == 403
+        assert client.get("/account/set-password", headers=reviewer.headers).status_code == 403
         # the API's own password change is refused to that session too: the page sets it
         refused = before.post(
             "/api/v1/me/password",
@@ -465,3 +474,41 @@ def test_the_triggers_move_the_generation_on_credentials_only(
         with engine.begin() as connection:
             connection.execute(text(statement), {"email": email})
         assert (_generation(engine) > before) is moves, statement
+
+
+def test_an_admin_demoted_meanwhile_changes_nothing(
+    client: TestClient, accounts: dict[Role, Account], engine: Engine
+) -> None:
+    """The admin a request authenticated may have lost the role before its change runs (a
+    change of another admin committed in between): the change is refused, nothing written."""
+    from app.models import AccountVia
+    from app.services.accounts import life_cycle
+
+    admin, lead = accounts[Role.ADMIN], accounts[Role.LEAD]
+    with Session(engine, expire_on_commit=False) as session:
+        second = user_service.create_user(
+            session=session, email="second@example.com", password=PASSWORD, role=Role.ADMIN
+        )
+        actor = user_service.get_user_by_email(session=session, email=admin.email)
+    # as the request saw it: an admin; then another admin demotes them
+    demoted = client.patch(
+        f"/api/v1/users/{actor.id}",
+        headers={"Authorization": f"Bearer {_token(engine, second.email)}"},
+        json={"role": "lead"},
+    )
+    assert demoted.status_code == 200, demoted.text
+    with Session(engine) as session:
+        target = user_service.get_user_by_email(session=session, email=lead.email).id
+    assert target is not None
+    with Session(engine, expire_on_commit=False) as session, pytest.raises(Forbidden):
+        life_cycle.update_user(
+            session=session, actor=actor, user_id=target, via=AccountVia.API, active=False
+        )
+    with Session(engine) as session:
+        assert user_service.get_user(session=session, user_id=target).is_active
+
+
+def _token(engine: Engine, email: str) -> str:
+    with Session(engine, expire_on_commit=False) as session:
+        user = user_service.get_user_by_email(session=session, email=email)
+        return user_service.create_token(session=session, user=user, name="t").secret

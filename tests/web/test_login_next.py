@@ -139,7 +139,7 @@ def test_the_set_password_form_never_follows_next_off_the_site(
 
 
 def test_local_path_is_the_one_rule() -> None:
-    from app.web.accounts import MAX_NEXT_CHARS, local_path
+    from app.web.render import MAX_NEXT_CHARS, local_path
 
     # (a NUL never reaches it over HTTP: the app answers 422 nul_character first)
     refused = [*REFUSED, "/\x00/evil.example", "/\ud800", "/\ue000", "/\U0010ffff"]

@@ -104,6 +104,8 @@ def test_error_answers_follow_the_q_values(
         response = client.get("/golden-sets/999999", headers=headers)
         assert response.status_code == 404, accept
         kind = response.headers["content-type"].split(";")[0]
+        # the answer depends on Accept: a cache must keep one per Accept
+        assert "accept" in response.headers["vary"].lower().replace(" ", "").split(","), accept
         if answer == "json":
             assert kind == "application/json", accept
             assert response.json()["error"]["code"] == "golden_set_not_found", accept

@@ -157,3 +157,25 @@ def test_a_server_killed_mid_import_leaves_nothing_after_its_restart(
         assert list(scratch.glob(f"{uploads.PREFIX}*")) == []
     finally:
         again.stop()
+
+
+def test_what_the_sweep_never_touches(tmp_path: Path) -> None:
+    """Another user's folder in the shared temporary directory, and a lock file that is not a
+    file (a FIFO would block a plain open, and the start-up with it)."""
+    if os.getuid() != 0:
+        pytest.skip("giving a folder to another user takes root (CI runs as root)")
+    old = time.time() - uploads.UNLOCKED_GRACE_S - 60
+    foreign = tmp_path / f"{uploads.PREFIX}foreign"
+    foreign.mkdir()
+    (foreign / uploads.LOCK_NAME).touch()
+    os.chown(foreign, 65534, 65534)
+    trap = tmp_path / f"{uploads.PREFIX}trap"
+    trap.mkdir()
+    os.mkfifo(trap / uploads.LOCK_NAME)
+    for folder in (foreign, trap):
+        os.utime(folder, (old, old))
+    started = time.monotonic()
+    assert uploads.sweep_abandoned(tmp_path) == 0
+    assert time.monotonic() - started < 5
+    assert foreign.is_dir()
+    assert trap.is_dir()

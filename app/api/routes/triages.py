@@ -8,12 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
+from sqlmodel import Session
 
 from app.api.responses import ErrorBody, answer, attachment
 from app.db import end_reading
 from app.exporters import Tracker
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.downloads import Download, slots_of
+from app.http.downloads import Download, Slot, slots_of
 from app.http.lanes import on_queue_lane
 from app.http.params import Id, Page, PerPage
 from app.models.agreement_public import AgreementPublic
@@ -33,6 +34,7 @@ from app.services.paging import DEFAULT_PER_PAGE
 from app.services.triage import agreement, closure, dashboard
 from app.services.triage import backlog as backlog_service
 from app.services.triage import triages as service
+from app.settings import Settings
 
 router = APIRouter(prefix="/triages", tags=["triages"])
 
@@ -222,6 +224,24 @@ def backlog(
     spreadsheet would run as a formula start with ``'``) or JSONL. A download holds no
     database connection while its client reads; a user may run a few at once (429
     ``too_many_downloads`` with Retry-After past that)."""
+    # the slot first: a refused download costs no query
+    slot = slots_of(request.app).take(principal.user.id or 0)
+    try:
+        return _backlog_download(request, session, settings, slot, triage_id, format, category)
+    except BaseException:
+        slot.give_back()
+        raise
+
+
+def _backlog_download(
+    request: Request,
+    session: Session,
+    settings: Settings,
+    slot: Slot,
+    triage_id: int,
+    format: str,
+    category: str | None,
+) -> Download:
     ctx = service.triage_context(session=session, triage_id=triage_id)
     summary = (
         closure.closure_report(
@@ -248,13 +268,7 @@ def backlog(
         assert summary is not None
         content = backlog_service.as_json(items, ctx=ctx, summary=summary)
         media_type = "application/json"
-    return Download(
-        content,
-        slots=slots_of(request.app),
-        user_id=principal.user.id or 0,
-        media_type=media_type,
-        headers=headers,
-    )
+    return Download(content, slot=slot, media_type=media_type, headers=headers)
 
 
 class ExportBody(BaseModel):

@@ -33,7 +33,7 @@ from app.models import AccountAction, AccountEvent, AccountVia, Role, User, User
 from app.models.users import AccountEventPublic
 from app.services.accounts import logins, users
 from app.services.accounts.passwords import check_new_password
-from app.services.errors import BadInput, Conflict, Invalid, ServiceError
+from app.services.errors import BadInput, Conflict, Forbidden, Invalid, ServiceError
 
 #: Random bytes of a temporary password (20 URL-safe characters).
 TEMPORARY_PASSWORD_BYTES = 15
@@ -56,11 +56,20 @@ class TooManyWrongPasswords(ServiceError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
-def _serialise(session: Session) -> None:
+def _serialise(session: Session, actor: User | None) -> None:
     """Inside ``writing``: wait for any other account change to commit (SQLite's write
-    transaction already does: BEGIN IMMEDIATE)."""
+    transaction already does: BEGIN IMMEDIATE); then the acting admin must still be one (a
+    change committed meanwhile may have demoted or deactivated them: 403 ``forbidden``).
+    ``actor`` None: the command line, run by whoever runs the server."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ACCOUNTS_LOCK})
+    if actor is not None:
+        assert actor.id is not None
+        now = session.exec(
+            select(User.role, User.is_active).where(col(User.id) == actor.id)
+        ).first()
+        if now is None or now[0] != Role.ADMIN.value or not now[1]:
+            raise Forbidden("this needs the admin role", code="forbidden")
 
 
 def _fresh_user(session: Session, user_id: int) -> User:
@@ -107,6 +116,7 @@ def _event(
         AccountEvent(
             actor_id=actor.id if actor is not None else None,
             user_id=user.id,
+            email=user.email,
             action=action.value,
             via=via.value,
             before=before,
@@ -134,7 +144,7 @@ def update_user(
     event. ``actor`` is the admin (None from the command line). 404 ``user_not_found``; 409
     ``last_admin`` when no active admin would be left, ``cannot_deactivate_self``."""
     with writing(session):
-        _serialise(session)
+        _serialise(session, actor)
         user = _fresh_user(session, user_id)
         was_role, was_active = Role(user.role), user.is_active
         new_role = was_role if role is None else role
@@ -202,7 +212,7 @@ def reset_password(
     temporary = secrets.token_urlsafe(TEMPORARY_PASSWORD_BYTES)
     password_hash = security.hash_password(temporary)  # slow: before the write lock
     with writing(session):
-        _serialise(session)
+        _serialise(session, actor)
         user = _fresh_user(session, user_id)
         user.password_hash = password_hash
         user.must_change_password = True
@@ -313,6 +323,7 @@ def list_events(
                 "id": event.id,
                 "at": event.at,
                 "user_id": event.user_id,
+                "email": event.email,
                 "actor_id": event.actor_id,
                 "actor_email": actor_email,
                 "action": event.action,

@@ -7,12 +7,10 @@ import gzip
 from functools import lru_cache
 from pathlib import Path
 
-from app.security import MIN_PASSWORD_LENGTH
+from app.security import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from app.services.errors import Invalid
 
 COMMON_PASSWORDS = Path(__file__).resolve().parents[2] / "data" / "common-passwords.txt.gz"
-#: Longer passwords are refused: argon2 would hash them, but nobody types them.
-MAX_PASSWORD_LENGTH = 1000
 
 
 @lru_cache(maxsize=1)

@@ -92,6 +92,7 @@ def create_user(
                 AccountEvent(
                     actor_id=actor.id if actor is not None else None,
                     user_id=user.id,
+                    email=user.email,
                     action=AccountAction.CREATED.value,
                     via=via.value,
                     after=role.value,
