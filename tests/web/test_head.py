@@ -5,6 +5,7 @@ the OpenAPI document lists each GET once."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import socket
 from pathlib import Path
@@ -194,7 +195,10 @@ def run_asgi(app: Any, method: str, *, client_leaves_after: int = 10_000) -> lis
         }
         await asyncio.wait_for(app(scope, receive, send), 5)
 
-    asyncio.run(main())
+    # in a thread of its own: a browser test before this one (sync Playwright) may have left
+    # its event loop running in this thread
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, main()).result()
     return sent
 
 
