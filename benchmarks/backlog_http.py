@@ -7,7 +7,9 @@ server by 259 MiB at 100,000 misses (it grouped every row in memory first), wher
 process (``misstriage serve --workers 1``, so the process measured is the one answering), a
 triage of --misses misses built through the API (queue_http's generated files), then each
 format downloaded --repeat times by a client reading as fast as it can, while a thread samples
-the server's resident memory every 10 ms. Prints the median of each figure and the targets:
+the server's resident memory every 10 ms (growth: the peak over the memory before the
+first download; a negative one: the server gave memory back). Prints the median of each
+figure and the targets:
 first byte under 0.5 s and growth under 100 MiB for every format. Exits 1 when a target is
 missed. Loopback only; stops itself after --timeout seconds.
 
@@ -59,6 +61,7 @@ class Download:
     total_s: float
     size: int
     growth_mib: float
+    peak_mib: float
 
 
 @dataclass
@@ -82,8 +85,10 @@ class Sampler(threading.Thread):
             self.peak = max(self.peak, self.process.memory_info().rss)
 
 
-def download(base: str, token: str, triage_id: int, fmt: str, pid: int) -> Download:
-    before = psutil.Process(pid).memory_info().rss
+def download(base: str, token: str, triage_id: int, fmt: str, pid: int, before: int) -> Download:
+    """One download read as fast as the client can; ``before``: the server's resident
+    memory before the first download (growth is counted from there, so memory a download
+    keeps counts in the next ones too)."""
     sampler = Sampler(pid)
     sampler.start()
     size = 0
@@ -106,7 +111,7 @@ def download(base: str, token: str, triage_id: int, fmt: str, pid: int) -> Downl
     total = time.perf_counter() - started
     sampler.stopped.set()
     sampler.join()
-    return Download(first or total, total, size, (sampler.peak - before) / MIB)
+    return Download(first or total, total, size, (sampler.peak - before) / MIB, sampler.peak / MIB)
 
 
 def check(base: str, token: str, triage_id: int, n_misses: int) -> None:
@@ -156,10 +161,10 @@ def bench_backend(backend: str, args: argparse.Namespace, processes: list) -> Re
                 started = time.perf_counter()
                 triage_id = build_triage(base, lead_token, args.misses)
                 print(f"  {args.misses:,} misses in {time.perf_counter() - started:.0f} s")
-                check(base, lead_token, triage_id, args.misses)
+                before = psutil.Process(process.pid).memory_info().rss
                 for fmt in FORMATS:
                     result.by_format[fmt] = [
-                        download(base, lead_token, triage_id, fmt, process.pid)
+                        download(base, lead_token, triage_id, fmt, process.pid, before)
                         for _ in range(args.repeat)
                     ]
                     runs = result.by_format[fmt]
@@ -171,6 +176,7 @@ def bench_backend(backend: str, args: argparse.Namespace, processes: list) -> Re
                         + " MiB",
                         flush=True,
                     )
+                check(base, lead_token, triage_id, args.misses)  # last: it reads a whole JSON
             except Exception as error:
                 result.error = f"{type(error).__name__}: {error}"
                 print(f"  {backend} failed: {result.error}\n{tail(log)}", flush=True)
@@ -184,9 +190,9 @@ def bench_backend(backend: str, args: argparse.Namespace, processes: list) -> Re
 def report(results: list[Result]) -> bool:
     print(
         "\n| backend | format | first byte s (median) | whole answer s | MB | server growth "
-        "MiB | first byte < 0.5 s | growth < 100 MiB |"
+        "MiB | server peak RSS MiB | first byte < 0.5 s | growth < 100 MiB |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     ok = True
     for r in results:
         if r.error:
@@ -198,10 +204,12 @@ def report(results: list[Result]) -> bool:
             total = statistics.median(d.total_s for d in runs)
             size = statistics.median(d.size for d in runs) / 1e6
             growth = statistics.median(d.growth_mib for d in runs)
+            peak = statistics.median(d.peak_mib for d in runs)
             met_first, met_growth = first < FIRST_BYTE_TARGET_S, growth < GROWTH_TARGET_MIB
             ok = ok and met_first and met_growth
             print(
-                f"| {r.backend} | {fmt} | {first:.3f} | {total:.2f} | {size:.1f} | {growth:.0f} "
+                f"| {r.backend} | {fmt} | {first:.3f} | {total:.2f} | {size:.1f} "
+                f"| {growth:.0f} | {peak:.0f} "
                 f"| {'met' if met_first else 'NOT met'} | {'met' if met_growth else 'NOT met'} |"
             )
     print(json.dumps({"passed": ok}))

@@ -225,20 +225,51 @@ def stall_downloads(
     return sockets, statuses
 
 
-def still_stalled(sockets: list[socket.socket]) -> int:
-    """How many downloads have not ended: drain each for a moment without blocking long;
-    an unfinished body (the server still waits to write) counts."""
-    unfinished = 0
-    for sock in sockets:
-        sock.settimeout(0.05)
-        try:
-            got = sock.recv(4096)
-        except TimeoutError:
-            got = b"..."  # nothing arrived in time, the connection open: still waiting
-        except OSError:
-            got = b""
-        unfinished += bool(got) and not got.endswith(b"0\r\n\r\n")
-    return unfinished
+def still_stalled(server_port: int, sockets: list[socket.socket]) -> int:
+    """How many downloads the server is still sending: its connections to these clients
+    that are established (a finished answer with ``Connection: close`` is closed by the
+    server, whatever the client has read of it)."""
+    clients = {sock.getsockname()[1] for sock in sockets}
+    return sum(
+        1
+        for c in psutil.net_connections(kind="tcp")
+        if c.laddr
+        and c.laddr.port == server_port
+        and c.raddr
+        and c.raddr.port in clients
+        and c.status == psutil.CONN_ESTABLISHED
+    )
+
+
+def build_download_triage(base: str, lead_token: str) -> int:
+    """The triage the stalled downloads ask for: 2,500 misses whose rows carry a 3,000-
+    character query text, about 8 MB of JSON lines: more than the server's socket takes in
+    (its send buffer grows to 4 MB on loopback) and a 2 KiB client window together, so the
+    server's writes wait on a client that does not read."""
+    queries = 250
+    qrels = "".join(f"s{q} 0 doc-{q}-{i} 1\n" for q in range(queries) for i in range(10))
+    words = ("rate limiting and retries for the public api " * 70)[:3000]
+    texts = "".join(f"s{q}\t{q} {words}\n" for q in range(queries))
+    run = "".join(f"s{q} Q0 other 1 9 bench\n" for q in range(queries))
+    headers = {"Authorization": f"Bearer {lead_token}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=SETUP_TIMEOUT) as client:
+        golden = client.post(
+            "/api/v1/golden-sets",
+            data={"name": "downloads"},
+            files={"qrels": ("d.qrels", qrels), "queries": ("d.tsv", texts)},
+        )
+        golden.raise_for_status()
+        stored = client.post(
+            f"/api/v1/golden-sets/{golden.json()['id']}/runs",
+            data={"name": "downloads-run"},
+            files={"run": ("d.trec", run)},
+        )
+        stored.raise_for_status()
+        triage = client.post(
+            f"/api/v1/runs/{stored.json()['id']}/triages", json={"depth": DEPTH, "k": K}
+        )
+        triage.raise_for_status()
+    return int(triage.json()["id"])
 
 
 def generated_files(n_misses: int) -> tuple[bytes, bytes]:
@@ -556,7 +587,8 @@ def bench_backend(
                     flush=True,
                 )
 
-                stalled, statuses = stall_downloads(port, triage_id, reader_tokens, STALLED)
+                download_triage = build_download_triage(base, lead_token) if STALLED else 0
+                stalled, statuses = stall_downloads(port, download_triage, reader_tokens, STALLED)
                 result.stalled_statuses.update(statuses)
                 if stalled:
                     time.sleep(1.0)  # their buffers fill; the server's writes wait on them
@@ -566,7 +598,7 @@ def bench_backend(
                 by_process_before = cpu_by_process(process.pid)
                 client_before = psutil.Process().cpu_times()
                 result.wall = run_reviewers(base, triage_id, reviewers)
-                result.still_stalled = still_stalled(stalled)
+                result.still_stalled = still_stalled(port, stalled)
                 for sock in stalled:
                     sock.close()
                 client_after = psutil.Process().cpu_times()

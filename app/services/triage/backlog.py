@@ -112,6 +112,15 @@ def _page(
     (0 when this page is the last)."""
     triage, run, golden = ctx.triage, ctx.run, ctx.golden
     where: list[Any] = [Miss.triage_id == triage.id, *cause_filter(category or "")]
+    # The page is chosen on the misses alone, then joined: with its LIMIT inside, no
+    # database joins the rest of the triage first (PostgreSQL did, 110 ms a page at 100,000).
+    chosen = (
+        select(Miss.id)
+        .where(*where, col(Miss.position) > after)
+        .order_by(col(Miss.position))
+        .limit(BATCH)
+        .subquery()
+    )
     query = (
         # five columns: more than sqlmodel's typed select() takes, so SQLAlchemy's
         sa_select(
@@ -121,6 +130,7 @@ def _page(
             col(User.email),
             col(RunQuery.retrieved),
         )
+        .join(chosen, chosen.c.id == col(Miss.id))
         .join(
             GoldenQuery,
             (col(GoldenQuery.golden_set_id) == literal(golden.id))
@@ -139,9 +149,7 @@ def _page(
             (col(RunQuery.run_id) == literal(run.id)) & (col(RunQuery.qid) == col(Miss.qid)),
             isouter=True,
         )
-        .where(*where, col(Miss.position) > after)
         .order_by(col(Miss.position))
-        .limit(BATCH)
     )
     batch = session.execute(query).all()
     skipped: dict[int, list[dict[str, Any]]] = {}
