@@ -33,6 +33,52 @@ COMMANDS = {
     "backup": "app.cli.backup:backup",
 }
 
+#: command name -> its help's first paragraph, for ``misstriage --help``: the list of commands
+#: without importing any of them (importing every command took 2.6 s; one command's help is
+#: its own). tests/cli/test_cli_help.py keeps it equal to the commands' own help.
+SUMMARIES = {
+    "agreement": (
+        "How often the reviewers of a double-reviewed triage agreed: percent agreement, "
+        "Cohen's kappa (two reviewers), Fleiss' kappa, Krippendorff's alpha, with 95% "
+        "bootstrap intervals, per cause, and the confusion between causes."
+    ),
+    "backup": (
+        "Back the database up while the service runs (SQLite: online backup API; PostgreSQL: "
+        "pg_dump, custom format). Prints the backup's path on stdout."
+    ),
+    "clusters": (
+        "unique-clusters@k over every query of a run, judged or not: per k the mean distinct "
+        "clusters, the distinct fraction, the marginal distinct clusters per added slot and "
+        "the distribution; with the corpus's text, the prompt tokens of the top k and their "
+        "price."
+    ),
+    "create-token": "Print a new API token for a user, alone on stdout (shown once).",
+    "create-user": "Create an account (exit 1 if the email exists).",
+    "db": "Database schema commands.",
+    "demo": "Set up the demo (accounts, a golden set, three runs, a triage) and serve it.",
+    "evaluate": (
+        "Evaluate runs against a golden set: recall@k, recall@depth, nDCG@k, micro recall, "
+        "the depth curve and the misses at the candidate depth."
+    ),
+    "export": (
+        "Push the triage's backlog to an issue tracker: one issue per cause, updated on the "
+        "next export. Credentials come from the MISSTRIAGE_<TRACKER>_* settings."
+    ),
+    "import-golden-set": "Import a golden set (all or nothing).",
+    "import-run": "Import a run into a golden set (all or nothing).",
+    "serve": "Migrate the database, then serve the web UI and the API.",
+    "triage": (
+        "Create a triage: every miss of the run at the depth, on a work queue; with "
+        "``--reviewers`` 2 or 3, a sample (``--fraction``, ``--seed``) gets that many "
+        "reviewers."
+    ),
+    "user": (
+        "Change one account: exactly one of --role, --deactivate, --reactivate and --reset-"
+        "password. Exit 1 for an unknown email or a change the rules refuse (the last active "
+        "admin)."
+    ),
+}
+
 
 def _unusable_database(exc: Exception) -> int | None:
     """The exit status for an error that says the database cannot be used at all (2: the URL
@@ -67,6 +113,18 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their summaries, as click writes them, from SUMMARIES alone."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        # a stand-in command of the same help: click's own shortening, word for word
+        rows = [
+            (name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

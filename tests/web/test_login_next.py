@@ -150,3 +150,18 @@ def test_local_path_is_the_one_rule() -> None:
     longest = "/" + "a" * (MAX_NEXT_CHARS - 1)
     assert local_path(longest) == longest
     assert local_path(longest + "a") == "/"
+
+
+def test_after_a_wrong_password_the_focus_is_on_the_password(client: TestClient) -> None:
+    """The email the user typed is kept, so the field to type again is the password."""
+    first = BeautifulSoup(client.get("/login").text, "lxml")
+    assert first.select("input[autofocus]")[0]["name"] == "email"
+    wrong = client.post(
+        "/login",
+        data={"email": "someone@example.com", "password": "not the one"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert wrong.status_code == 400
+    page = BeautifulSoup(wrong.text, "lxml")
+    assert [i["name"] for i in page.select("input[autofocus]")] == ["password"]
+    assert page.select_one("input[name=email]")["value"] == "someone@example.com"  # type: ignore[index]
