@@ -291,6 +291,10 @@ def evaluate(
     thresholds = Thresholds(recall=recall_threshold, ndcg=ndcg_threshold)
     try:
         paths = resolve_golden(qrels_path, queries=queries_path, split=split)
+        # a BEIR folder's corpus.jsonl and manifest.txt count as given, as import-golden-set
+        # reads them: the diagnosis's evidence for "ingestion" is the same here as on its page
+        corpus_path = corpus_path or paths.corpus
+        manifest_path = manifest_path or paths.manifest
         with (
             decompression_limit(_decompression_limit),
             setup.progress([paths.qrels, *(p for _, p in runs)]) as progress,
