@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import polars as pl
 from sqlmodel import Session, col, select
 
 from app.eval import Gain
 from app.eval.diagnosis import Thresholds
 from app.eval.errors import shorten
+from app.eval.hints import Ranked, hints_for
 from app.models import JUDGED, Document, GoldenQuery, GoldenSet, Judgment, Run, RunJudged
 from app.services.errors import NotFound
 from app.services.imports.golden_sets import get_golden_set
@@ -21,6 +23,7 @@ from app.services.imports.runs import (
     list_runs,
     run_context,
 )
+from app.services.triage.hints import context_for
 
 #: The most rows the document page lists of the runs that ranked it.
 MAX_RANKED = 200
@@ -40,6 +43,9 @@ class JudgedDocument:
     relevant: bool
     rank: int | None
     missed: bool
+    #: A missed document whose duplicate-cluster mate is in the run's top depth: covered, as
+    #: the triage counts it (the triages' own rule: app.eval.hints.hints_for), not a miss.
+    covered_by: Ranked | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,12 @@ def query_detail(
     titles = _titles(
         session=session, golden=golden, doc_ids=set(grades) | {doc for _, doc, _ in head}
     )
+    missed = [
+        doc
+        for doc, grade in grades.items()
+        if grade >= golden.min_grade and (ranks.get(doc) or depth + 1) > depth
+    ]
+    covered = _covered(session, context, qid, missed, depth) if missed else {}
     judged = [
         JudgedDocument(
             doc_id=doc,
@@ -128,7 +140,8 @@ def query_detail(
             grade=grade,
             relevant=grade >= golden.min_grade,
             rank=ranks.get(doc),
-            missed=grade >= golden.min_grade and (ranks.get(doc) or depth + 1) > depth,
+            missed=doc in missed,
+            covered_by=covered.get(doc),
         )
         for doc, grade in sorted(grades.items(), key=lambda item: (-item[1], item[0]))
     ]
@@ -144,6 +157,24 @@ def query_detail(
         judged_ids=frozenset(grades),
         titles=titles,
     )
+
+
+def _covered(
+    session: Session, context: RunContext, qid: str, missed: list[str], depth: int
+) -> dict[str, Ranked]:
+    """The missed documents a cluster-mate in the top ``depth`` covers, with that mate."""
+    if context.run.kind != JUDGED or context.golden.documents == 0:
+        return {}
+    ctx = context_for(
+        session=session,
+        golden=context.golden,
+        run=context.run,
+        misses=pl.DataFrame({"qid": [qid] * len(missed), "doc_id": missed}),
+        depth=depth,
+        query_texts={},
+    )
+    found = {doc: hints_for(qid, doc, ctx).covered_by for doc in missed}
+    return {doc: mate for doc, mate in found.items() if mate is not None}
 
 
 @dataclass(frozen=True)
