@@ -172,3 +172,22 @@ def test_saves_undos_and_errors_are_announced(browser: Browser, site: DemoSite) 
     expect(page.locator("#errors")).to_be_empty()
     expect(status).to_contain_text("Saved: ")
     context.close()
+
+
+def test_a_reloaded_review_page_puts_the_focus_on_its_card(
+    browser: Browser, site: DemoSite
+) -> None:
+    """The miss already held (a reload) is on the page from the start, with no swap: its
+    heading gets the focus as a freshly claimed card's does, not the body 5 s later."""
+    context = log_in(browser, site, "reviewer")
+    page = context.new_page()
+    page.goto(f"{site.url}/triages/{site.triage_id}/review")
+    expect(page.locator("#review .card[data-miss]")).to_be_visible()
+    first = _focused(page)
+    page.reload()
+    expect(page.locator("#review .card[data-miss]")).to_be_visible()
+    page.wait_for_function("() => document.activeElement !== document.body", timeout=1000)
+    again = _focused(page)
+    assert again["tag"] in ("h1", "h2")
+    assert again["tag"] == first["tag"]
+    context.close()

@@ -219,4 +219,16 @@
     settle([event.target, target]);
     announce(event.target);
   });
+
+  // A review page that opens on the miss the reviewer already holds (a reload, a second
+  // visit) has no swap to settle: its card's heading gets the focus as a claimed card's does.
+  function focusHeldCard() {
+    const card = document.querySelector("#review .review-card");
+    if (card) settle([document.getElementById("review")]);
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", focusHeldCard);
+  } else {
+    focusHeldCard();
+  }
 })();
