@@ -19,8 +19,10 @@ $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 
 install: $(STAMP)
 
+# `make demo PORT=8800` serves on another port (links in exports and downloads follow it).
+PORT ?= 8000
 demo: $(STAMP)
-	$(BIN)/misstriage demo
+	$(BIN)/misstriage demo --port $(PORT)
 
 # The offline evaluation of the demo's golden set and runs, no server (clusters from its corpus).
 demo-evaluate: $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 from functools import lru_cache
 from typing import Literal
 
@@ -18,6 +19,8 @@ DEVELOPMENT_SECRET = "misstriage-development-secret-not-for-production"
 #: Results kept per query of an imported run beyond the judged ones (review context, and
 #: how deep unique-clusters@k can look).
 DEFAULT_KEEP_DEPTH = 200
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+PUBLIC_URL_VARIABLE = "MISSTRIAGE_PUBLIC_URL"
 
 
 class Settings(BaseSettings):
@@ -72,8 +75,9 @@ class Settings(BaseSettings):
     keep_depth: int = DEFAULT_KEEP_DEPTH
     #: Rows per batch when writing to SQLite.
     sqlite_batch_rows: int = 50_000
-    #: Where people reach this service: links in exported issues point here.
-    public_url: str = "http://127.0.0.1:8000"
+    #: Where people reach this service: links in exported issues point here. Unset,
+    #: ``misstriage serve`` and ``demo`` make it the address they listen on (follow_listening).
+    public_url: str = DEFAULT_PUBLIC_URL
 
     # Issue trackers (API.md): endpoints default to the public services; tests point them at a
     # local server. Secrets are SecretStr: never printed, logged or shown.
@@ -153,3 +157,29 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings (tests build their own ``Settings`` and pass them in)."""
     return Settings()
+
+
+def listening_url(host: str, port: int) -> str:
+    """The URL a browser on this machine reaches a server listening on ``host:port`` by: a
+    wildcard address (all interfaces) is reached on loopback; an IPv6 address is bracketed."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def follow_listening(host: str, port: int) -> str:
+    """When MISSTRIAGE_PUBLIC_URL is set neither in the environment nor in ``.env``, make it
+    the address the server is started on (in this process's environment, which uvicorn's
+    worker processes inherit), so absolute links name the port actually served. Returns the
+    public URL in force."""
+    settings = Settings()
+    if "public_url" in settings.model_fields_set:
+        return settings.public_url
+    url = listening_url(host, port)
+    os.environ[PUBLIC_URL_VARIABLE] = url
+    get_settings.cache_clear()
+    return url

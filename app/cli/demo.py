@@ -109,7 +109,10 @@ def demo(host: str, port: int, reset: bool, var_dir: Path) -> None:
     url = f"sqlite:///{database}"
     golden_id, triage_id = seed(url, _data_dir())
     os.environ["DATABASE_URL"] = url
-    base = f"http://{host}:{port}"
+    from app.settings import follow_listening, listening_url
+
+    follow_listening(host, port)  # exported issues and downloads link to this port
+    base = listening_url(host, port)
     click.echo(
         f"""
 misstriage demo: {database}

@@ -32,7 +32,7 @@ from app.services.errors import BadInput, Invalid, ServiceError
 from app.services.imports import golden_sets as golden_service
 from app.services.imports import runs as run_service
 from app.services.triage import triages as triage_service
-from app.settings import Settings, get_settings
+from app.settings import Settings, follow_listening, get_settings
 
 #: A row id option: within the database's integers, so a larger one is a usage error (exit 2).
 ROW_ID = click.IntRange(1, INT32_MAX)
@@ -110,6 +110,8 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
     from app.observability import logging_config
 
     settings = _settings()
+    # Unset, the public URL follows --host/--port (the workers inherit the environment).
+    follow_listening(host, port)
     upgrade(settings)
     if log_format is None:
         log_format = "text" if settings.environment == "development" else "json"

@@ -79,5 +79,6 @@ class WebhookExporter:
         )
 
     def created(self, target: str, response: httpx.Response, draft: Draft) -> tuple[str, str]:
-        # A webhook has no issue of its own: the (triage, cause) is the key.
-        return f"{draft.triage_id}:{draft.category}", target
+        # A webhook has no issue of its own: the (triage, cause) is the key. No link either:
+        # the endpoint is no page to open, and its URL often carries the receiver's secret.
+        return f"{draft.triage_id}:{draft.category}", ""

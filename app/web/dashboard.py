@@ -25,7 +25,7 @@ from app.services.queue.skips import Skip
 from app.services.triage import agreement, closure, dashboard, dashboard_lists, kept
 from app.services.triage.dashboard import BacklogRow, Lease, Throughput
 from app.settings import Settings
-from app.web.render import context_of, path_for, render
+from app.web.render import context_of, is_fragment_request, path_for, read_flash, render
 
 #: Stands for the changing part of a link while its prefix is built: digits only (an integer
 #: path parameter takes it) and long enough to appear nowhere else in a path.
@@ -41,6 +41,92 @@ class ExportPanel:
     target: str = ""
     error: str | None = None
     outcome: ExportOutcome | None = None
+    #: What a push did, in a sentence shown in the panel; ``failed`` when a cause failed.
+    message: str | None = None
+    failed: bool = False
+
+
+#: The flash form field that marks a push's message as the export panel's (its sentence is
+#: shown in the panel, where the redirect's ``#export`` scrolls, not at the top of the page).
+EXPORT_FLASH = "export_tracker"
+
+
+def export_flash(tracker: str, target: str) -> dict[str, str]:
+    """What a push's redirect carries in its flash to fill the form in again."""
+    return {EXPORT_FLASH: tracker, "export_target": target}
+
+
+def export_from_flash(request: Request) -> ExportPanel | None:
+    """The export panel a push's redirect left for the dashboard: the tracker and target
+    entered and the sentence saying what happened; None when the flash is not a push's."""
+    flash = read_flash(request)
+    if flash is None or EXPORT_FLASH not in flash.form:
+        return None
+    return ExportPanel(
+        tracker=flash.form[EXPORT_FLASH],
+        target=flash.form.get("export_target", ""),
+        message=flash.text,
+        failed=flash.kind == "error",
+    )
+
+
+@dataclass(frozen=True)
+class ExportPanelPage:
+    """What the ``export_panel`` block of ``triage.html`` receives (an HTMX export answer)."""
+
+    ctx: TriageContext
+    trackers: list[Tracker]
+    tracker_names: dict[Tracker, str]
+    exports: list[ExportRecord]
+    export: ExportPanel
+    credentials: dict[Tracker, tuple[str, ...]]
+    missing: dict[Tracker, list[str]]
+
+
+def export_panel(
+    request: Request,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    principal: Principal,
+    ctx: TriageContext,
+    *,
+    export: ExportPanel,
+    status: int = 200,
+    error_code: str | None = None,
+) -> HTMLResponse:
+    """An export's answer: for HTMX the panel alone (swapped in place, so the result is in
+    view), otherwise the whole dashboard with the panel filled in."""
+    if not is_fragment_request(request):
+        return dashboard_page(
+            request,
+            session,
+            settings,
+            now,
+            principal,
+            ctx,
+            export=export,
+            status=status,
+            error_code=error_code,
+        )
+    page = ExportPanelPage(
+        ctx=ctx,
+        trackers=list(Tracker),
+        tracker_names={t: REGISTRY[t].title for t in Tracker},
+        exports=export_service.stored(session=session, triage=ctx.triage),
+        export=export,
+        credentials={t: REGISTRY[t].credentials for t in Tracker},
+        missing={t: missing_credentials(t, settings) for t in Tracker},
+    )
+    return render(
+        request,
+        "triage.html",
+        context_of(page),
+        principal=principal,
+        status=status,
+        error_code=error_code,
+        block="export_panel",
+    )
 
 
 @dataclass(frozen=True)
@@ -133,11 +219,14 @@ def dashboard_page(
 ) -> HTMLResponse:
     """The dashboard of ``ctx``'s triage: the closure, counts per cause, the residue, skips,
     hints, agreement (leads), reviewers, live leases and the export panel (leads)."""
+    context: dict[str, object] = {}
+    if export is None and (export := export_from_flash(request)) is not None:
+        context["flash"] = None  # the push's sentence is shown in the panel instead
     page = dashboard_context(request, session, settings, now, principal, ctx, export=export)
     return render(
         request,
         "triage.html",
-        context_of(page),
+        context_of(page) | context,
         principal=principal,
         status=status,
         error_code=error_code,

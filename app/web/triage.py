@@ -25,8 +25,8 @@ from app.services.triage import dashboard
 from app.services.triage import triages as triage_service
 from app.services.views.review import build_card
 from app.settings import Settings
-from app.web.dashboard import ExportPanel, dashboard_page
-from app.web.render import path_for, redirect, render
+from app.web.dashboard import ExportPanel, dashboard_page, export_flash, export_panel
+from app.web.render import is_fragment_request, path_for, redirect, render
 
 router = APIRouter(include_in_schema=False)
 PER_PAGE = 50
@@ -79,15 +79,35 @@ def export_form(
     target: Annotated[str, Form()],
     action: Annotated[str, Form()] = "preview",
 ) -> Response:
-    """Push the backlog; a successful push answers with a redirect to the dashboard and a
-    message (post/redirect/get: a reload pushes nothing), a refused one with the dashboard
-    and the reason next to the form. ``action=preview`` redirects to the dry run's own URL."""
+    """Push the backlog, or preview it (``action=preview``). For HTMX every answer is the
+    export panel swapped in place: the preview, the reason nothing was sent (400), or what
+    the push did. Without JavaScript a push answers with a redirect to the dashboard's
+    ``#export`` (post/redirect/get: a reload pushes nothing), the panel saying what happened
+    and the form keeping what was entered; a refused one with the dashboard and the reason
+    next to the form; a preview redirects to the dry run's own URL."""
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
-    if action != "push":
-        preview = request.url_for("export_preview", triage_id=triage_id).path
-        query = urlencode({"tracker": tracker, "target": target})
-        return redirect(request, f"{preview}?{query}#export")
-    return _export(request, session, settings, clock.now(), principal, ctx, tracker, target, True)
+    push = action == "push"
+    if not push and not is_fragment_request(request):
+        return redirect(request, _preview_url(request, triage_id, tracker, target))
+    response = _export(
+        request, session, settings, clock.now(), principal, ctx, tracker, target, push
+    )
+    if is_fragment_request(request) and response.status_code == 200:
+        # a reload shows the same: the dry run's own URL, or the dashboard after a push
+        shown = (
+            f"{request.url_for('triage_page', triage_id=triage_id).path}#export"
+            if push
+            else _preview_url(request, triage_id, tracker, target)
+        )
+        response.headers["HX-Replace-Url"] = shown
+    return response
+
+
+def _preview_url(request: Request, triage_id: int, tracker: str, target: str) -> str:
+    """The dry run's own URL (a GET), scrolled to the export panel."""
+    preview = request.url_for("export_preview", triage_id=triage_id).path
+    query = urlencode({"tracker": tracker, "target": target.strip()})
+    return f"{preview}?{query}#export"
 
 
 def _export(
@@ -106,7 +126,7 @@ def _export(
     entered = ExportPanel(tracker=tracker, target=target.strip())
 
     def refused(message: str, status: int, code: str) -> HTMLResponse:
-        return dashboard_page(
+        return export_panel(
             request,
             session,
             settings,
@@ -141,30 +161,38 @@ def _export(
     except ServiceError as exc:
         return refused(exc.message, exc.status, exc.code)
     if push:
-        dashboard_url = request.url_for("triage_page", triage_id=ctx.triage.id).path
-        return redirect(
-            request,
-            f"{dashboard_url}#exports",
-            flash=_pushed_sentence(chosen, entered.target, outcome.results),
-            kind="error" if any(r.action is ExportAction.FAILED for r in outcome.results) else "ok",
-        )
-    return dashboard_page(
+        failed = any(r.action is ExportAction.FAILED for r in outcome.results)
+        sentence = _pushed_sentence(chosen, entered.target, outcome.results)
+        if not is_fragment_request(request):
+            dashboard_url = request.url_for("triage_page", triage_id=ctx.triage.id).path
+            return redirect(
+                request,
+                f"{dashboard_url}#export",
+                flash=sentence,
+                kind="error" if failed else "ok",
+                form=export_flash(chosen.value, entered.target),
+            )
+        entered = replace(entered, message=sentence, failed=failed)
+    return export_panel(
         request, session, settings, now, principal, ctx, export=replace(entered, outcome=outcome)
     )
 
 
 def _pushed_sentence(tracker: Tracker, target: str, results: list[ExportResult]) -> str:
-    """What a push did, for the message on the dashboard it redirects to."""
-    actions = {
-        ExportAction.CREATE: "created",
-        ExportAction.UPDATE: "updated",
-        ExportAction.UNCHANGED: "unchanged",
-    }
-    counts = [
-        f"{sum(1 for r in results if r.action == action)} {word}"
-        for action, word in actions.items()
-    ]
-    sentence = f"Pushed to {REGISTRY[tracker].title} {target}: {', '.join(counts)}"
+    """What a push did, shown in the export panel: "Created 3 issues on GitHub acme/search,
+    updated 0, 0 unchanged." (a webhook's are deliveries: it has no issues)."""
+
+    def count(action: ExportAction) -> int:
+        return sum(1 for r in results if r.action is action)
+
+    created = count(ExportAction.CREATE)
+    noun = "delivery" if tracker is Tracker.WEBHOOK else "issue"
+    plural = "deliveries" if tracker is Tracker.WEBHOOK else "issues"
+    sentence = (
+        f"Created {created} {noun if created == 1 else plural} on {REGISTRY[tracker].title} "
+        f"{target}, updated {count(ExportAction.UPDATE)}, "
+        f"{count(ExportAction.UNCHANGED)} unchanged"
+    )
     failed = [r for r in results if r.action is ExportAction.FAILED]
     if failed:
         causes = ", ".join(r.category for r in failed)

@@ -172,9 +172,10 @@ def export(
         endpoint = target if webhook else getattr(exporter, "api", None)
         # A dry run sends nothing (and may show placeholders for unset tracker URLs): only a
         # target given by the request is checked then, and for its form only.
+        # A webhook's target is checked as a push checks it, so a preview never shows a
+        # delivery the push would then refuse (a local or private address).
         if endpoint and (webhook or not dry_run):
-            allow = settings.allow_local_network or dry_run
-            outbound.check_url(endpoint, allow_local=allow)
+            outbound.check_url(endpoint, allow_local=settings.allow_local_network)
     except (ValueError, NotConfigured) as exc:
         raise Invalid(str(exc), code="export_not_possible") from None
     except outbound.AddressRefused as exc:
@@ -190,7 +191,7 @@ def export(
     base_url = settings.public_url.rstrip("/")
     plans = drafts(session=session, ctx=ctx, base_url=base_url, family=family)
     earlier = {
-        row.category: _Stored(row.external_id, row.url, row.payload_hash)
+        row.category: _Stored(row.external_id, issue_link(row), row.payload_hash)
         for row in session.exec(
             select(Export).where(
                 Export.triage_id == triage_id, Export.tracker == tracker, Export.target == target
@@ -305,10 +306,16 @@ def _record(
         session.add(row)
 
 
+def issue_link(row: Export) -> str:
+    """The link to an exported issue, or "" for a webhook delivery: rows written before
+    webhooks stopped storing one hold the endpoint's URL, which may carry its secret."""
+    return "" if row.tracker == Tracker.WEBHOOK else row.url
+
+
 def stored(*, session: Session, triage: Triage) -> list[ExportRecord]:
     """The tracker issues this triage was exported to."""
     return [
-        ExportRecord.of(row)
+        ExportRecord.of(row).model_copy(update={"url": issue_link(row)})
         for row in session.exec(
             select(Export)
             .where(Export.triage_id == triage.id)
