@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -12,14 +13,17 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy import exc as sa_exc
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
 from app.http import negotiation
-from app.http.deps import NotAuthenticated
+from app.http.deps import SESSION_COOKIE, NotAuthenticated, Principal, session_id_from_cookie
 from app.observability import current_request_id
-from app.services.accounts.users import PasswordChangeRequired
+from app.services.accounts.users import PasswordChangeRequired, session_user
 from app.services.errors import ServiceError
+from app.web import invalid_words
 from app.web.render import error_page
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,49 @@ _HTTP_CODES = {
     413: "too_large",
     422: "validation_error",
 }
+
+
+def _people_message(request: Request, status: int, message: str) -> str:
+    """Starlette's stock phrase of a status ("Not Found", the page's title again) as a
+    sentence for people; any other message as it is."""
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        return message
+    if message != phrase:
+        return message
+    if status == 404:
+        return "There is no page at this address: the link may be old, or mistyped."
+    if status == 405:
+        return f"This address does not answer a {request.method} request."
+    return message
+
+
+async def remember_principal(request: Request) -> None:
+    """Put the session cookie's user on ``request.state.principal`` for the error page's
+    header, when no dependency did (a 404 of the routing, a refused parameter): looked up in
+    a worker thread, never raising (anything wrong means no user), never for a bearer token
+    (the API has no pages)."""
+    if getattr(request.state, "principal", None) is not None:
+        return
+    if not request.cookies.get(SESSION_COOKIE) or request.headers.get("authorization"):
+        return
+    request.state.principal = await run_in_threadpool(_cookie_principal, request)
+
+
+def _cookie_principal(request: Request) -> Principal | None:
+    try:
+        session_id = session_id_from_cookie(request)
+        if session_id is None:
+            return None
+        with Session(request.app.state.engine, expire_on_commit=False) as session:
+            user = session_user(session=session, session_id=session_id)
+            if user is None or user.must_change_password:  # the pages would not admit them
+                return None
+            return Principal(user=user, via="cookie")
+    except Exception:  # the error page must not fail in turn: no user, then
+        log.warning("the error page could not look up the session", exc_info=True)
+        return None
 
 
 def error_response(
@@ -145,13 +192,25 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> Response:
         headers = getattr(exc, "headers", None)  # TooMany: Retry-After
+        if wants_html(request):
+            await remember_principal(request)  # refused before the route's dependencies ran
         return error_answer(request, exc.status, exc.code, exc.message, exc.details, headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        errors = exc.errors()
+        if wants_html(request):
+            # People read sentences built from the field and the kind of error; programs keep
+            # pydantic's details (below).
+            await remember_principal(request)
+            sentences = [invalid_words.sentence(e) for e in errors]
+            if len(sentences) == 1:
+                return error_answer(request, 422, "validation_error", sentences[0])
+            message = f"{len(sentences)} things in this request need fixing:"
+            return error_answer(request, 422, "validation_error", message, errors)
         details = [
             {"loc": list(e.get("loc", ())), "msg": e.get("msg"), "type": e.get("type")}
-            for e in exc.errors()
+            for e in errors
         ]
         return error_answer(request, 422, "validation_error", "the request is not valid", details)
 
@@ -197,4 +256,10 @@ def install(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         code = _HTTP_CODES.get(exc.status_code, "error")
         headers = dict(exc.headers or {})
-        return error_answer(request, exc.status_code, code, str(exc.detail), headers=headers)
+        message = str(exc.detail)
+        if wants_html(request):
+            # Starlette's routing answers before any dependency ran: find the session's user
+            # for the page's header, and say the stock phrase ("Not Found") in words.
+            await remember_principal(request)
+            message = _people_message(request, exc.status_code, message)
+        return error_answer(request, exc.status_code, code, message, headers=headers)

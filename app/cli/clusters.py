@@ -11,6 +11,7 @@ import click
 
 from app import __version__
 from app.cli.params import FiniteFloatRange
+from app.eval import formatting
 from app.eval.cluster_profile import (
     DEFAULT_KS,
     DEFAULT_THRESHOLD,
@@ -98,9 +99,10 @@ def render_profile(profile: ClusterProfile) -> str:
     ]
     for d in profile.depths:
         marginal = "" if d.marginal_per_slot is None else f"{d.marginal_per_slot:.3f}"
+        shared = formatting.share(d.share_at_or_below)
         line = (
             f"{d.k:>4}  {d.mean_distinct:>6.2f}  {d.distinct_fraction:>8.3f}  {marginal:>8}  "
-            f"{d.median:>6.1f}  {d.p10:>5.1f}  {d.p90:>5.1f}  {d.share_at_or_below:>6.1%}  "
+            f"{d.median:>6.1f}  {d.p10:>5.1f}  {d.p90:>5.1f}  {shared:>6}  "
             f"{d.short_queries:>5}"
         )
         if d.prompt_tokens is not None:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.eval import RunEvaluation
+from app.eval import RunEvaluation, formatting
 from app.eval.clusters import FEW, ClusterEvaluation
-from app.eval.depth_cost import DepthAdvice, format_ms
+from app.eval.depth_cost import DepthAdvice
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis
 
 
 def format_number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    return formatting.measure(value, missing="-")
+
+
+format_ms = formatting.ms
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -92,7 +95,7 @@ def render_clusters(clusters: Mapping[str, ClusterEvaluation]) -> str:
         [
             name,
             f"{c.median_unique:g}",
-            f"{100 * c.share_few:.0f}%",
+            formatting.share(c.share_few),
             format_number(c.cluster_recall),
             format_number(c.cluster_recall_micro),
         ]
@@ -121,17 +124,18 @@ def render_depth_cost(advice: Mapping[str, DepthAdvice]) -> str:
     ]
     for name, runs_advice in advice.items():
         sentences = ["", *runs_advice.sentences()]
+        gains: list[float | None] = [None, *(s.recall_gain for s in runs_advice.steps)]
         rows = [
             [
                 str(p.depth),
                 format_number(p.recall),
                 format_ms(p.cost_ms),
-                "-" if p.gain_per_ms is None else f"{p.gain_per_ms:.6f}",
+                formatting.rate(p.gain_per_ms, gain, missing="-"),
                 sentence,
             ]
-            for p, sentence in zip(runs_advice.points, sentences, strict=True)
+            for p, gain, sentence in zip(runs_advice.points, gains, sentences, strict=True)
         ]
-        header = ["depth", "R@depth", "cost (ms/query)", "R per added ms", "step"]
+        header = ["depth", "R@depth", "cost (ms/query)", "recall per added second", "step"]
         lines += ["", f"run {name}:", render_table(header, rows), f"  {runs_advice.advice()}"]
     return "\n".join(lines)
 

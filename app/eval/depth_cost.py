@@ -13,9 +13,10 @@ candidate and an optional retrieval p95 ``p(d)`` at each depth:
   recall on the curve, ``min{d : R(d) >= max R - tolerance}``.
 
 Edge cases, explicit: a cost of 0 or none means there is nothing to trade, so there is no
-advice (``advise_depth`` answers None); a flat step "buys nothing"; a step whose added time is
+advice (``advise_depth`` answers None); a step whose gain rounds to 0 (three decimals, as it is
+shown: app.eval.formatting) "buys nothing"; a step whose added time is
 not positive (a retrieval p95 that falls faster than the reranking cost grows) has no recall
-per millisecond (None). Pure: no import from the rest of the application.
+per millisecond (None). Pure: imports nothing of the application but its number formatting.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from app.eval import formatting
+from app.eval.formatting import ms as format_ms
 
 #: The default tolerance: a depth within 0.01 recall of the best is as good as the best.
 DEFAULT_TOLERANCE = 0.01
@@ -74,12 +78,6 @@ def fill_retrieval_p95(depths: list[int], measured: Mapping[int, float]) -> dict
     return filled
 
 
-def format_ms(value: float) -> str:
-    """Milliseconds as a person reads them: 31, 465, 0.31 (no float noise such as
-    31.000000000000004)."""
-    return f"{round(value, 2):g}"
-
-
 @dataclass(frozen=True, slots=True)
 class DepthCost:
     """One depth of the curve with its reranking cost (ms per query) and the recall gained
@@ -111,7 +109,7 @@ class DepthStep:
 
     def sentence(self) -> str:
         """ "depth 200 buys +0.030 R for +465 ms per query" (or "buys nothing")."""
-        bought = "nothing" if self.recall_gain <= _NOISE else f"+{self.recall_gain:.3f} R"
+        bought = formatting.gain(self.recall_gain)
         sign = "+" if self.added_ms >= 0 else "-"
         added = f"{sign}{format_ms(abs(self.added_ms))}"
         return f"depth {self.to_depth} buys {bought} for {added} ms per query"
@@ -146,12 +144,17 @@ class DepthAdvice:
                 f"depth still pays at {point.depth}, the deepest measured: R@{point.depth} = "
                 f"{point.recall:.3f} at {format_ms(point.cost_ms)} ms per query"
             )
+        further = max(deepest.recall - point.recall, 0.0)
+        bought = (
+            "and buys nothing"
+            if formatting.buys_nothing(further)
+            else f"for {formatting.gain(further)}"
+        )
         return (
             f"depth stops paying at {point.depth}: R@{point.depth} = {point.recall:.3f} is within "
             f"{self.tolerance:g} R of the best on the curve ({self.best_recall:.3f}) at "
             f"{format_ms(point.cost_ms)} ms per query; going to depth {deepest.depth} adds "
-            f"{format_ms(deepest.cost_ms - point.cost_ms)} ms for "
-            f"+{max(deepest.recall - point.recall, 0.0):.3f} R"
+            f"{format_ms(deepest.cost_ms - point.cost_ms)} ms {bought}"
         )
 
 

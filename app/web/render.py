@@ -17,10 +17,11 @@ from jinja2 import StrictUndefined, pass_context
 from jinja2.runtime import Context
 from jinja2_fragments.fastapi import Jinja2Blocks
 
+from app.eval import formatting
 from app.http.deps import Principal
 from app.migrate import resource_dir
 from app.models.triage_public import TriageContext
-from app.web import copy
+from app.web import copy, invalid_words
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +51,11 @@ TITLES = {
 }
 
 
-def _format_measure(value: float | None) -> str:
-    return "\N{EN DASH}" if value is None else f"{value:.4f}"
-
-
-templates.env.filters["measure"] = _format_measure
+# Numbers are formatted one way on the pages and in the terminal: app.eval.formatting.
+templates.env.filters["measure"] = formatting.measure
+templates.env.filters["share"] = formatting.share
+templates.env.filters["ms"] = formatting.ms
+templates.env.globals["rate"] = formatting.rate
 templates.env.filters["number"] = copy.number
 templates.env.filters["label"] = copy.label
 templates.env.filters["meaning"] = copy.meaning
@@ -283,12 +284,15 @@ def local_referer(request: Request) -> str | None:
 
 
 def _detail_lines(details: object) -> list[str]:
-    """Validation details as short lines ("query k: not a number"), never a long value."""
+    """Validation details as short sentences for people ("The run address must end in a
+    number (got "abc")."), never a long value."""
     if not isinstance(details, list):
         return []
     lines = []
     for item in details[:20]:
-        if isinstance(item, dict) and "msg" in item:
+        if isinstance(item, dict) and "type" in item and "loc" in item:
+            lines.append(invalid_words.sentence(item)[:200])
+        elif isinstance(item, dict) and "msg" in item:
             loc = [str(p) for p in item.get("loc", []) if p not in ("body",)]
             lines.append(f"{' '.join(loc)}: {item['msg']}"[:200])
     return lines

@@ -77,10 +77,10 @@ def test_every_status_is_a_page_and_an_htmx_fragment(
     url = golden_set(client)
     cases = [
         ("GET", "/golden-sets/999999", None, 404, "golden_set_not_found", "999999"),
-        ("GET", "/no/such/page", None, 404, "not_found", "Not Found"),
-        ("GET", "/runs/1/triages", None, 405, "method_not_allowed", "Method Not Allowed"),
-        ("GET", "/golden-sets/0", None, 422, "validation_error", "not valid"),
-        ("POST", "/golden-sets", {"name": "x"}, 422, "validation_error", "qrels"),
+        ("GET", "/no/such/page", None, 404, "not_found", "There is no page at this address"),
+        ("GET", "/runs/1/triages", None, 405, "method_not_allowed", "does not answer a GET"),
+        ("GET", "/golden-sets/0", None, 422, "validation_error", "a number of 1 or more"),
+        ("POST", "/golden-sets", {"name": "x"}, 422, "validation_error", "Choose a qrels file"),
         ("POST", "/runs/999999/triages", {"k": "1", "depth": "5"}, 404, "run_not_found", "999999"),
     ]
     for method, path, data, status, code, words in cases:

@@ -368,7 +368,9 @@ def test_link_controls_refuse_bad_values_as_pages(client: TestClient, golden_url
     assert client.get(f"{run_path}?k=5&depth=5&gain=").status_code == 200
     run_id = run_path.rsplit("/", 1)[1]
     compare = f"{golden_url}/compare?a={run_id}&b={run_id}"
-    assert client.get(f"{compare}&depth=").status_code == 200
+    itself = client.get(f"{compare}&depth=")
+    assert itself.status_code == 422
+    assert itself.headers["x-error-code"] == "same_run"
     refused = client.get(f"{compare}&depth=0")
     assert refused.status_code == 422
     assert refused.headers["x-error-code"] == "invalid_depth"

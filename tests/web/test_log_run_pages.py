@@ -12,6 +12,7 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
+from app.eval.formatting import share
 from app.models import Role
 from tests.support.log_runs import DEMO, demo_corpus, oracle, rankings, write_log_run
 from tests.support.service import ORIGIN, Account, get, login
@@ -92,7 +93,7 @@ def test_the_clusters_page_shows_the_oracles_figures(
             "median": f"{want['median']:g}",
             "p10": f"{want['p10']:g}",
             "p90": f"{want['p90']:g}",
-            "share_at_or_below": f"{want['share_at_or_below']:.4f}",
+            "share_at_or_below": share(want["share_at_or_below"]),
             "short_queries": str(want["short_queries"]),
             "prompt_tokens": f"{want['prompt_tokens']:.2f}",
             "daily_price": f"{want['daily_price']:.4f}",
@@ -155,7 +156,7 @@ def test_bad_controls_keep_the_entered_values(
         rankings(path.read_text()), demo_corpus(), ks=(10, 20, 30, 40, 50), threshold=4
     )
     first = _cells(page.select_one("#cluster-table tbody tr"))
-    assert first["share_at_or_below"] == f"{expected['depths'][0]['share_at_or_below']:.4f}"
+    assert first["share_at_or_below"] == share(expected["depths"][0]["share_at_or_below"])
     assert "daily_price" not in first
     assert page.select_one("#shown-values") is not None
 

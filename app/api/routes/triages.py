@@ -268,6 +268,7 @@ def _backlog_download(
         assert summary is not None
         content = backlog_service.as_json(items, ctx=ctx, summary=summary)
         media_type = "application/json"
+        headers["Content-Disposition"] = attachment(f"{name}.json")
     return Download(content, slot=slot, media_type=media_type, headers=headers)
 
 

@@ -16,6 +16,7 @@ from app.eval.depth_cost import DEFAULT_TOLERANCE, advise_depth
 from app.models import JUDGED, UNLABELLED, GoldenSet, Miss, MissState, Run, RunHead, Triage
 from app.models.runs import RunPublic
 from app.services.errors import Invalid
+from app.services.imports.clusters import require_judged
 from app.services.imports.golden_sets import eval_golden_set
 from app.services.imports.metrics import DepthCost, Metrics, depth_cost
 from app.services.imports.runs import evaluate_stored_run, list_runs, stored_ranking
@@ -252,6 +253,13 @@ class Comparison:
 def compare(*, session: Session, golden: GoldenSet, a: Run, b: Run, depth: int) -> Comparison:
     if a.golden_set_id != golden.id or b.golden_set_id != golden.id:
         raise Invalid("both runs must belong to the golden set", code="different_golden_sets")
+    for run in (a, b):
+        require_judged(run)  # a log run is refused for what it is, even compared with itself
+    if a.id == b.id:
+        raise Invalid(
+            f"run {a.name!r} was chosen twice: choose a second, different run to compare it with",
+            code="same_run",
+        )
     gold = eval_golden_set(session=session, golden=golden)
 
     def misses(run: Run) -> set[tuple[str, str]]:
