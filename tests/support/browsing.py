@@ -11,7 +11,13 @@ from typing import Any
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, expect
 
-from tests.support.demo_site import DemoProcess, DemoSite, add_disputes, describe
+from tests.support.demo_site import (
+    DemoProcess,
+    DemoSite,
+    add_disputes,
+    add_noted_miss,
+    describe,
+)
 from tests.support.product_pages import HTMX_BUSY, ProductPage, url_of
 
 ROLES = ("lead", "reviewer")
@@ -20,14 +26,19 @@ BLOCKING = ("serious", "critical")
 
 
 @contextmanager
-def prepared_demo(folder: Path, *, disputes: bool = True) -> Iterator[DemoSite]:
-    """The demo, with a disputed double-review triage unless ``disputes`` is False
-    (tests.support.demo_site)."""
+def prepared_demo(
+    folder: Path, *, disputes: bool = True, noted: bool | None = None
+) -> Iterator[DemoSite]:
+    """The demo, with a disputed double-review triage unless ``disputes`` is False, and a miss
+    labelled with a long note unless ``noted`` is False (by default: as ``disputes``, so the
+    page walks have both and a test of the demo's own queue neither; tests.support.demo_site)."""
     demo = DemoProcess(folder)
     try:
         site = describe(demo)
         if disputes:
             add_disputes(site)
+        if disputes if noted is None else noted:
+            add_noted_miss(site)
         yield site
     finally:
         demo.stop()
@@ -74,7 +85,8 @@ def open_page(
     viewport: ViewportSize | None = None,
 ) -> Page:
     """Open the page as ``role`` (at ``viewport``) and wait until it is ready and HTMX is
-    idle; a page the role may not see must be the product's 403 page."""
+    idle; a page the role may not see must be the product's 403 page (a page shown with an
+    error status of its own, such as a form's 422, is ready as its entry says)."""
     page = context.new_page()
     if viewport is not None:
         page.set_viewport_size(viewport)
@@ -82,7 +94,7 @@ def open_page(
     assert response is not None
     status = expected_status(entry, role)
     assert response.status == status, f"{entry.key} as {role}: {response.status}"
-    if status == 200:
+    if status == entry.status:
         expect(page.locator(entry.ready).first).to_be_attached()
     else:
         expect(page.locator(f'#error[data-status="{status}"]')).to_be_visible()

@@ -1,7 +1,8 @@
 """`misstriage demo` prepared so that every page of the product has something to show: the
 demo's own data, plus (through the JSON API, and the user service as the CLI would) a
 second reviewer and a triage with two reviewers per miss whose first misses are disputed, so
-the adjudication page has cards. Used by the accessibility, width and keyboard tests."""
+the adjudication page has cards, and a miss the lead labelled with a long note (its audit trail,
+the backlog and the export preview show it). Used by the accessibility, width and keyboard tests."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ from tests.support.service import make_settings
 SECOND_REVIEWER = ("reviewer2@demo.example.com", "second-review-pass")
 #: The admin the page walks log in as for the admin's pages (the demo makes none).
 ADMIN = ("admin@demo.example.com", "admin-demo-pass")
+#: The note of ``noted_miss_id``: long, with an address that has nowhere to break.
+NOTE = (
+    "The index was rebuilt on the 14th without the help-centre export; see "
+    "https://tracker.example.com/search-platform/issues/4821#reindex-without-help-centre-export"
+)
 #: How many misses of the double-review triage are left disputed (one per adjudication visit).
 DISPUTED = 4
 
@@ -55,6 +61,9 @@ class DemoSite:
     doc_id: str
     double_triage_id: int = 0
     admin: Account | None = None
+    #: A miss the lead labelled with a long note: its audit trail shows the note, and the
+    #: dashboard's export preview has an issue to show.
+    noted_miss_id: int = 0
 
 
 class DemoProcess:
@@ -152,6 +161,22 @@ def describe(demo: DemoProcess) -> DemoSite:
         doc_id=miss["doc_id"],
         admin=Account(*ADMIN),
     )
+
+
+def add_noted_miss(site: DemoSite) -> None:
+    """The lead labels the last open miss of the demo's triage with the long ``NOTE``: its
+    audit trail and the backlog show the note, the dashboard's export preview an issue."""
+    with api(site.url, site.database, site.lead.email) as lead:
+        misses = lead.get(f"/triages/{site.triage_id}/misses", params={"per_page": 1000})
+        opened = [m for m in misses.raise_for_status().json()["items"] if m["state"] == "open"]
+        noted = opened[-1]
+        if noted["id"] == site.miss_id:
+            raise RuntimeError("the demo has one open miss: none to label beside site.miss_id")
+        labelled = lead.post(
+            f"/misses/{noted['id']}/label",
+            json={"category": "not-indexed", "note": NOTE, "version": noted["version"]},
+        )
+        site.noted_miss_id = labelled.raise_for_status().json()["id"]
 
 
 def add_disputes(site: DemoSite) -> None:

@@ -103,6 +103,7 @@ class ProductPage:
             "doc_id": site.doc_id,
             "double_triage_id": site.double_triage_id,
             "other_run_id": site.other_run_id,
+            "noted_miss_id": site.noted_miss_id,
         }
 
         def fill(match: re.Match[str]) -> str:
@@ -120,6 +121,11 @@ class ProductPage:
 PAGES = [
     ProductPage("golden-sets", "golden_sets_page"),
     ProductPage("golden-set", "golden_set_page", ready="#runs-table"),
+    # the controls with an error message (k above depth) under one of them
+    ProductPage(
+        "golden-set-k-above-depth", "golden_set_page", query="k=100&depth=10", status=422,
+        ready=".field-error",
+    ),
     ProductPage("run", "run_page", swap=_type_search),
     ProductPage("run-clusters", "run_clusters_page", swap=_cluster_ks),
     ProductPage("compare", "compare_page", query="a={run_id}&b={other_run_id}"),
@@ -134,6 +140,8 @@ PAGES = [
         swap=_change_with_keys("#filter-sort"),
     ),
     ProductPage("miss", "miss_page"),
+    # a miss whose audit trail has a long note (tests.support.demo_site.NOTE)
+    ProductPage("miss-noted", "miss_page", ids={"miss_id": "noted_miss_id"}),
     ProductPage("review", "review_page", ready="#review .card[data-miss]", swap=_label_and_next),
     ProductPage(
         "adjudication", "adjudication_page", ids={"triage_id": "double_triage_id"},
