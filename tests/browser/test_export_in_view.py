@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.support.browsing import log_in, prepared_demo
+from tests.support.demo_site import api
 from tests.support.fake_tracker import TOKEN, serve
 
 
@@ -27,6 +28,13 @@ def test_a_push_answers_in_view_with_links_on_the_demos_port(
     monkeypatch.setenv("MISSTRIAGE_ALLOW_LOCAL_NETWORK", "true")
     try:
         with prepared_demo(tmp_path, disputes=False) as site:
+            # one labelled miss: one cause with a miss, so one issue to create
+            with api(site.url, site.database, site.lead.email) as lead:
+                miss = lead.post(f"/triages/{site.triage_id}/claim").raise_for_status().json()
+                lead.post(
+                    f"/misses/{miss['id']}/label",
+                    json={"category": "not-indexed", "note": "", "version": miss["version"]},
+                ).raise_for_status()
             context = log_in(browser, site, "lead", viewport={"width": 1280, "height": 800})
             page = context.new_page()
             page.goto(f"{site.url}/triages/{site.triage_id}")
