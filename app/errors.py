@@ -85,8 +85,15 @@ def _cookie_principal(request: Request) -> Principal | None:
             if user is None or user.must_change_password:  # the pages would not admit them
                 return None
             return Principal(user=user, via="cookie")
-    except Exception:  # the error page must not fail in turn: no user, then
-        log.warning("the error page could not look up the session", exc_info=True)
+    except Exception as exc:  # the error page must not fail in turn: no user, then
+        # one line, as the other handlers log the database's trouble (never a traceback)
+        orig = getattr(exc, "orig", None) or exc
+        first_line = (str(orig).strip().splitlines() or [""])[0]
+        log.warning(
+            "the error page could not look up the session: %s: %s",
+            type(orig).__name__,
+            first_line[:300],
+        )
         return None
 
 
