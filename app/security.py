@@ -1,9 +1,11 @@
-"""Secrets at rest: password hashes (argon2id), API tokens and session ids (sha256)."""
+"""Secrets at rest: password hashes (argon2id), API tokens and session ids (sha256); and
+secrets in view: a URL that carries one, as pages and answers show it."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import urllib.parse
 
 from argon2 import Parameters, PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -85,3 +87,23 @@ class CookieSigner:
         except BadSignature:
             return None
         return value if isinstance(value, str) else None
+
+
+#: What stands for the part of a URL a page does not show.
+ELIDED = "\N{HORIZONTAL ELLIPSIS}"
+
+
+def shown_url(url: str) -> str:
+    """A URL that may carry its secret in its path or query (a webhook's: Slack, Teams and
+    Discord put the token there), as a page shows it: scheme, host and port, the rest elided
+    ("https://hooks.example.com/…"). Credentials in the authority are dropped too."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return ELIDED
+    if ":" in host:
+        host = f"[{host}]"
+    rest = parts.path not in ("", "/") or parts.query or parts.fragment
+    return f"{parts.scheme}://{host}{port}/{ELIDED if rest else ''}"

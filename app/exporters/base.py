@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import httpx
 
 from app.exporters.outbound import AddressRefused
+from app.security import shown_url
 
 
 class Tracker(StrEnum):
@@ -57,6 +58,8 @@ class Request:
     #: Safe to send twice (an update, or a create the tracker deduplicates by a client key).
     #: A create that is not may have succeeded when its answer timed out: it is not retried.
     idempotent: bool = False
+    #: The URL itself is a secret (a webhook's): a dry run shows it as ``shown_url`` does.
+    secret_url: bool = False
 
     def redacted(self) -> dict[str, Any]:
         """The request as a dry run shows it: everything but the secrets."""
@@ -66,7 +69,8 @@ class Request:
         body: Any = self.json
         if body is None and self.content is not None:
             body = self.content.decode()
-        return {"method": self.method, "url": self.url, "headers": headers, "body": body}
+        url = shown_url(self.url) if self.secret_url else self.url
+        return {"method": self.method, "url": url, "headers": headers, "body": body}
 
 
 class TrackerError(Exception):

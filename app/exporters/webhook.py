@@ -34,7 +34,7 @@ def signed(
         "Idempotency-Key": idempotency_key,
         SIGNATURE_HEADER: signature(secret, body),
     }
-    return Request("POST", url, headers, content=body, idempotent=True)
+    return Request("POST", url, headers, content=body, idempotent=True, secret_url=True)
 
 
 class WebhookExporter:

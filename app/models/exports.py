@@ -92,7 +92,8 @@ class ExportResult(BaseModel):
 
 
 class ExportRequest(BaseModel):
-    """A request a dry run would send, exactly, with credentials masked."""
+    """A request a dry run would send, exactly, with credentials masked (and a webhook's URL
+    past its host: its path or query may be its secret)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -25,6 +25,7 @@ from app.eval.golden import QrelsReport
 from app.eval.hints import HINT_CAUSES
 from app.models.base import UTCDateTime, utcnow
 from app.readmodel import IsoDateTime, ReadModel, absent_when_none
+from app.security import shown_url
 
 #: The three causes of DESIGN.md, which the hints can suggest.
 DEFAULT_CAUSES = list(HINT_CAUSES)
@@ -114,7 +115,9 @@ class Document(SQLModel, table=True):
 
 
 class WebhookPublic(ReadModel):
-    """Where a golden set's events are posted (``url`` null: nowhere), and which."""
+    """Where a golden set's events are posted (``url`` null: nowhere), and which. The URL is
+    shown past its host elided ("https://hooks.example.com/…"): a webhook's path or query
+    often is its secret, and every reader of the golden set sees this."""
 
     url: str | None
     events: list[str]
@@ -169,7 +172,10 @@ class GoldenSetPublic(ReadModel):
         return cls.model_validate(
             {
                 **golden.model_dump(),
-                "webhook": {"url": golden.webhook_url, "events": golden.webhook_events},
+                "webhook": {
+                    "url": shown_url(golden.webhook_url) if golden.webhook_url else None,
+                    "events": golden.webhook_events,
+                },
             }
         )
 

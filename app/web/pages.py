@@ -301,9 +301,13 @@ def golden_set_settings(
     causes: Annotated[str, Form()] = "",
     webhook_url: Annotated[str, Form()] = "",
     webhook_events: Annotated[list[str] | None, Form()] = None,
+    webhook_remove: Annotated[bool, Form()] = False,
 ) -> Response:
-    """Rename or add causes (until labelling starts) and choose the webhook events."""
+    """Rename or add causes (until labelling starts) and choose the webhook events. The form
+    never shows the webhook's URL (it may be its secret): an empty field keeps the URL set,
+    a new one replaces it, ``webhook_remove`` turns the webhook off."""
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    typed = webhook_url.strip()
     try:
         wanted = [c.strip() for c in causes.split(",") if c.strip()]
         if wanted != list(golden.causes):
@@ -311,7 +315,7 @@ def golden_set_settings(
         events.configure(
             session=session,
             golden=golden,
-            url=webhook_url.strip() or None,
+            url=None if webhook_remove else (typed or golden.webhook_url),
             events=webhook_events or [],
             allow_local=request.app.state.settings.allow_local_network,
         )

@@ -17,6 +17,7 @@ from app.http.params import Id, Page, PerPage
 from app.models import OTHER, MissState
 from app.models.exports import ExportAction, ExportResult
 from app.models.triage_public import TriageContext
+from app.security import shown_url
 from app.services import queue
 from app.services.delivery import exports as export_service
 from app.services.errors import ServiceError
@@ -188,9 +189,10 @@ def _pushed_sentence(tracker: Tracker, target: str, results: list[ExportResult])
     created = count(ExportAction.CREATE)
     noun = "delivery" if tracker is Tracker.WEBHOOK else "issue"
     plural = "deliveries" if tracker is Tracker.WEBHOOK else "issues"
+    where = shown_url(target) if tracker is Tracker.WEBHOOK else target
     sentence = (
         f"Created {created} {noun if created == 1 else plural} on {REGISTRY[tracker].title} "
-        f"{target}, updated {count(ExportAction.UPDATE)}, "
+        f"{where}, updated {count(ExportAction.UPDATE)}, "
         f"{count(ExportAction.UNCHANGED)} unchanged"
     )
     failed = [r for r in results if r.action is ExportAction.FAILED]

@@ -177,6 +177,15 @@ def test_comparison_uses_labels_from_any_triage(
     assert row.select_one(".badge")["data-cause-color"] == "2"
 
 
+def session_golden_webhook(
+    client: TestClient, path: str, accounts: dict[Role, Account]
+) -> str | None:
+    """The golden set's webhook URL as the API answers it."""
+    golden = client.get(f"/api/v1{path}", headers=accounts[Role.LEAD].headers).json()
+    url: str | None = golden["webhook"]["url"]
+    return url
+
+
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_settings_panel_causes_and_webhook(
     client: TestClient, golden_url: str, accounts: dict[Role, Account]
@@ -188,20 +197,33 @@ def test_settings_panel_causes_and_webhook(
         follow_redirects=False,
         data={
             "causes": "stale-index, synonyms, chunking",
-            "webhook_url": "https://hooks.test/x",
+            "webhook_url": "https://hooks.test/T0/B0/secret-token",
             "webhook_events": ["triage.closed"],
         },
     )
     assert saved.status_code == 303
     golden = client.get(f"/api/v1{path}", headers=accounts[Role.LEAD].headers).json()
     assert golden["causes"] == ["stale-index", "synonyms", "chunking"]
-    assert golden["webhook"] == {"url": "https://hooks.test/x", "events": ["triage.closed"]}
-    soup = BeautifulSoup(client.get(path).text, "html.parser")
+    # The URL's path may be the hook's secret: shown past its host elided, here and on pages.
+    assert golden["webhook"] == {"url": "https://hooks.test/\u2026", "events": ["triage.closed"]}
+    html = client.get(path).text
+    assert "secret-token" not in html
+    soup = BeautifulSoup(html, "html.parser")
     assert soup.select_one('#settings input[name="causes"]')["value"] == (
         "stale-index, synonyms, chunking"
     )
+    assert soup.select_one('#settings input[name="webhook_url"]')["value"] == ""
     checked = [i["value"] for i in soup.select('#settings input[type="checkbox"][checked]')]
     assert checked == ["triage.closed"]
+    # Saved again with the field left empty (as the page shows it), the webhook is kept ...
+    kept = {"causes": "stale-index, synonyms, chunking", "webhook_url": ""}
+    assert client.post(f"{path}/settings", headers=ORIGIN, data=kept).status_code == 200
+    stored = session_golden_webhook(client, path, accounts)
+    assert stored == "https://hooks.test/\u2026"
+    # ... and "Remove the webhook" turns it off.
+    removed = {**kept, "webhook_remove": "true"}
+    assert client.post(f"{path}/settings", headers=ORIGIN, data=removed).status_code == 200
+    assert session_golden_webhook(client, path, accounts) is None
     bad = client.post(
         f"{path}/settings",
         headers=ORIGIN,

@@ -32,6 +32,7 @@ from app.models.exports import (
     ExportResult,
 )
 from app.models.triage_public import FinalCounts, TriageContext
+from app.security import shown_url
 from app.services.errors import Invalid
 from app.services.names import check_name
 from app.services.triage import backlog
@@ -312,10 +313,18 @@ def issue_link(row: Export) -> str:
     return "" if row.tracker == Tracker.WEBHOOK else row.url
 
 
+def shown_target(row: Export) -> str:
+    """The target as pages show it: a webhook's URL elided past its host (it may carry its
+    secret), every other tracker's (a repository, a project key) as it is."""
+    return shown_url(row.target) if row.tracker == Tracker.WEBHOOK else row.target
+
+
 def stored(*, session: Session, triage: Triage) -> list[ExportRecord]:
     """The tracker issues this triage was exported to."""
     return [
-        ExportRecord.of(row).model_copy(update={"url": issue_link(row)})
+        ExportRecord.of(row).model_copy(
+            update={"url": issue_link(row), "target": shown_target(row)}
+        )
         for row in session.exec(
             select(Export)
             .where(Export.triage_id == triage.id)
