@@ -4,13 +4,14 @@ figures of ``GET /api/v1/triages/{id}/agreement``."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from app.cli.service import ROW_ID, database, output_option
-from app.models.agreement_public import AgreementPublic
-from app.services.triage import agreement as agreement_service
-from app.services.triage import triages as triage_service
+
+if TYPE_CHECKING:
+    from app.models.agreement_public import AgreementPublic
 
 
 def agreement_table(found: AgreementPublic) -> str:
@@ -50,6 +51,9 @@ def agreement(triage_id: int, output: str) -> None:
     """How often the reviewers of a double-reviewed triage agreed: percent agreement,
     Cohen's kappa (two reviewers), Fleiss' kappa, Krippendorff's alpha, with 95% bootstrap
     intervals, per cause, and the confusion between causes."""
+    from app.services.triage import agreement as agreement_service
+    from app.services.triage import triages as triage_service
+
     with database() as session:
         ctx = triage_service.triage_context(session=session, triage_id=triage_id)
         found = agreement_service.triage_agreement(

@@ -22,13 +22,12 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
-from sqlalchemy.engine import URL, make_url
 
-from app.db import normalise_url
-from app.settings import get_settings
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 
 def _fail(message: str) -> NoReturn:
@@ -105,6 +104,8 @@ def find_pg_dump(explicit: str | None) -> Path | None:
 
 def libpq_url(url: URL) -> tuple[str, str | None]:
     """The URL for libpq (``postgresql://``, no driver, no password) and the password."""
+    from sqlalchemy.engine import URL
+
     password = url.password
     # Built anew: URL.set(password=None) leaves the password in place ("not given").
     plain = URL.create(
@@ -178,6 +179,11 @@ def _checked(output: Path) -> Path:
 def backup(output: Path | None, pg_dump: str | None) -> None:
     """Back the database up while the service runs (SQLite: online backup API; PostgreSQL:
     pg_dump, custom format). Prints the backup's path on stdout."""
+    from sqlalchemy.engine import make_url
+
+    from app.db import normalise_url
+    from app.settings import get_settings
+
     try:
         settings = get_settings()
     except ValueError as exc:

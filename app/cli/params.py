@@ -22,3 +22,20 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
+
+
+# The commands' choices and defaults, written out here: the modules that define them load
+# polars, SQLAlchemy or pydantic, and a command's --help imports none of them (under 0.3 s).
+# tests/cli/test_cli_help.py keeps each equal to its source.
+
+#: app.models.Role's values
+ROLES = ("reviewer", "lead", "admin")
+#: app.exporters.Tracker's values
+TRACKERS = ("github", "gitlab", "jira", "linear", "webhook")
+#: app.eval.Order's values
+ORDERS = ("trec_eval", "rank", "file")
+#: app.eval.conventions.DEFAULT_DEPTH and DEFAULT_K
+DEFAULT_DEPTH = 50
+DEFAULT_K = 10
+#: app.eval.values.INT32_MAX: the database's largest integer
+INT32_MAX = 2**31 - 1

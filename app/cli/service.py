@@ -7,32 +7,29 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from sqlmodel import Session, select
 
 from app.cli import workers as balanced_workers
-from app.cli.params import FiniteFloatRange
-from app.db import make_engine
-from app.eval import InputError, Order
-from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K, CutoffError, check_cutoffs
-from app.eval.sources import resolve_golden
-from app.eval.textio import decompression_limit
-from app.eval.values import INT32_MAX
-from app.exporters import Tracker
-from app.migrate import upgrade
-from app.models import JUDGED, LOG, AccountVia, GoldenSet, Role
-from app.models.exports import ExportAction
-from app.models.golden import GoldenSetPublic
-from app.models.runs import RunPublic
-from app.models.triage_public import Overlap, TriagePublic
-from app.services.accounts import users as user_service
-from app.services.errors import BadInput, Invalid, ServiceError
-from app.services.imports import golden_sets as golden_service
-from app.services.imports import runs as run_service
-from app.services.triage import triages as triage_service
-from app.settings import Settings, follow_listening, get_settings
+from app.cli.params import (
+    DEFAULT_DEPTH,
+    DEFAULT_K,
+    INT32_MAX,
+    ORDERS,
+    ROLES,
+    TRACKERS,
+    FiniteFloatRange,
+)
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from app.models import GoldenSet
+    from app.settings import Settings
+
+# The database, web and evaluation stacks are imported in the commands' bodies: a command's
+# --help loads click and this module alone (tests/cli/test_cli_help.py, benchmarks/cli_help.py).
 
 #: A row id option: within the database's integers, so a larger one is a usage error (exit 2).
 ROW_ID = click.IntRange(1, INT32_MAX)
@@ -46,16 +43,32 @@ def _fail(message: str, status: int = 1) -> NoReturn:
 
 
 def _settings() -> Settings:
+    from app.settings import get_settings
+
     try:
         return get_settings()
     except ValueError as exc:
         _fail(str(exc), 2)
 
 
+def upgrade(settings: Settings) -> None:
+    """Migrate the database to the latest schema (Alembic, imported only here)."""
+    from app.migrate import upgrade as migrate
+
+    migrate(settings)
+
+
 @contextmanager
 def database() -> Iterator[Session]:
     """A session on the migrated database; service errors become one line: exit 2 for bad
     input (a file, a value), 1 for the rest (a name taken, nothing found)."""
+    from sqlmodel import Session
+
+    from app.db import make_engine
+    from app.eval import InputError
+    from app.eval.textio import decompression_limit
+    from app.services.errors import BadInput, Invalid, ServiceError
+
     settings = _settings()
     upgrade(settings)
     engine = make_engine(settings)
@@ -108,6 +121,7 @@ def serve(host: str, port: int, workers: int, log_format: str | None, log_level:
 
     from app.http.protocol import PROTOCOL
     from app.observability import logging_config
+    from app.settings import follow_listening
 
     settings = _settings()
     # Unset, the public URL follows --host/--port (the workers inherit the environment).
@@ -168,10 +182,13 @@ def db_upgrade() -> None:
 @click.command("create-user")
 @click.option("--email", required=True)
 @click.option("--password", required=True, prompt=True, hide_input=True)
-@click.option("--role", type=click.Choice([r.value for r in Role]), required=True)
+@click.option("--role", type=click.Choice(ROLES), required=True)
 @click.option("--adjudicator", is_flag=True, help="May decide disputed double-review misses.")
 def create_user(email: str, password: str, role: str, adjudicator: bool) -> None:
     """Create an account (exit 1 if the email exists)."""
+    from app.models import AccountVia, Role
+    from app.services.accounts import users as user_service
+
     with database() as session:
         user = user_service.create_user(
             session=session,
@@ -189,6 +206,8 @@ def create_user(email: str, password: str, role: str, adjudicator: bool) -> None
 @click.option("--name", default="cli", show_default=True)
 def create_token(email: str, name: str) -> None:
     """Print a new API token for a user, alone on stdout (shown once)."""
+    from app.services.accounts import users as user_service
+
     with database() as session:
         user = user_service.get_user_by_email(session=session, email=email)
         issued = user_service.create_token(session=session, user=user, name=name)
@@ -225,6 +244,11 @@ def import_golden_set(
     output: str,
 ) -> None:
     """Import a golden set (all or nothing)."""
+    from app.eval import InputError
+    from app.eval.sources import resolve_golden
+    from app.models.golden import GoldenSetPublic
+    from app.services.imports import golden_sets as golden_service
+
     try:
         paths = resolve_golden(qrels, queries=queries, split=split)
     except InputError as exc:
@@ -248,6 +272,11 @@ def import_golden_set(
 
 
 def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
+    from sqlmodel import select
+
+    from app.models import GoldenSet
+    from app.services.imports import golden_sets as golden_service
+
     if ref.isascii() and ref.isdigit() and len(ref) <= 9:  # "²" is a digit to isdigit()
         return golden_service.get_golden_set(session=session, golden_set_id=int(ref))
     golden = session.exec(select(GoldenSet).where(GoldenSet.name == ref)).first()
@@ -261,9 +290,7 @@ def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
 @click.option("--name", required=True)
 @click.option("--run", "run_path", required=True, type=click.Path(path_type=Path))
 @click.option("--run-format", type=click.Choice(["trec", "jsonl"]))
-@click.option(
-    "--order", type=click.Choice([o.value for o in Order]), default="trec_eval", show_default=True
-)
+@click.option("--order", type=click.Choice(ORDERS), default="trec_eval", show_default=True)
 @click.option(
     "--log",
     "log_run",
@@ -282,6 +309,12 @@ def import_run(
     output: str,
 ) -> None:
     """Import a run into a golden set (all or nothing)."""
+    from app.eval import Order
+    from app.models import JUDGED, LOG
+    from app.models.runs import RunPublic
+    from app.services.imports import runs as run_service
+    from app.settings import get_settings
+
     with database() as session:
         golden = _golden_by_ref(session, golden_ref)
         run = run_service.import_run(
@@ -333,6 +366,11 @@ def triage(
 ) -> None:
     """Create a triage: every miss of the run at the depth, on a work queue; with
     ``--reviewers`` 2 or 3, a sample (``--fraction``, ``--seed``) gets that many reviewers."""
+    from app.eval.conventions import CutoffError, check_cutoffs
+    from app.models.triage_public import Overlap, TriagePublic
+    from app.services.imports import runs as run_service
+    from app.services.triage import triages as triage_service
+
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
@@ -358,7 +396,7 @@ def triage(
 
 @click.command("export")
 @click.option("--triage", "triage_id", required=True, type=ROW_ID)
-@click.option("--tracker", required=True, type=click.Choice([t.value for t in Tracker]))
+@click.option("--tracker", required=True, type=click.Choice(TRACKERS))
 @click.option(
     "--target",
     required=True,
@@ -369,7 +407,10 @@ def triage(
 def export(triage_id: int, tracker: str, target: str, dry_run: bool) -> None:
     """Push the triage's backlog to an issue tracker: one issue per cause, updated on the
     next export. Credentials come from the MISSTRIAGE_<TRACKER>_* settings."""
+    from app.exporters import Tracker
+    from app.models.exports import ExportAction
     from app.services.delivery import exports
+    from app.settings import get_settings
 
     with database() as session:
         outcome = exports.export(

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import click
 
+from app.cli.params import ROLES
 from app.cli.service import database
-from app.models import AccountVia, Role
-from app.services.accounts import life_cycle
-from app.services.accounts import users as user_service
 
 
 @click.command("user")
 @click.option("--email", required=True, help="The account's email.")
-@click.option("--role", type=click.Choice([r.value for r in Role]), help="Give it this role.")
+@click.option("--role", type=click.Choice(ROLES), help="Give it this role.")
 @click.option("--deactivate", is_flag=True, help="Refuse its logins, sessions and tokens.")
 @click.option("--reactivate", is_flag=True, help="Let it log in again (its tokens work again).")
 @click.option(
@@ -29,6 +27,10 @@ def user(
     """Change one account: exactly one of --role, --deactivate, --reactivate and
     --reset-password. Exit 1 for an unknown email or a change the rules refuse (the last
     active admin)."""
+    from app.models import AccountVia, Role
+    from app.services.accounts import life_cycle
+    from app.services.accounts import users as user_service
+
     chosen = [role is not None, deactivate, reactivate, reset_password]
     if sum(chosen) != 1:
         raise click.UsageError(

@@ -1,8 +1,11 @@
 """``misstriage --help`` lists the commands without importing them, and says of each what
-the command's own help says (SUMMARIES is kept equal to it here)."""
+the command's own help says (SUMMARIES is kept equal to it here). Each command's own --help
+loads neither the database nor the web stack (the choices and defaults written out in
+app/cli/params.py are kept equal to their sources here); benchmarks/cli_help.py times them."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -59,3 +62,120 @@ def test_the_listing_imports_no_command() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip().splitlines()[-1] == "IMPORTED:"
+
+
+#: What no command's --help may load: the database, the web stack, the models and services.
+HEAVY = (
+    "sqlalchemy",
+    "sqlmodel",
+    "alembic",
+    "polars",
+    "pyarrow",
+    "fastapi",
+    "starlette",
+    "app.models",
+    "app.services",
+    "app.db",
+)
+#: The offline commands import the evaluation package, and with it polars, at their module's
+#: top (under 0.2 s for their --help; importing polars there, with the collector off, is part
+#: of how `evaluate` starts fast): polars and pyarrow are allowed to them alone.
+EVALUATION = {"evaluate", "clusters"}
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command, and every subcommand of a group (``db upgrade``)."""
+    ctx = click.Context(main)
+    paths: list[tuple[str, ...]] = []
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        assert command is not None
+        paths.append((name,))
+        if isinstance(command, click.Group):
+            paths += [(name, sub) for sub in command.list_commands(click.Context(command))]
+    return paths
+
+
+HELP_PROBE = """
+import json, sys
+from app.cli import main
+try:
+    main([*sys.argv[1:], "--help"], prog_name="misstriage")
+    status = 0
+except SystemExit as exc:
+    status = exc.code
+print("PROBE:" + json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=" ".join)
+def test_a_commands_help_loads_no_heavy_module(path: tuple[str, ...]) -> None:
+    """As the console script runs it (``misstriage = app.cli:main``), in a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-c", HELP_PROBE, *path],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    text, _, probe = done.stdout.rpartition("PROBE:")
+    found = json.loads(probe)
+    assert found["status"] == 0, done.stderr
+    assert f"Usage: misstriage {' '.join(path)} [OPTIONS]" in text
+    forbidden = HEAVY
+    if path[0] in EVALUATION:
+        forbidden = tuple(m for m in HEAVY if m not in ("polars", "pyarrow"))
+    loaded = [
+        m for m in found["modules"] if any(m == h or m.startswith(h + ".") for h in forbidden)
+    ]
+    assert loaded == [], f"misstriage {' '.join(path)} --help loads {loaded[:10]}"
+
+
+def test_every_command_is_probed() -> None:
+    paths = _command_paths()
+    assert {p[0] for p in paths} == set(COMMANDS)
+    assert ("db", "upgrade") in paths
+
+
+def test_the_written_out_choices_and_defaults_are_their_sources() -> None:
+    from app.cli import params
+    from app.eval import Order
+    from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K
+    from app.eval.values import INT32_MAX
+    from app.exporters import Tracker
+    from app.models import Role
+
+    assert tuple(r.value for r in Role) == params.ROLES
+    assert tuple(t.value for t in Tracker) == params.TRACKERS
+    assert tuple(o.value for o in Order) == params.ORDERS
+    assert params.DEFAULT_DEPTH == DEFAULT_DEPTH
+    assert params.DEFAULT_K == DEFAULT_K
+    assert params.INT32_MAX == INT32_MAX
+
+
+def test_the_commands_offer_the_choices() -> None:
+    """The options that take the written-out values (a choice dropped from an option, or a
+    default, would show here)."""
+    from app.cli import service, users
+
+    def option(command: click.Command, name: str) -> click.Parameter:
+        return next(p for p in command.params if p.name == name)
+
+    def choices(command: click.Command, name: str) -> tuple[str, ...]:
+        kind = option(command, name).type
+        assert isinstance(kind, click.Choice)
+        return tuple(kind.choices)
+
+    assert (
+        choices(service.create_user, "role")
+        == choices(users.user, "role")
+        == ("reviewer", "lead", "admin")
+    )
+    assert choices(service.export, "tracker") == ("github", "gitlab", "jira", "linear", "webhook")
+    assert choices(service.import_run, "order") == ("trec_eval", "rank", "file")
+    assert option(service.triage, "depth").default == 50
+    assert option(service.triage, "k").default == 10
+    row_id = option(service.triage, "run_id").type
+    assert isinstance(row_id, click.IntRange)
+    assert row_id.max == 2**31 - 1
