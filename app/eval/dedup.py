@@ -1,0 +1,387 @@
+"""Near-duplicate detection over a BEIR corpus: where cluster ids come from (DESIGN.md).
+
+Pipeline (``detect``; ``detect_corpus`` reads a ``corpus.jsonl``):
+
+1. Each document's ``text`` is normalised and cut into word shingles (``app.eval.dedup_text``:
+   NFKC, case folded, hyphenation at line breaks joined, punctuation removed, white space
+   collapsed; word 5-grams hashed to 64-bit integers, kept as sorted unique ``uint64`` arrays,
+   never as Python sets of strings). The title is not shingled (chunks of one paper share it).
+   A document with no word is never a candidate.
+2. MinHash signatures of ``num_perm`` 32-bit values, from the shingle hashes, by ``rensa``
+   (``RMinHash.digest_matrix_from_flat_token_hashes``, seeded by ``seed``): the library chosen
+   by measurement (``benchmarks/dedup.py``: same corpus, same shingles, against datasketch's
+   MinHash + MinHashLSH and rensa's own RMinHashLSH index).
+3. LSH candidate search: the first ``bands * rows`` signature values cut into ``bands`` bands
+   of ``rows`` values; two documents are a candidate pair when they agree on every value of at
+   least one band. For a pair of Jaccard similarity s, P(candidate) = 1 - (1 - s^r)^b (the
+   S-curve), whose 50% point is about (1/b)^(1/r). Unless given, ``choose_bands`` picks the
+   largest r (fewest false candidates) with b = num_perm // r such that (1/b)^(1/r) <=
+   threshold - near: the S-curve is past half already at the bottom of the near-threshold band
+   that calibration samples. Default J = 0.8, num_perm = 128, near = 0.2 -> b = 25, r = 5:
+   50% point 0.525, P(candidate) = 0.99995 at s = 0.8, 0.99 at 0.7, 0.87 at 0.6, 0.06 at 0.3.
+   A bucket of more than ``max_bucket`` documents (many copies of one text) yields the pairs of
+   its first member with each other member only (enough for the clusters; counted in stats).
+4. Every candidate pair is verified by its exact Jaccard similarity (the similarity the
+   threshold names): |A & B| / |A | B| of the two shingle arrays. Every verified pair is kept
+   with its similarity, those below the threshold included (calibration samples them by band).
+5. Clusters: connected components (union-find) of the pairs with similarity >= threshold, so
+   a-b and b-c put a, b and c in one cluster. Only components of two or more documents are
+   clusters; a document without a copy gets no cluster id (it is its own cluster).
+   Cluster id: ``"c"`` + the first 16 hex digits of BLAKE2b-64 of the smallest member doc id
+   (code-point order): stable, deterministic, fixed length, whatever the corpus order.
+
+``write_clustered_corpus`` writes the corpus back, streaming line by line: every document with
+all its fields, plus ``cluster_id`` on the documents that have a copy (others as read).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from hashlib import blake2b
+from importlib.metadata import version as _version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import rensa  # type: ignore[import-untyped]  # no stubs, no py.typed
+
+from app.eval.dedup_text import U64, Shingler, jaccard, normalise
+from app.eval.jsonl import read_corpus
+from app.eval.textio import plain_file
+
+__all__ = [
+    "DedupParams",
+    "DedupResult",
+    "DedupStats",
+    "SimilarPair",
+    "choose_bands",
+    "cluster_id_for",
+    "detect",
+    "detect_corpus",
+    "jaccard",
+    "normalise",
+    "s_curve",
+    "write_clustered_corpus",
+]
+
+BATCH = 4096
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def s_curve(similarity: float, bands: int, rows: int) -> float:
+    """P(a pair of this Jaccard similarity is a candidate) = 1 - (1 - s^r)^b."""
+    return 1.0 - (1.0 - similarity**rows) ** bands
+
+
+def choose_bands(threshold: float, num_perm: int, near: float = 0.2) -> tuple[int, int]:
+    """(bands, rows): the largest r, b = num_perm // r, whose 50% point (1/b)^(1/r) is at or
+    below ``threshold - near`` (r = 1 when none is)."""
+    target = threshold - near
+    for rows in range(num_perm, 0, -1):
+        bands = num_perm // rows
+        if (1.0 / bands) ** (1.0 / rows) <= target:
+            return bands, rows
+    return num_perm, 1
+
+
+@dataclass(frozen=True, slots=True)
+class DedupParams:
+    """What a detector run was asked; ``resolved()`` fills bands and rows."""
+
+    threshold: float = 0.8
+    num_perm: int = 128
+    bands: int | None = None
+    rows: int | None = None
+    shingle_size: int = 5
+    seed: int = 1
+    near: float = 0.2
+    max_bucket: int = 100
+
+    def resolved(self) -> DedupParams:
+        if not 0.0 < self.threshold <= 1.0:
+            raise ValueError("the threshold must be in (0, 1]")
+        if self.bands is None or self.rows is None:
+            bands, rows = choose_bands(self.threshold, self.num_perm, self.near)
+            bands = self.bands or (self.num_perm // (self.rows or rows))
+            rows = self.rows or (self.num_perm // bands)
+        else:
+            bands, rows = self.bands, self.rows
+        if bands < 1 or rows < 1 or bands * rows > self.num_perm:
+            raise ValueError(f"bands x rows ({bands} x {rows}) must fit in num_perm")
+        return DedupParams(
+            self.threshold, self.num_perm, bands, rows, self.shingle_size, self.seed,
+            self.near, self.max_bucket,
+        )  # fmt: skip
+
+    @property
+    def midpoint(self) -> float:
+        """The S-curve's 50% point, (1/b)^(1/r)."""
+        bands, rows = self.shape()
+        return float((1.0 / bands) ** (1.0 / rows))
+
+    def shape(self) -> tuple[int, int]:
+        """(bands, rows), resolved."""
+        p = self.resolved()
+        return p.bands or 1, p.rows or 1
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarPair:
+    """A verified candidate pair (doc_a < doc_b) and its exact Jaccard similarity."""
+
+    doc_a: str
+    doc_b: str
+    similarity: float
+
+
+@dataclass(slots=True)
+class DedupStats:
+    documents: int = 0
+    shingled: int = 0  # documents with at least one shingle
+    short: int = 0  # 1 to shingle_size - 1 words: one shingle
+    candidates: int = 0  # distinct candidate pairs, each verified
+    pairs_at_threshold: int = 0  # verified similarity >= threshold
+    near_pairs: int = 0  # threshold - near <= similarity < threshold
+    clusters: int = 0
+    clustered_documents: int = 0
+    largest_cluster: int = 0
+    capped_buckets: int = 0
+    parameters: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class DedupResult:
+    pairs: list[SimilarPair]
+    clusters: dict[str, list[str]]  # cluster id -> member doc ids (sorted)
+    stats: DedupStats
+    params: DedupParams
+
+    def cluster_of(self) -> dict[str, str]:
+        """doc id -> cluster id, for the documents that have a copy."""
+        return {doc: cid for cid, members in self.clusters.items() for doc in members}
+
+
+def cluster_id_for(members: Iterable[str]) -> str:
+    """ "c" + 16 hex digits of BLAKE2b-64 of the smallest member id."""
+    smallest = min(members)
+    return "c" + blake2b(smallest.encode("utf-8"), digest_size=8).hexdigest()
+
+
+class _Store:
+    """Shingle sets of the shingled documents, per batch (no concatenation of the whole)."""
+
+    def __init__(self) -> None:
+        self.flats: list[U64] = []
+        self.offsets: list[npt.NDArray[np.int64]] = []
+        self.first: list[int] = []  # the shingled index of each batch's first document
+        self.count = 0
+
+    def add(self, flat: U64, offsets: npt.NDArray[np.int64]) -> None:
+        self.flats.append(flat)
+        self.offsets.append(offsets)
+        self.first.append(self.count)
+        self.count += offsets.size - 1
+
+    def get(self, index: int) -> U64:
+        batch = bisect.bisect_right(self.first, index) - 1
+        local = index - self.first[batch]
+        off = self.offsets[batch]
+        return self.flats[batch][off[local] : off[local + 1]]
+
+
+def _band_keys(signatures: npt.NDArray[np.uint32], bands: int, rows: int) -> U64:
+    """One 64-bit key per (document, band): a mix of the band's r values."""
+    sig = signatures[:, : bands * rows].astype(np.uint64).reshape(-1, bands, rows)
+    key = np.zeros(sig.shape[:2], dtype=np.uint64)
+    for k in range(rows):
+        key = (key ^ sig[:, :, k]) * _MIX
+    mixed: U64 = key ^ (key >> np.uint64(29))
+    return mixed
+
+
+def _candidates(keys: U64, max_bucket: int, stats: DedupStats) -> npt.NDArray[np.int64]:
+    """Distinct candidate pairs (i < j, shingled indices) encoded as i * n + j."""
+    n = keys.shape[0]
+    found: list[npt.NDArray[np.int64]] = []
+    for band in range(keys.shape[1]):
+        column = keys[:, band]
+        order = np.argsort(column, kind="stable").astype(np.int64)
+        ordered = column[order]
+        new = np.ones(n, dtype=bool)
+        new[1:] = ordered[1:] != ordered[:-1]
+        group = np.cumsum(new) - 1
+        sizes = np.bincount(group)
+        size_at = sizes[group]
+        small = size_at <= max_bucket
+        for d in range(1, min(int(sizes.max(initial=1)), max_bucket)):
+            same = (group[:-d] == group[d:]) & small[:-d]
+            if not same.any():
+                break
+            a, b = order[:-d][same], order[d:][same]
+            found.append(np.minimum(a, b) * n + np.maximum(a, b))
+        big = np.nonzero(sizes > max_bucket)[0]
+        stats.capped_buckets += int(big.size)
+        starts = np.nonzero(new)[0]
+        for g in big.tolist():
+            members = np.sort(order[starts[g] : starts[g] + sizes[g]])
+            found.append(members[0] * n + members[1:])
+    if not found:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate(found))
+
+
+def _components(n: int, edges: list[tuple[int, int]]) -> dict[int, list[int]]:
+    parent = list(range(n))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = {}
+    for a, b in edges:
+        for x in (a, b):
+            groups.setdefault(root(x), []).append(x)
+    return {r: sorted(set(m)) for r, m in groups.items()}
+
+
+def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = None) -> DedupResult:
+    """Near-duplicates among ``documents`` ((doc id, text) pairs, ids distinct): the verified
+    candidate pairs, the clusters and the stats (see the module docstring)."""
+    p = (params or DedupParams()).resolved()
+    n_bands, n_rows = p.shape()
+    stats = DedupStats(
+        parameters={
+            "threshold": p.threshold, "num_perm": p.num_perm, "bands": p.bands, "rows": p.rows,
+            "s_curve_midpoint": round(p.midpoint, 4), "shingle_size": p.shingle_size,
+            "seed": p.seed, "near": p.near, "max_bucket": p.max_bucket,
+            "minhash": f"rensa {_version('rensa')}",
+            "cluster_id": "c + blake2b-64 hex of the smallest member id",
+        }
+    )  # fmt: skip
+    seconds = {"shingles": 0.0, "signatures": 0.0, "candidates": 0.0, "verify": 0.0}
+    shingler = Shingler(p.shingle_size)
+    store = _Store()
+    ids: list[str] = []  # shingled documents' ids, by shingled index
+    seen: set[str] = set()
+    keys: list[U64] = []
+    start = time.perf_counter()
+
+    def flush(batch_ids: list[str], texts: list[str]) -> None:
+        t0 = time.perf_counter()
+        flat, offsets = shingler.batch(texts)
+        lengths = np.diff(offsets)
+        keep = np.nonzero(lengths > 0)[0]
+        if keep.size < len(texts):  # drop the empty documents, renumber the rest
+            flat = np.concatenate([flat[offsets[i] : offsets[i + 1]] for i in keep.tolist()])
+            offsets = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
+        ids.extend(batch_ids[i] for i in keep.tolist())
+        store.add(flat, offsets)
+        t1 = time.perf_counter()
+        seconds["shingles"] += t1 - t0
+        if keep.size:
+            matrix = rensa.RMinHash.digest_matrix_from_flat_token_hashes(
+                flat, offsets, p.num_perm, p.seed
+            )
+            signatures = np.array(matrix.to_rows(), dtype=np.uint32)
+            keys.append(_band_keys(signatures, n_bands, n_rows))
+        seconds["signatures"] += time.perf_counter() - t1
+
+    batch_ids: list[str] = []
+    texts: list[str] = []
+    for doc_id, text in documents:
+        if doc_id in seen:
+            raise ValueError(f"document {doc_id!r} appears twice")
+        seen.add(doc_id)
+        stats.documents += 1
+        batch_ids.append(doc_id)
+        texts.append(text)
+        if len(texts) == BATCH:
+            flush(batch_ids, texts)
+            batch_ids, texts = [], []
+    if texts:
+        flush(batch_ids, texts)
+    stats.shingled = len(ids)
+    t0 = time.perf_counter()
+    all_keys = np.concatenate(keys) if keys else np.zeros((0, n_bands), dtype=np.uint64)
+    encoded = _candidates(all_keys, p.max_bucket, stats)
+    del all_keys
+    keys.clear()
+    seconds["candidates"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    n = len(ids)
+    pairs: list[SimilarPair] = []
+    edges: list[tuple[int, int]] = []
+    low = p.threshold - p.near
+    for code in encoded.tolist():
+        i, j = divmod(code, n)
+        sim = jaccard(store.get(i), store.get(j))
+        a, b = (ids[i], ids[j]) if ids[i] < ids[j] else (ids[j], ids[i])
+        pairs.append(SimilarPair(a, b, sim))
+        if sim >= p.threshold:
+            edges.append((i, j))
+        elif sim >= low:
+            stats.near_pairs += 1
+    pairs.sort(key=lambda pair: (pair.doc_a, pair.doc_b))
+    seconds["verify"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    clusters: dict[str, list[str]] = {}
+    for members in _components(n, edges).values():
+        names = sorted(ids[m] for m in members)
+        clusters[cluster_id_for(names)] = names
+    clusters = dict(sorted(clusters.items(), key=lambda item: item[1][0]))
+    seconds["clusters"] = time.perf_counter() - t0
+    seconds["total"] = time.perf_counter() - start
+    stats.short = shingler.short
+    stats.candidates = len(pairs)
+    stats.pairs_at_threshold = len(edges)
+    stats.clusters = len(clusters)
+    stats.clustered_documents = sum(len(m) for m in clusters.values())
+    stats.largest_cluster = max((len(m) for m in clusters.values()), default=0)
+    stats.seconds = {k: round(v, 4) for k, v in seconds.items()}
+    return DedupResult(pairs=pairs, clusters=clusters, stats=stats, params=p)
+
+
+def corpus_texts(path: Path) -> Iterator[tuple[str, str]]:
+    """(doc id, text) of a BEIR corpus.jsonl (or .gz), streamed."""
+    for record in read_corpus(path):
+        yield record.doc_id, record.text
+
+
+def detect_corpus(path: Path, params: DedupParams | None = None) -> DedupResult:
+    """``detect`` over a BEIR ``corpus.jsonl``."""
+    return detect(corpus_texts(path), params)
+
+
+def write_clustered_corpus(corpus: Path, out: Path, cluster_of: Mapping[str, str]) -> int:
+    """Write ``corpus`` to ``out`` line by line: each document with all its fields, plus
+    ``cluster_id`` for those in ``cluster_of`` (the others byte for byte as read). Returns the
+    number of documents given a cluster id."""
+    given = 0
+    with plain_file(corpus) as plain, plain.open("rb") as source, out.open("wb") as sink:
+        for raw in source:
+            if not raw.strip():
+                continue
+            obj = json.loads(raw)
+            cid = cluster_of.get(str(obj.get("_id")))
+            if cid is None:
+                sink.write(raw if raw.endswith(b"\n") else raw + b"\n")
+                continue
+            obj["cluster_id"] = cid
+            sink.write(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
+            given += 1
+    return given
