@@ -32,8 +32,10 @@ import numpy.typing as npt
 
 U64 = npt.NDArray[np.uint64]
 
-_HYPHEN_BREAK = re.compile(r"(?<=[^\W_])[-\u2010\u2011][ \t]*\r?\n[ \t]*(?=[^\W_])")
+# The hyphen first (a fast scan for it), then the letter or digit before it, looked behind.
+_HYPHEN_BREAK = re.compile(r"[-\u2010\u2011](?<=[^\W_].)[ \t]*\r?\n[ \t]*(?=[^\W_])")
 _PUNCTUATION = re.compile(r"[^\w\s]|_")
+_ASCII_PUNCTUATION = {c: " " for c in range(128) if _PUNCTUATION.match(chr(c))}
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _F1 = np.uint64(0xBF58476D1CE4E5B9)
 _F2 = np.uint64(0x94D049BB133111EB)
@@ -44,9 +46,31 @@ _MASK = (1 << 64) - 1
 def normalise(text: str) -> str:
     """The text as shingled: NFKC, case folded, hyphenation at line breaks joined,
     punctuation removed, white space collapsed to single spaces (no leading/trailing)."""
+    return " ".join(_clean(text).split())
+
+
+def normalise_slowly(text: str) -> str:
+    """``normalise`` without the ASCII fast path (what the fast path must equal)."""
     text = unicodedata.normalize("NFKC", text).casefold().replace("\u00ad", "")
     text = _HYPHEN_BREAK.sub("", text)
     return " ".join(_PUNCTUATION.sub(" ", text).split())
+
+
+def _clean(text: str) -> str:
+    # ASCII text: NFKC is the identity, casefold is lower, punctuation is a translate table
+    if text.isascii():
+        text = text.lower()
+    else:
+        text = unicodedata.normalize("NFKC", text).casefold().replace("\u00ad", "")
+    if "\n" in text and ("-" in text or "\u2010" in text or "\u2011" in text):
+        text = _HYPHEN_BREAK.sub("", text)
+    if text.isascii():
+        return text.translate(_ASCII_PUNCTUATION)
+    return _PUNCTUATION.sub(" ", text)
+
+
+def _word_hash(word: str) -> int:
+    return int.from_bytes(blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 def _finalise(h: U64) -> U64:
@@ -65,27 +89,29 @@ class Shingler:
         if size < 1:
             raise ValueError("the shingle size must be at least 1")
         self.size = size
-        self._words: dict[str, int] = {}
+        self._words: dict[str, int] = {}  # word -> its 64-bit hash (BLAKE2b)
         self.short = 0  # documents of 1 to size - 1 words seen
-
-    def _word(self, word: str) -> int:
-        value = int.from_bytes(blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-        self._words[word] = value
-        return value
 
     def batch(self, texts: Sequence[str]) -> tuple[U64, npt.NDArray[np.int64]]:
         """The shingle sets of ``texts``: one flat ``uint64`` array and offsets (length
         ``len(texts) + 1``); document i's sorted unique shingles are
         ``flat[offsets[i]:offsets[i + 1]]`` (empty for an empty document)."""
         size = self.size
-        get = self._words.get
-        word = self._word
+        lookup = self._words.__getitem__
         hashes: list[int] = []
         lengths = np.zeros(len(texts), dtype=np.int64)
         for i, text in enumerate(texts):
-            words = normalise(text).split()
+            words = _clean(text).split()
             lengths[i] = len(words)
-            hashes.extend([get(w) or word(w) for w in words])
+            mark = len(hashes)
+            try:
+                hashes.extend(map(lookup, words))  # a plain dict's look-up: the fast path
+            except KeyError:
+                del hashes[mark:]
+                for w in words:
+                    if w not in self._words:
+                        self._words[w] = _word_hash(w)
+                hashes.extend(map(lookup, words))
         flat_words = np.array(hashes, dtype=np.uint64)
         count = len(texts)
         starts = np.zeros(count + 1, dtype=np.int64)
@@ -114,8 +140,14 @@ class Shingler:
             parts_d.append(short)
         all_h = np.concatenate(parts_h)
         all_d = np.concatenate(parts_d)
-        order = np.lexsort((all_h, all_d))
-        all_h, all_d = all_h[order], all_d[order]
+        if short.size:  # the short documents' shingles to their place: by document
+            by_doc = np.argsort(all_d, kind="stable")
+            all_h, all_d = all_h[by_doc], all_d[by_doc]
+        bounds = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(np.bincount(all_d, minlength=count), out=bounds[1:])
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            if hi - lo > 1:
+                all_h[lo:hi].sort()  # in place, one document at a time (a lexsort is slower)
         keep = np.ones(all_h.size, dtype=bool)
         if all_h.size > 1:
             keep[1:] = (all_h[1:] != all_h[:-1]) | (all_d[1:] != all_d[:-1])
