@@ -30,6 +30,7 @@ the app.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import resource
 import statistics
@@ -207,6 +208,9 @@ def main() -> int:
     from tests.support.dupe_corpus import make_corpus, pair_quality
 
     pipelines = [name for name in args.pipelines.split(",") if name]
+    if "datasketch" in pipelines and importlib.util.find_spec("datasketch") is None:
+        print("datasketch is not installed: uv pip install --python .venv/bin/python datasketch")
+        return 1
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         originals = round(args.docs * (1 - args.copy_share))

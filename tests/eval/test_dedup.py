@@ -22,7 +22,7 @@ from app.eval.dedup import (
     s_curve,
     write_clustered_corpus,
 )
-from app.eval.dedup_text import Shingler, jaccard, normalise
+from app.eval.dedup_text import Shingler, jaccard, normalise, normalise_slowly
 from tests.support.dupe_corpus import (
     KINDS,
     Writer,
@@ -186,6 +186,14 @@ def test_connected_components_chain() -> None:
 )
 def test_normalisation(raw: str, expected: str) -> None:
     assert normalise(raw) == expected
+
+
+def test_the_ascii_fast_path_normalises_as_the_full_rules() -> None:
+    rng = random.Random(2)
+    alphabet = "ab Z9 -\n\t\r_.,;'\x00\x7f\u2010\u2011\u00ad\u00e9\ufb01\uff21\u00df"
+    for _ in range(5000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 30)))
+        assert normalise(text) == normalise_slowly(text), repr(text)
 
 
 def test_normalisation_makes_layout_copies_identical() -> None:
