@@ -19,6 +19,7 @@ from app import __version__
 COMMANDS = {
     "evaluate": "app.cli.evaluate:evaluate",
     "clusters": "app.cli.clusters:clusters",
+    "dedup": "app.cli.dedup:dedup",
     "demo": "app.cli.demo:demo",
     "serve": "app.cli.service:serve",
     "db": "app.cli.service:db",
@@ -55,6 +56,11 @@ SUMMARIES = {
     "create-token": "Print a new API token for a user, alone on stdout (shown once).",
     "create-user": "Create an account (exit 1 if the email exists).",
     "db": "Database schema commands.",
+    "dedup": (
+        "Find near-duplicate documents of a corpus (MinHash LSH candidates, each verified by "
+        "its exact Jaccard similarity, clusters as connected components) and write the corpus "
+        "again with a shared cluster_id on every document that has a copy."
+    ),
     "demo": "Set up the demo (accounts, a golden set, three runs, a triage) and serve it.",
     "evaluate": (
         "Evaluate runs against a golden set: recall@k, recall@depth, nDCG@k, micro recall, "

@@ -15,7 +15,7 @@ import sys
 
 import grimp
 
-ALLOWED_LIBRARIES = {"polars", "Stemmer", "numpy", "krippendorff", "statsmodels"}
+ALLOWED_LIBRARIES = {"polars", "Stemmer", "numpy", "krippendorff", "statsmodels", "rensa"}
 
 
 def _imports_of_eval() -> set[str]:
