@@ -8,7 +8,7 @@ import os
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.eval.textio import DecompressionLimit
@@ -24,8 +24,8 @@ PUBLIC_URL_VARIABLE = "MISSTRIAGE_PUBLIC_URL"
 
 
 class Settings(BaseSettings):
-    """Every setting, with its environment variable. ``DATABASE_URL`` has no prefix (API.md);
-    the others start with ``MISSTRIAGE_``."""
+    """Every setting, with its environment variable. ``DATABASE_URL`` has no prefix (API.md;
+    ``MISSTRIAGE_DATABASE_URL`` is read too); the others start with ``MISSTRIAGE_``."""
 
     # hide_input_in_errors: a refused value may hold a secret (a token in a URL).
     model_config = SettingsConfigDict(
@@ -33,8 +33,11 @@ class Settings(BaseSettings):
     )
 
     environment: Literal["development", "production", "test"] = "development"
+    #: ``DATABASE_URL`` (API.md), or ``MISSTRIAGE_DATABASE_URL`` as every other setting is
+    #: named (the first found wins, in that order).
     database_url: str = Field(
-        default="sqlite:///./var/misstriage.db", validation_alias="DATABASE_URL"
+        default="sqlite:///./var/misstriage.db",
+        validation_alias=AliasChoices("DATABASE_URL", "MISSTRIAGE_DATABASE_URL"),
     )
     #: Signs session cookies. Outside development it must be set (and not the default).
     secret_key: str = DEVELOPMENT_SECRET

@@ -163,6 +163,18 @@ def reranking_cost(depth: int, cost_per_candidate_ms: float, p95_ms: float = 0.0
     return depth * cost_per_candidate_ms + p95_ms
 
 
+def cost_at(
+    depth: int,
+    cost_per_candidate_ms: float,
+    retrieval_p95_ms: Mapping[int, float] | None = None,
+) -> float:
+    """The time one query spends at ``depth`` (``reranking_cost``), the retrieval p95 filled
+    in at that depth as the curve's are (``fill_retrieval_p95``): what the runs table shows
+    beside the curve's costs, so the two never differ."""
+    p95 = fill_retrieval_p95([depth], retrieval_p95_ms)[depth] if retrieval_p95_ms else 0.0
+    return reranking_cost(depth, cost_per_candidate_ms, p95)
+
+
 def advise_depth(
     curve: Mapping[int, float],
     *,

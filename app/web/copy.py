@@ -55,6 +55,25 @@ def number(value: int | float | None, digits: int = 0) -> str:
     return f"{round(value):,}"
 
 
+#: Where a message already ends as a sentence, or leads on to what follows it.
+_ENDS = (".", "!", "?", ":", "\N{HORIZONTAL ELLIPSIS}")
+
+
+def sentence(text: str | None) -> str:
+    """A service's message ("no run 999", "depth must be a whole number, not 'abc'") as a
+    page says it: a capital first letter and a full stop ("No run 999."). A message that
+    opens on a name (a one-letter parameter such as ``k``, a quoted value, a file name such
+    as ``run.trec``, an id such as ``bm25``) keeps its first word as written; one that ends
+    on ``.``, ``?``, ``!``, ``:`` or an ellipsis gets no second stop."""
+    text = (text or "").strip()
+    if not text:
+        return ""
+    first = text.split(maxsplit=1)[0].rstrip(",;:")
+    if len(first) > 1 and first.isalpha() and first.islower():
+        text = text[0].upper() + text[1:]
+    return text if text.endswith(_ENDS) else f"{text}."
+
+
 ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
 #: The last run of whitespace and the partial word after it.
 _LAST_WORD = re.compile(r"\s+\S*$")

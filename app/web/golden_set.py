@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from sqlmodel import Session
 
 from app.eval.conventions import DEFAULT_DEPTHS
+from app.eval.depth_cost import cost_at
 from app.http.deps import Principal, ReviewerDep, SessionDep
 from app.http.params import Id
 from app.models import LOG, Role
@@ -42,6 +43,8 @@ class GoldenSetPage:
     depth: int
     gain: str
     cost_ms: float | None
+    #: The cost per query at the table's depth (reranking and retrieval p95), as the curve's.
+    depth_cost_ms: float | None
     tolerance: float | None
     all_judged_queries: bool
     retrieval_p95: dict[int, float] | None
@@ -98,6 +101,9 @@ def _golden_set_page(
         depth=depth,
         gain=view.gain.value,
         cost_ms=view.cost_ms,
+        depth_cost_ms=None
+        if view.cost_ms is None
+        else cost_at(depth, view.cost_ms, view.retrieval_p95),
         tolerance=view.tolerance,
         all_judged_queries=view.all_judged_queries,
         retrieval_p95=view.retrieval_p95,

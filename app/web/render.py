@@ -59,6 +59,7 @@ templates.env.globals["rate"] = formatting.rate
 templates.env.filters["number"] = copy.number
 templates.env.filters["label"] = copy.label
 templates.env.filters["meaning"] = copy.meaning
+templates.env.filters["sentence"] = copy.sentence
 templates.env.filters["words"] = copy.truncate_words
 templates.env.globals["count"] = copy.count
 templates.env.globals["agree"] = copy.agree

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime
 from typing import Annotated
@@ -15,7 +16,7 @@ from app.exporters import REGISTRY, Tracker, missing_credentials, tracker_named
 from app.http.deps import ClockDep, LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.models import OTHER, MissState
-from app.models.exports import ExportAction, ExportResult
+from app.models.exports import ExportAction, ExportOutcome, ExportResult
 from app.models.triage_public import TriageContext
 from app.security import shown_url
 from app.services import queue
@@ -85,10 +86,13 @@ def export_form(
     the push did. Without JavaScript a push answers with a redirect to the dashboard's
     ``#export`` (post/redirect/get: a reload pushes nothing), the panel saying what happened
     and the form keeping what was entered; a refused one with the dashboard and the reason
-    next to the form; a preview redirects to the dry run's own URL."""
+    next to the form; a preview redirects to the dry run's own URL. A webhook's URL never
+    goes into an address (the bar, the history, an access log: its path or query may be
+    its secret): its preview answers here, and the address stays the dashboard's."""
     ctx = triage_service.triage_context(session=session, triage_id=triage_id)
     push = action == "push"
-    if not push and not is_fragment_request(request):
+    secret_target = tracker == Tracker.WEBHOOK
+    if not push and not secret_target and not is_fragment_request(request):
         return redirect(request, _preview_url(request, triage_id, tracker, target))
     response = _export(
         request, session, settings, clock.now(), principal, ctx, tracker, target, push
@@ -97,7 +101,7 @@ def export_form(
         # a reload shows the same: the dry run's own URL, or the dashboard after a push
         shown = (
             f"{request.url_for('triage_page', triage_id=triage_id).path}#export"
-            if push
+            if push or secret_target
             else _preview_url(request, triage_id, tracker, target)
         )
         response.headers["HX-Replace-Url"] = shown
@@ -174,6 +178,8 @@ def _export(
                 form=export_flash(chosen.value, entered.target),
             )
         entered = replace(entered, message=sentence, failed=failed)
+    else:
+        entered = replace(entered, message=_previewed_sentence(chosen, entered.target, outcome))
     return export_panel(
         request, session, settings, now, principal, ctx, export=replace(entered, outcome=outcome)
     )
@@ -200,6 +206,31 @@ def _pushed_sentence(tracker: Tracker, target: str, results: list[ExportResult])
         causes = ", ".join(r.category for r in failed)
         sentence += f"; {len(failed)} failed ({causes}): push again to complete them"
     return sentence + "."
+
+
+def _previewed_sentence(tracker: Tracker, target: str, outcome: ExportOutcome) -> str:
+    """What a preview found, in the panel: "Nothing was sent. A push would create 2 issues on
+    GitHub acme/search and update 1." (or why there is nothing to send)."""
+    if not outcome.results:
+        return (
+            "Nothing was sent: no miss of this triage has a final label yet, so there is "
+            "no issue to write."
+        )
+    noun, plural = ("delivery", "deliveries") if tracker is Tracker.WEBHOOK else ("issue", "issues")
+    counts = Counter(r.action for r in outcome.results)
+    parts = [
+        f"{verb} {n} {noun if n == 1 else plural}"
+        for action, verb in (
+            (ExportAction.CREATE, "create"),
+            (ExportAction.UPDATE, "update"),
+        )
+        if (n := counts[action])
+    ]
+    unchanged = counts[ExportAction.UNCHANGED]
+    where = shown_url(target) if tracker is Tracker.WEBHOOK else target
+    said = " and ".join(parts) if parts else "change nothing"
+    tail = f" ({unchanged} unchanged)" if unchanged and parts else ""
+    return f"Nothing was sent. A push would {said} on {REGISTRY[tracker].title} {where}{tail}."
 
 
 @router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")

@@ -134,7 +134,7 @@ def test_three_reviewers_two_per_miss_then_the_lead_adjudicates_on_the_demo(
     screenshot(lead, "double-review-demo-create", full_page=False)
     row.locator('button:text-is("Create triage")').click()
     expect(lead.locator("#flash")).to_contain_text(
-        re.compile(r"triage created: depth 50, k 20, \d+ misses, 2 reviewers per miss")
+        re.compile(r"Triage created: depth 50, k 20, \d+ misses, 2 reviewers per miss\.")
     )
     expect(lead.locator("p.facts").first).to_contain_text(
         "double review: 2 reviewers on every miss"

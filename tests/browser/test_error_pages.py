@@ -58,7 +58,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     page.get_by_role("button", name="Import").click()
     expect(page.locator("h1")).to_have_text("help")
     flash = page.locator("#flash [data-flash]")
-    expect(flash).to_have_text("golden set `help` imported: 3 queries, 4 judgments")
+    expect(flash).to_have_text("Golden set `help` imported: 3 queries, 4 judgments.")
     golden_url = page.url
     # Reload: the same page, no second post, the message said once.
     before = len(posts)
@@ -72,7 +72,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     page.fill('#main form[action$="/runs"] input[name="name"]', "broken")
     page.set_input_files('input[name="run"]', broken)
     page.get_by_role("button", name="Import").click()
-    expect(flash).to_contain_text("run not imported:")
+    expect(flash).to_contain_text("Run not imported:")
     expect(flash).to_contain_text("broken.trec")
     assert flash.get_attribute("data-flash") == "error"
     expect(page.locator('#main form[action$="/runs"] input[name="name"]')).to_have_value("broken")
@@ -88,7 +88,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     page.fill('#main form[action$="/runs"] input[name="name"]', "bm25")
     page.set_input_files('input[name="run"]', files["bm25.trec"])
     page.get_by_role("button", name="Import").click()
-    expect(flash).to_have_text("run `bm25` imported: 3 queries, 6 lines")
+    expect(flash).to_have_text("Run `bm25` imported: 3 queries, 6 lines.")
     shot(page, "imported-run")
 
     # A bad form value: the page, a message next to the field, the entered value kept.
@@ -104,7 +104,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     page.evaluate("url => { window.location.href = url; }", f"{live_server.url}/golden-sets/999999")
     alert = page.locator('#main [role="alert"]')
     expect(alert).to_contain_text("404 Not found.")
-    expect(alert).to_contain_text("no golden set 999999")
+    expect(alert).to_contain_text("No golden set 999999.")
     expect(page.locator("header.top nav")).to_be_visible()
     shot(page, "bad-id")
     page.get_by_role("link", name="Back to the page you came from").click()

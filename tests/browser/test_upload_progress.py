@@ -77,7 +77,7 @@ def test_a_long_import_shows_the_server_progress(
     expect(progress.locator(".upload-status")).to_contain_text("Uploaded 18.4 MB.", timeout=60_000)
     shot(page, "progress-server")
     expect(page.locator("#flash [data-flash]")).to_have_text(
-        f"run `big` imported: {QUERIES} queries, {QUERIES * PER_QUERY:,} lines", timeout=60_000
+        f"Run `big` imported: {QUERIES} queries, {QUERIES * PER_QUERY:,} lines.", timeout=60_000
     )
     expect(progress).to_be_hidden()
     assert questions, "the page never asked the server how far it was"

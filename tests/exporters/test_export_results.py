@@ -5,6 +5,8 @@ address is refused as its push is, and a webhook delivery is never linked to its
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 from bs4 import BeautifulSoup
@@ -18,6 +20,7 @@ from app.models import Export, GoldenSet, Role, Run, Triage, User
 from app.settings import Settings
 from tests.support.fake_tracker import Tracker
 from tests.support.service import HTMX, ORIGIN, Account, login
+from tests.support.triage import make_triage
 
 
 @pytest.fixture(params=["page", "fragment"])
@@ -69,10 +72,10 @@ def test_the_form_posts_into_the_panel_and_scrolls_there_without_js(
     assert form["hx-post"] == f"/triages/{triage_id}/exports"
     assert form["hx-target"] == "#export"
     assert form["hx-swap"].startswith("outerHTML")
-    # without JavaScript the answers land on the panel: the GET preview and the POST push
-    assert form["action"] == f"/triages/{triage_id}/export-preview#export"
-    push = form.select_one('button[value="push"]')
-    assert push["formaction"] == f"/triages/{triage_id}/exports#export"
+    # without JavaScript the answers land on the panel: a preview redirects to its GET,
+    # a push to the dashboard (a target never goes into an address from the form itself)
+    assert (form["method"], form["action"]) == ("post", f"/triages/{triage_id}/exports#export")
+    assert form.select_one('button[value="push"]')["name"] == "action"
     preview = form.select_one('button[value="preview"]')
     assert preview["name"] == "action"  # HTMX sends the button clicked
 
@@ -157,7 +160,62 @@ def test_a_preview_answers_in_the_panel(
         )
     panel = panel_of(shown, mode)
     assert panel.select_one("#export-results caption").get_text() == "Preview: nothing was sent"
+    creates = len(panel.select("#export-results tbody tr"))
+    assert creates > 0
+    plural = "issue" if creates == 1 else "issues"
+    assert panel.select_one("#export-message").get_text() == (
+        f"Nothing was sent. A push would create {creates} {plural} on Jira SEARCH."
+    )
     assert entered(panel) == ("jira", "SEARCH")
+
+
+def test_a_webhook_preview_keeps_its_url_out_of_the_address(
+    client: TestClient,
+    accounts: dict[Role, Account],
+    tracker_settings: Settings,
+    labelled: tuple[GoldenSet, Run, Triage, User],
+    fake: tuple[str, Tracker],
+    mode: str,
+) -> None:
+    """A webhook's URL may carry its secret: its preview answers in place (no redirect to a
+    GET carrying it) and the address stays the dashboard's; the panel shows its host."""
+    use(client, tracker_settings)
+    triage_id = labelled[2].id
+    login(client, accounts[Role.LEAD].email)
+    hook = f"{fake[0]}/hook?token=receiver-secret"
+    shown = export(client, triage_id, mode, tracker="webhook", target=hook, action="preview")
+    assert shown.status_code == 200
+    assert shown.history == []
+    if mode == "fragment":
+        assert shown.headers["hx-replace-url"] == f"/triages/{triage_id}#export"
+    panel = panel_of(shown, mode)
+    assert (
+        panel.select_one("#export-message")
+        .get_text()
+        .startswith("Nothing was sent. A push would create ")
+    )
+    assert entered(panel) == ("webhook", hook)
+    panel.select_one('input[name="target"]').decompose()
+    assert "receiver-secret" not in str(panel)
+
+
+def test_a_preview_with_no_final_label_says_there_is_nothing_to_write(
+    client: TestClient,
+    accounts: dict[Role, Account],
+    engine: Engine,
+    tmp_path: Path,
+    mode: str,
+) -> None:
+    triage_id = make_triage(engine, tmp_path, queries=2, per_query=2)[2].id
+    login(client, accounts[Role.LEAD].email)
+    shown = export(
+        client, triage_id, mode, tracker="github", target="acme/search", action="preview"
+    )
+    panel = panel_of(shown, mode)
+    assert panel.select_one("#export-message").get_text() == (
+        "Nothing was sent: no miss of this triage has a final label yet, so there is no "
+        "issue to write."
+    )
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,7 @@ def test_the_users_forms_change_roles_activity_and_flags(
     shown = get(client, "/users", "page")
     flash = shown.select_one("[data-flash]")
     assert flash is not None
-    assert flash.get_text(strip=True) == "reviewer@example.com is now lead"
+    assert flash.get_text(strip=True) == "reviewer@example.com is now lead."
     assert users_table(shown)["reviewer@example.com"]["role"] == "lead"
     assert (
         post(client, f"/users/{reviewer}/adjudicator", {"adjudicator": "true"}).status_code == 303
@@ -276,7 +276,7 @@ def test_the_account_page_changes_ones_own_password(
         assert (done.status_code, done.headers["location"]) == (303, "/account")
         flash = get(client, "/account", "page").select_one("[data-flash]")
         assert flash is not None
-        assert flash.get_text(strip=True) == "password changed: 1 other session ended"
+        assert flash.get_text(strip=True) == "Password changed: 1 other session ended."
         # this session stays; the other browser's ended
         assert client.get("/api/v1/me").status_code == 200
         assert other.get("/api/v1/me").status_code == 401

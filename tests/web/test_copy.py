@@ -111,3 +111,23 @@ def test_the_words_filter_is_registered() -> None:
     from app.web.render import templates
 
     assert templates.env.filters["words"] is copy.truncate_words
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("no run 999", "No run 999."),
+        ("depth must be a whole number, not 'abc'", "Depth must be a whole number, not 'abc'."),
+        ("k must be at most the depth", "k must be at most the depth."),
+        ("run.trec line 3: bad score", "run.trec line 3: bad score."),
+        ("bm25 has no triage", "bm25 has no triage."),
+        ("'x' is not a cause", "'x' is not a cause."),
+        ("Already a sentence.", "Already a sentence."),
+        ("3 things in this request need fixing:", "3 things in this request need fixing:"),
+        ("is it?", "Is it?"),
+        ("  ", ""),
+        (None, ""),
+    ],
+)
+def test_a_message_is_shown_as_a_sentence(message: str | None, shown: str) -> None:
+    assert copy.sentence(message) == shown

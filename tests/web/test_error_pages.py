@@ -174,7 +174,7 @@ def test_503_is_a_page_when_the_database_is_down() -> None:
     try:
         with TestClient(create_app(settings, engine), raise_server_exceptions=False) as client:
             page = client.post("/login", data=form, headers=ORIGIN)
-            error_page(page, 503, "database_unavailable", "the database is unavailable")
+            error_page(page, 503, "database_unavailable", "The database is unavailable")
             assert page.headers["retry-after"] == "2"
             fragment = client.post("/login", data=form, headers={**ORIGIN, **HTMX})
             error_fragment(fragment, 503, "database_unavailable", "unavailable")

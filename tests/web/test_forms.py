@@ -49,13 +49,13 @@ def golden_url(client: TestClient, accounts: dict[Role, Account]) -> str:
         queries=("q.tsv", QUERIES),
     )
     url = see_other(created)
-    assert flash_of(client, url) == ("ok", "golden set `help` imported: 3 queries, 4 judgments")
+    assert flash_of(client, url) == ("ok", "Golden set `help` imported: 3 queries, 4 judgments.")
     assert flash_of(client, url) is None  # once
     imported = post(
         client, f"{url}/runs", {"name": "bm25", "format": "", "order": ""}, run=("r", FIRST)
     )
     assert see_other(imported) == url
-    assert flash_of(client, url) == ("ok", "run `bm25` imported: 3 queries, 8 lines")
+    assert flash_of(client, url) == ("ok", "Run `bm25` imported: 3 queries, 8 lines.")
     return url
 
 
@@ -176,10 +176,10 @@ def test_create_triage_uses_the_depth_and_k_shown(
     assert triage_url.startswith("/triages/")
     kind, text = flash_of(client, triage_url) or ("", "")
     assert kind == "ok"
-    assert text.startswith("triage created: depth 4, k 3, ")
+    assert text.startswith("Triage created: depth 4, k 3, ")
     triage = client.get(f"/api/v1{triage_url}", headers=accounts[Role.LEAD].headers).json()
     assert (triage["depth"], triage["k"]) == (4, 3)
-    assert text == f"triage created: depth 4, k 3, {triage['misses']} misses"
+    assert text == f"Triage created: depth 4, k 3, {triage['misses']} misses."
     assert flash_of(client, triage_url) is None
     # The same again: refused, back on the page with the values entered and the reason.
     again = post(client, urlsplit(form["action"]).path, fields)
@@ -188,7 +188,7 @@ def test_create_triage_uses_the_depth_and_k_shown(
     assert again.headers["x-error-code"] == "triage_exists"
     kind, text = flash_of(client, back) or ("", "")
     assert kind == "error"
-    assert text.startswith("triage not created:")
+    assert text.startswith("Triage not created:")
 
 
 @SQLITE
@@ -208,7 +208,10 @@ def test_create_triage_with_reviewers_per_miss(
     refused = post(client, action, {"k": "10", "depth": "50", "reviewers": "4"})
     assert refused.headers["x-error-code"] == "invalid_overlap"
     kind, text = flash_of(client, see_other(refused)) or ("", "")
-    assert (kind, text) == ("error", "triage not created: reviewers must be between 1 and 3, not 4")
+    assert (kind, text) == (
+        "error",
+        "Triage not created: reviewers must be between 1 and 3, not 4.",
+    )
     lead = accounts[Role.LEAD].headers
     run_id = action.split("/")[2]
     listed = client.get(f"/api/v1/runs/{run_id}/triages", headers=lead).json()
@@ -219,7 +222,7 @@ def test_create_triage_with_reviewers_per_miss(
     assert triage["overlap"] == {"reviewers": 2, "fraction": 1.0, "seed": 0}
     assert flash_of(client, triage_url) == (
         "ok",
-        f"triage created: depth 50, k 10, {triage['misses']} misses, 2 reviewers per miss",
+        f"Triage created: depth 50, k 10, {triage['misses']} misses, 2 reviewers per miss.",
     )
     facts = BeautifulSoup(client.get(triage_url).text, "html.parser").select_one("p.facts")
     assert facts is not None
@@ -242,8 +245,8 @@ def test_create_triage_with_reviewers_per_miss(
     assert sampled["overlap"] == {"reviewers": 2, "fraction": 0.5, "seed": 7}
     assert flash_of(client, sampled_url) == (
         "ok",
-        f"triage created: depth 100, k 10, {sampled['misses']} misses, 2 reviewers per miss "
-        "on 50% of them (seed 7)",
+        f"Triage created: depth 100, k 10, {sampled['misses']} misses, 2 reviewers per miss "
+        "on 50% of them (seed 7).",
     )
 
 
@@ -299,7 +302,7 @@ def test_failed_imports_come_back_to_their_page(client: TestClient, golden_url: 
     flash = page.select_one("#flash [data-flash]")
     assert flash is not None
     assert flash["data-flash"] == "error"
-    assert flash.get_text().startswith("run not imported:")
+    assert flash.get_text().startswith("Run not imported:")
     assert "r.trec" in flash.get_text()
     form = page.select_one('form[action$="/runs"]')
     assert form.select_one('input[name="name"]')["value"] == "broken"
@@ -329,7 +332,7 @@ def test_settings_and_token_forms_redirect_with_a_message(
     assert see_other(saved) == golden_url
     assert flash_of(client, golden_url) == (
         "ok",
-        "settings saved: causes stale, synonyms; webhook off",
+        "Settings saved: causes stale, synonyms; webhook off.",
     )
     created = post(client, "/tokens", {"name": "ci"})
     assert created.status_code == 201  # the secret is shown once, never put in a cookie
@@ -340,7 +343,7 @@ def test_settings_and_token_forms_redirect_with_a_message(
     ci = next(t for t in items if t["name"] == "ci")
     revoked = post(client, f"/tokens/{ci['id']}/revoke", {})
     assert see_other(revoked) == "/tokens"
-    assert flash_of(client, "/tokens") == ("ok", "token `ci` revoked")
+    assert flash_of(client, "/tokens") == ("ok", "Token `ci` revoked.")
     # A flash cookie nobody signed is ignored.
     client.cookies.set("misstriage_flash", "forged.value")
     assert flash_of(client, "/tokens") is None
@@ -356,9 +359,9 @@ def test_link_controls_refuse_bad_values_as_pages(client: TestClient, golden_url
     run_path = urlsplit(run["href"]).path
     for query, code, words in (
         ("k=0", "invalid_k", "k must be between 1 and 100000, not 0"),
-        ("depth=abc", "invalid_depth", "depth must be a whole number, not 'abc'"),
+        ("depth=abc", "invalid_depth", "Depth must be a whole number, not 'abc'."),
         ("k=20&depth=10", "invalid_k", "k (20) is larger than depth (10)"),
-        ("gain=cubic", "invalid_gain", "gain must be one of exp, linear"),
+        ("gain=cubic", "invalid_gain", "Gain must be one of exp, linear"),
     ):
         page = client.get(f"{run_path}?{query}")
         assert page.status_code == 422, query

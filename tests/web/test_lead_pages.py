@@ -96,6 +96,21 @@ def test_a_wide_tolerance_is_applied(client: TestClient, golden_url: str, mode: 
     assert "within 0.5 R" in soup.select_one("#depth-advice p").get_text()
 
 
+def test_the_runs_table_costs_its_depth_as_the_curve_does(
+    client: TestClient, golden_url: str, mode: str
+) -> None:
+    """With the first stage's p95, the runs table's cost at the depth includes it, as the
+    curve's does (it once showed the reranking alone: 100 ms beside the curve's 120)."""
+    soup = get(client, f"{golden_url}?depth=50&cost_ms=2&retrieval_p95=10:12,100:30", mode)
+    curve = {
+        td["data-depth"]: td.get_text() for td in soup.select('#curve-cost td[data-measure="cost"]')
+    }
+    # 50 x 2 ms + the p95 filled in at 50 (12 + 40/90 x 18 = 20 ms)
+    assert curve["50"] == "120"
+    costs = {td.get_text() for td in soup.select('#runs-table td[data-measure="cost"]')}
+    assert costs == {"120"}
+
+
 def test_run_page_diagnosis_search_sort(client: TestClient, golden_url: str, mode: str) -> None:
     listing = BeautifulSoup(client.get(golden_url).text, "html.parser")
     run_url = listing.select_one('#runs-table tr[data-run="first"] a')["href"].split("?")[0]
@@ -238,7 +253,7 @@ def test_settings_panel_causes_and_webhook(
     flash = page.select_one("#flash [data-flash]")
     assert flash is not None
     assert flash["data-flash"] == "error"
-    assert flash.get_text().startswith("settings not saved:")
+    assert flash.get_text().startswith("Settings not saved:")
 
 
 def test_reranker_note_says_no_change_when_recall_at_k_did_not_move(

@@ -135,7 +135,7 @@ def test_bad_upload_rerenders_the_form_with_the_line(lead_client: TestClient) ->
     assert response.headers["x-error-code"] == "bad_input"
     soup = BeautifulSoup(response.text, "html.parser")
     assert (
-        soup.select_one(".error").get_text() == "mine.qrels, line 1: grade 'one' is not an integer"
+        soup.select_one(".error").get_text() == "mine.qrels, line 1: grade 'one' is not an integer."
     )
     assert soup.select_one('input[name="name"]')["value"] == "g"
 

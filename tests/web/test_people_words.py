@@ -128,7 +128,7 @@ def test_a_run_is_never_compared_with_itself(client: TestClient, golden: dict[st
     same = f"{golden['url']}/compare?a={golden['first']}&b={golden['first']}"
     for headers in ({}, HTMX):
         _, text = alert_of(client.get(same, headers=headers), 422, "same_run")
-        assert "run 'first' was chosen twice: choose a second, different run" in text
+        assert "Run 'first' was chosen twice: choose a second, different run" in text
     other = f"{golden['url']}/compare?a={golden['first']}&b={golden['hybrid']}"
     assert client.get(other).status_code == 200
 
