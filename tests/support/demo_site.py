@@ -28,10 +28,12 @@ from tests.support.service import make_settings
 SECOND_REVIEWER = ("reviewer2@demo.example.com", "second-review-pass")
 #: The admin the page walks log in as for the admin's pages (the demo makes none).
 ADMIN = ("admin@demo.example.com", "admin-demo-pass")
-#: The note of ``noted_miss_id``: long, with an address that has nowhere to break.
+#: The note of ``noted_miss_id``: long, with an address that has nowhere to break, wider than
+#: a 768 px page on its own.
 NOTE = (
     "The index was rebuilt on the 14th without the help-centre export; see "
-    "https://tracker.example.com/search-platform/issues/4821#reindex-without-help-centre-export"
+    "https://tracker.example.com/search_platform/issues/4821?reindex_without_help_centre_export"
+    "&and_without_the_wiki_pastes_of_the_rate_limit_articles_nor_the_pdf_exports_of_sso_setup"
 )
 #: How many misses of the double-review triage are left disputed (one per adjudication visit).
 DISPUTED = 4
