@@ -117,3 +117,51 @@ def test_dashboard_states_fit(tracker_site: tuple[DemoSite, Tracker], lead: Brow
     finally:
         page.close()
     assert not faults, "\n  ".join(faults)
+
+
+#: A run name as long as the form takes (200), with nowhere to break.
+LONG_NAME = "bm25_" + "x" * 195
+EXAMPLE_RUN = Path(__file__).resolve().parents[2] / "examples" / "helpcentre" / "runs" / "bm25.trec"
+
+
+def test_a_long_unbroken_name_never_widens_a_page(
+    tracker_site: tuple[DemoSite, Tracker], lead: BrowserContext
+) -> None:
+    """A run named with 200 characters and no break (a user's name: anything the form takes)
+    on every page that shows it: the golden set's (runs table, depth-curve legend, compare
+    selects), the run's, its clusters, the comparison, its triage's dashboard and backlog.
+    (It once widened the golden-set page to 1,904 px at 768: a select as wide as its longest
+    option, the chart's legend, the breadcrumbs.)"""
+    site, _ = tracker_site
+    with api(site.url, site.database, site.lead.email) as client:
+        run = (
+            client.post(
+                f"/golden-sets/{site.golden_set_id}/runs",
+                data={"name": LONG_NAME},
+                files={"run": ("bm25.trec", EXAMPLE_RUN.read_bytes())},
+            )
+            .raise_for_status()
+            .json()
+        )
+        triage = (
+            client.post(f"/runs/{run['id']}/triages", json={"depth": 50, "k": 10})
+            .raise_for_status()
+            .json()
+        )
+    page = lead.new_page()
+    faults: list[str] = []
+    try:
+        for state, path in (
+            ("long-name-golden-set", f"/golden-sets/{site.golden_set_id}"),
+            ("long-name-run", f"/runs/{run['id']}"),
+            ("long-name-clusters", f"/runs/{run['id']}/clusters"),
+            ("long-name-compare", f"/golden-sets/{site.golden_set_id}/compare?a=1&b={run['id']}"),
+            ("long-name-triage", f"/triages/{triage['id']}"),
+            ("long-name-backlog", f"/triages/{triage['id']}/backlog"),
+        ):
+            page.goto(f"{site.url}{path}")
+            expect(page.locator("main")).to_contain_text(LONG_NAME[:40])
+            faults += _measure(page, state)
+    finally:
+        page.close()
+    assert not faults, "\n  ".join(faults)
