@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from app import __version__
-from app.cli.params import FiniteFloatRange
+from app.cli.params import TABLE_OR_JSON, FiniteFloatRange
 from app.eval import formatting
 from app.eval.cluster_profile import (
     DEFAULT_KS,
@@ -177,13 +177,7 @@ def render_profile(profile: ClusterProfile) -> str:
     type=click.Choice(["trec", "jsonl"]),
     help="Run file format; detected when absent.",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-)
+@TABLE_OR_JSON
 def clusters(
     run_path: Path,
     corpus_path: Path,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from app import __version__
-from app.cli.params import FiniteFloatRange
+from app.cli.params import TABLE_OR_JSON, FiniteFloatRange
 
 if TYPE_CHECKING:
     from app.eval.dedup import DedupResult
@@ -146,13 +146,7 @@ def render_result(
     show_default=True,
     help="Jaccard similarity of two documents' shingles from which they are copies.",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-)
+@TABLE_OR_JSON
 def dedup(corpus_path: Path, out_path: Path, threshold: float, output_format: str) -> None:
     """Find near-duplicate documents of a corpus (MinHash LSH candidates, each verified by
     its exact Jaccard similarity, clusters as connected components) and write the corpus

@@ -39,3 +39,13 @@ DEFAULT_DEPTH = 50
 DEFAULT_K = 10
 #: app.eval.values.INT32_MAX: the database's largest integer
 INT32_MAX = 2**31 - 1
+
+
+#: ``--format table|json`` of the offline commands that print a table (clusters, dedup).
+TABLE_OR_JSON = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+)
