@@ -193,12 +193,9 @@ def _pushed_sentence(tracker: Tracker, target: str, results: list[ExportResult])
         return sum(1 for r in results if r.action is action)
 
     created = count(ExportAction.CREATE)
-    noun = "delivery" if tracker is Tracker.WEBHOOK else "issue"
-    plural = "deliveries" if tracker is Tracker.WEBHOOK else "issues"
-    where = shown_url(target) if tracker is Tracker.WEBHOOK else target
     sentence = (
-        f"Created {created} {noun if created == 1 else plural} on {REGISTRY[tracker].title} "
-        f"{where}, updated {count(ExportAction.UPDATE)}, "
+        f"Created {_written(tracker, created)} on {_where(tracker, target)}, "
+        f"updated {count(ExportAction.UPDATE)}, "
         f"{count(ExportAction.UNCHANGED)} unchanged"
     )
     failed = [r for r in results if r.action is ExportAction.FAILED]
@@ -216,10 +213,9 @@ def _previewed_sentence(tracker: Tracker, target: str, outcome: ExportOutcome) -
             "Nothing was sent: no miss of this triage has a final label yet, so there is "
             "no issue to write."
         )
-    noun, plural = ("delivery", "deliveries") if tracker is Tracker.WEBHOOK else ("issue", "issues")
     counts = Counter(r.action for r in outcome.results)
     parts = [
-        f"{verb} {n} {noun if n == 1 else plural}"
+        f"{verb} {_written(tracker, n)}"
         for action, verb in (
             (ExportAction.CREATE, "create"),
             (ExportAction.UPDATE, "update"),
@@ -227,10 +223,23 @@ def _previewed_sentence(tracker: Tracker, target: str, outcome: ExportOutcome) -
         if (n := counts[action])
     ]
     unchanged = counts[ExportAction.UNCHANGED]
-    where = shown_url(target) if tracker is Tracker.WEBHOOK else target
     said = " and ".join(parts) if parts else "change nothing"
     tail = f" ({unchanged} unchanged)" if unchanged and parts else ""
-    return f"Nothing was sent. A push would {said} on {REGISTRY[tracker].title} {where}{tail}."
+    return f"Nothing was sent. A push would {said} on {_where(tracker, target)}{tail}."
+
+
+def _written(tracker: Tracker, n: int) -> str:
+    """What an export writes, counted: "2 issues", "1 delivery" (a webhook has no issues)."""
+    if tracker is Tracker.WEBHOOK:
+        return f"{n} {'delivery' if n == 1 else 'deliveries'}"
+    return f"{n} {'issue' if n == 1 else 'issues'}"
+
+
+def _where(tracker: Tracker, target: str) -> str:
+    """The tracker and target as the panel says them ("GitHub acme/search"), a webhook's URL
+    past its host elided (it may carry its secret)."""
+    shown = shown_url(target) if tracker is Tracker.WEBHOOK else target
+    return f"{REGISTRY[tracker].title} {shown}"
 
 
 @router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")
