@@ -91,7 +91,8 @@ def render_result(
     stats = result.stats
     p = result.params.resolved()
     lines = [
-        f"corpus      {corpus}: {stats.documents:,} documents ({stats.shingled:,} with text)",
+        f"corpus      {corpus}: {stats.documents:,} document{'' if stats.documents == 1 else 's'}"
+        f" ({stats.shingled:,} with text)",
         f"parameters  Jaccard >= {p.threshold:g} over normalised word {p.shingle_size}-shingles;"
         f" MinHash {p.num_perm} permutations (seed {p.seed}), LSH {p.bands} bands x {p.rows}"
         f" rows (50% candidate point {p.midpoint:.3f}); every candidate verified exactly",

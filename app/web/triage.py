@@ -18,7 +18,6 @@ from app.http.params import Id, Page, PerPage
 from app.models import OTHER, MissState
 from app.models.exports import ExportAction, ExportOutcome, ExportResult
 from app.models.triage_public import TriageContext
-from app.security import shown_url
 from app.services import queue
 from app.services.delivery import exports as export_service
 from app.services.errors import ServiceError
@@ -238,8 +237,7 @@ def _written(tracker: Tracker, n: int) -> str:
 def _where(tracker: Tracker, target: str) -> str:
     """The tracker and target as the panel says them ("GitHub acme/search"), a webhook's URL
     past its host elided (it may carry its secret)."""
-    shown = shown_url(target) if tracker is Tracker.WEBHOOK else target
-    return f"{REGISTRY[tracker].title} {shown}"
+    return f"{REGISTRY[tracker].title} {export_service.shown_target(tracker, target)}"
 
 
 @router.post("/triages/{triage_id}/leases/{miss_id}/release", name="release_lease_form")

@@ -313,17 +313,17 @@ def issue_link(row: Export) -> str:
     return "" if row.tracker == Tracker.WEBHOOK else row.url
 
 
-def shown_target(row: Export) -> str:
+def shown_target(tracker: str, target: str) -> str:
     """The target as pages show it: a webhook's URL elided past its host (it may carry its
     secret), every other tracker's (a repository, a project key) as it is."""
-    return shown_url(row.target) if row.tracker == Tracker.WEBHOOK else row.target
+    return shown_url(target) if tracker == Tracker.WEBHOOK else target
 
 
 def stored(*, session: Session, triage: Triage) -> list[ExportRecord]:
     """The tracker issues this triage was exported to."""
     return [
         ExportRecord.of(row).model_copy(
-            update={"url": issue_link(row), "target": shown_target(row)}
+            update={"url": issue_link(row), "target": shown_target(row.tracker, row.target)}
         )
         for row in session.exec(
             select(Export)
