@@ -362,6 +362,22 @@ def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = No
     return DedupResult(pairs=pairs, clusters=clusters, stats=stats, params=p)
 
 
+def clusters_of_pairs(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """The clusters (connected components) of ``pairs`` of doc ids, as ``detect`` names them:
+    cluster id -> sorted members, ordered by first member. What applying a threshold to a
+    stored detection computes from the pairs at or above it."""
+    index: dict[str, int] = {}
+    edges: list[tuple[int, int]] = []
+    for a, b in pairs:
+        edges.append((index.setdefault(a, len(index)), index.setdefault(b, len(index))))
+    ids = list(index)
+    clusters = {}
+    for members in _components(len(ids), edges).values():
+        names = sorted(ids[m] for m in members)
+        clusters[cluster_id_for(names)] = names
+    return dict(sorted(clusters.items(), key=lambda item: item[1][0]))
+
+
 def corpus_texts(path: Path) -> Iterator[tuple[str, str]]:
     """(doc id, text) of a BEIR corpus.jsonl (or .gz), streamed."""
     for record in read_corpus(path):

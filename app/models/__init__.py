@@ -1,6 +1,7 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
 from app.models.base import column_width, utcnow
+from app.models.dedup import DetectorRun, DetectorSource, DocPair, PairAction, PairEvent, PairSkip
 from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import (
@@ -56,6 +57,9 @@ __all__ = [
     "AccountVia",
     "ApiToken",
     "AuthGeneration",
+    "DetectorRun",
+    "DetectorSource",
+    "DocPair",
     "Document",
     "Export",
     "GoldenQuery",
@@ -67,6 +71,9 @@ __all__ = [
     "Miss",
     "MissSkip",
     "MissState",
+    "PairAction",
+    "PairEvent",
+    "PairSkip",
     "Resolution",
     "Review",
     "Role",

@@ -68,6 +68,9 @@ class GoldenSet(SQLModel, table=True):
     causes_frozen: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
+    #: The detector run whose cluster ids the corpus carries now (``Document.cluster_id``);
+    #: None: no document has one (app/models/dedup.py).
+    detector_run_id: int | None = None
 
 
 class GoldenQuery(SQLModel, table=True):

@@ -29,6 +29,7 @@ from sqlmodel import Field, SQLModel
 from app.eval.cluster_profile import ClusterProfile
 from app.eval.ranking import RunReport
 from app.models.base import UTCDateTime, utcnow
+from app.provenance import DetectorRunRef
 from app.readmodel import IsoDateTime, ReadModel
 
 #: A run measured against the judgments, and one of production query-log results without any.
@@ -160,6 +161,11 @@ class RunClusterTotals(SQLModel, table=True):
     cluster_ranks: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
+    #: The detector run whose clusters these traces were made with (None: no clusters).
+    detector_run_id: int | None = None
+    #: Traced again from the stored rankings when another detector run was applied: exact
+    #: up to this rank (the kept head); None: traced at import, over the whole run.
+    traced_depth: int | None = None
 
 
 class RunPublic(ReadModel):
@@ -233,6 +239,8 @@ class RunClustersPublic(ReadModel):
     #: results (within the largest k) not in the corpus (counted where the corpus has text)
     unknown_results: int
     depths: list[ClusterDepthPublic]
+    #: the detector run the cluster ids come from, with its error rates (null: no clusters)
+    detector_run: DetectorRunRef | None = None
 
     @classmethod
     def of(
@@ -243,8 +251,10 @@ class RunClustersPublic(ReadModel):
         kind: str,
         depth: int,
         token_estimate: str | None,
+        detector_run: DetectorRunRef | None = None,
     ) -> RunClustersPublic:
         return cls(
+            detector_run=detector_run,
             run_id=run_id,
             kind=kind,
             queries=profile.queries,

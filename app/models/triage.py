@@ -126,6 +126,9 @@ class Triage(SQLModel, table=True):
     overlap_seed: int = Field(
         default=0, sa_column=Column(Integer, nullable=False, server_default=text("0"))
     )
+    #: The detector run whose clusters decided which misses are covered by a duplicate
+    #: (the golden set's when the triage was made); None: no clusters then.
+    detector_run_id: int | None = None
 
 
 class Miss(SQLModel, table=True):

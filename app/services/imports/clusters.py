@@ -34,6 +34,7 @@ from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import MAX_CUTOFF, parse_depths
 from app.models import (
     LOG,
+    DetectorRun,
     Document,
     GoldenSet,
     Run,
@@ -43,7 +44,9 @@ from app.models import (
     RunJudged,
     RunJudgedCluster,
 )
+from app.models.dedup_public import ref_of
 from app.models.runs import RunClustersPublic
+from app.provenance import DetectorRunRef
 from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert
 from app.services.imports.golden_sets import eval_golden_set
@@ -102,6 +105,8 @@ def cluster_evaluation(
     ranked = totals is not None and totals.cluster_ranks
     if not ranked and k > run.keep_depth:
         return None
+    if totals is not None and totals.traced_depth is not None and k > totals.traced_depth:
+        return None  # measured again with another detector run, from the kept head
     gold = eval_golden_set(session=session, golden=golden)
     clusters = pl.DataFrame(
         session.exec(
@@ -137,6 +142,15 @@ def cluster_evaluation(
         )
     top = stored_top(session=session, run=run, depth=k)
     return evaluate_clusters(gold, top, clusters, k)
+
+
+def detector_run_of(*, session: Session, run: Run) -> DetectorRunRef | None:
+    """The detector run a stored run's cluster figures rest on (None: no clusters when it
+    was measured)."""
+    totals = session.get(RunClusterTotals, run.id)
+    if totals is None or totals.detector_run_id is None:
+        return None
+    return ref_of(session.get(DetectorRun, totals.detector_run_id))
 
 
 def _frame(rows: Any, schema: dict[str, Any]) -> pl.DataFrame:
@@ -218,9 +232,17 @@ def _any(session: Session, *where: Any) -> bool:
     return session.exec(select(Document.id).where(*where).limit(1)).first() is not None
 
 
-def store_traces(*, session: Session, run_id: int, traces: ClusterTraces) -> None:
+def store_traces(
+    *,
+    session: Session,
+    run_id: int,
+    traces: ClusterTraces,
+    detector_run_id: int | None,
+    traced_depth: int | None = None,
+) -> None:
     """Write a run's traces and, when traced, its judged documents' cluster ranks (inside the
-    caller's ``writing`` block)."""
+    caller's ``writing`` block), with the detector run whose clusters they were made with
+    and, when traced again from the kept head, how deep they are exact."""
     queries = traces.queries
     bulk_insert(
         session,
@@ -255,6 +277,8 @@ def store_traces(*, session: Session, run_id: int, traces: ClusterTraces) -> Non
             run_id=run_id,
             totals={"clustered": totals.clustered, "known": totals.known, "tokens": totals.tokens},
             cluster_ranks=traces.cluster_ranks is not None,
+            detector_run_id=detector_run_id,
+            traced_depth=traced_depth,
         )
     )
 
@@ -309,6 +333,15 @@ def run_clusters(
     if not ks or ks[0] < 1 or ks[-1] > MAX_CUTOFF:
         raise Invalid(f"every k must be between 1 and {MAX_CUTOFF}", code="invalid_k")
     traces = stored_traces(session=session, run=run)
+    totals = session.get(RunClusterTotals, run.id)
+    exact_to = None if totals is None else totals.traced_depth
+    if exact_to is not None and ks[-1] > exact_to:
+        raise Invalid(
+            f"run {run.name!r} was measured again with another detector run's clusters from "
+            f"its kept head ({exact_to} results per query): k goes up to {exact_to}; import "
+            "the run again for deeper k",
+            code="invalid_k",
+        )
     profile = profile_of_traces(
         traces,
         ks=ks,
@@ -321,6 +354,7 @@ def run_clusters(
         profile,
         run_id=run.id,
         kind=run.kind,
-        depth=traces.depth,
+        depth=traces.depth if exact_to is None else min(traces.depth, exact_to),
         token_estimate=TOKEN_ESTIMATE if traces.totals.tokens is not None else None,
+        detector_run=detector_run_of(session=session, run=run),
     )

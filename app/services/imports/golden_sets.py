@@ -18,6 +18,8 @@ from app.eval.textio import ProgressFn
 from app.eval.values import INT32_MAX, INT32_MIN
 from app.models import (
     OTHER,
+    DetectorRun,
+    DetectorSource,
     Document,
     GoldenQuery,
     GoldenSet,
@@ -168,6 +170,8 @@ def import_golden_set(
                 Document,
                 documents.select(pl.lit(golden.id).alias("golden_set_id"), pl.all()),
             )
+            if documents.get_column("cluster_id").is_not_null().any():
+                imported_with_corpus(session=session, golden=golden)
     session.refresh(golden)
     return golden
 
@@ -282,3 +286,31 @@ def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> Gol
         session.add(golden)
     session.refresh(golden)
     return golden
+
+
+def imported_with_corpus(*, session: Session, golden: GoldenSet) -> DetectorRun | None:
+    """Inside the import's ``writing`` block: the corpus came with cluster ids, so they are
+    the golden set's first detector run, "imported, not calibrated"."""
+    members = session.exec(
+        select(Document.cluster_id).where(
+            Document.golden_set_id == golden.id, col(Document.cluster_id).is_not(None)
+        )
+    ).all()
+    if not members:
+        return None
+    run = DetectorRun(
+        golden_set_id=golden.id,  # type: ignore[arg-type]
+        source=DetectorSource.IMPORTED.value,
+        parameters={"with": "corpus"},
+        documents=golden.documents,
+        created_by_id=golden.created_by_id,
+        clusters=len(set(members)),
+        clustered_documents=len(members),
+        applied_at=golden.created_at,
+        applied_by_id=golden.created_by_id,
+    )
+    session.add(run)
+    session.flush()
+    golden.detector_run_id = run.id
+    session.add(golden)
+    return run

@@ -19,7 +19,8 @@ from app.eval.conventions import AVERAGING, DUPLICATES, IDEAL, NDCG_GRADES
 from app.eval.depth_cost import DepthAdvice
 from app.eval.diagnosis import Thresholds
 from app.eval.measures import Measure, MeasureKind
-from app.readmodel import ReadModel
+from app.provenance import DetectorRunRef
+from app.readmodel import ReadModel, absent_when_none
 
 #: A per-query value: nDCG_cand is undefined (null) when no relevant document is in the top depth.
 QueryValue = float | None
@@ -84,13 +85,17 @@ class ClusterMetrics(ReadModel):
 
     k: int
     micro: dict[str, float]
+    #: The detector run the cluster ids come from, with its error rates (a stored run's;
+    #: absent for files, whose ids are as given).
+    detector_run: DetectorRunRef | None = Field(default=None, exclude_if=absent_when_none)
 
     @classmethod
-    def of(cls, clusters: ClusterEvaluation) -> Self:
+    def of(cls, clusters: ClusterEvaluation, detector_run: DetectorRunRef | None = None) -> Self:
         k = clusters.k
         return cls.model_validate(
             {
                 "k": k,
+                "detector_run": detector_run,
                 f"unique-clusters@{k}": UniqueClusters(
                     median=clusters.median_unique, share_few=clusters.share_few
                 ),
@@ -295,11 +300,12 @@ class RunMetrics(Metrics):
         run_id: int,
         clusters: ClusterEvaluation | None,
         cost: DepthAdvice | None = None,
+        detector_run: DetectorRunRef | None = None,
     ) -> Self:
         return cls.of(
             evaluation,
             run_id=run_id,
-            clusters=None if clusters is None else ClusterMetrics.of(clusters),
+            clusters=None if clusters is None else ClusterMetrics.of(clusters, detector_run),
             cost=depth_cost(cost),
         )
 

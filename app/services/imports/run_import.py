@@ -115,6 +115,7 @@ def import_run(
         "created_by_id": user.id if user else None,
     }
     job = _Import(session, row, path, fmt, order, progress, corpus)
+    job.detector_run_id = golden.detector_run_id
     try:
         # The file's digest is taken by a thread of its own meanwhile (hashlib lets go of the
         # GIL), not by a pass after the parse.
@@ -148,6 +149,8 @@ class _Import:
         self.fmt, self.order, self.progress, self.corpus = fmt, order, progress, corpus
         self.run: Run | None = None
         self.digest: Callable[[], str] = lambda: sha256_of(path)
+        #: the detector run whose clusters the corpus carries (the traces name it)
+        self.detector_run_id: int | None = None
 
     def judged_run(self, gold: Judgments) -> None:
         """Rank and store a judged run: the heads copied while the file is read on
@@ -215,7 +218,12 @@ class _Import:
         )
         with writing(self.session):
             self._add_run(report, report.order)
-            store_traces(session=self.session, run_id=self._id(), traces=traces)
+            store_traces(
+                session=self.session,
+                run_id=self._id(),
+                traces=traces,
+                detector_run_id=self.detector_run_id,
+            )
 
     def _add_run(self, report: RunReport | None, order: str) -> pl.Expr:
         """Insert the run row, with its ``report`` or to be filled from one; its id as a
@@ -262,7 +270,12 @@ class _Import:
             ranked.judged.select(run_id, "qid", "doc_id", pl.col("rank").cast(pl.Int64)),
         )
         assert ranked.traces is not None  # asked for with the corpus
-        store_traces(session=session, run_id=self._id(), traces=ranked.traces)
+        store_traces(
+            session=session,
+            run_id=self._id(),
+            traces=ranked.traces,
+            detector_run_id=self.detector_run_id,
+        )
 
 
 def _lz4_toast(session: Session) -> None:

@@ -41,6 +41,7 @@ from app.models import (
 from app.services.errors import Invalid, NotFound
 from app.services.imports.clusters import (
     cluster_evaluation,
+    detector_run_of,
     require_judged,
 )
 from app.services.imports.golden_sets import (
@@ -220,4 +221,12 @@ def run_metrics(
         tolerance=tolerance,
         retrieval_p95_ms=retrieval_p95 or None,
     )
-    return RunMetrics.of_run(evaluation, run_id=context.run.id, clusters=clusters, cost=advice)
+    return RunMetrics.of_run(
+        evaluation,
+        run_id=context.run.id,
+        clusters=clusters,
+        cost=advice,
+        detector_run=None
+        if clusters is None
+        else detector_run_of(session=session, run=context.run),
+    )

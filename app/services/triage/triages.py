@@ -88,6 +88,7 @@ def create_triage(
         reviewers=overlap.reviewers,
         overlap_fraction=overlap.fraction,
         overlap_seed=overlap.seed,
+        detector_run_id=golden.detector_run_id,
     )
     with writing(session):
         session.add(triage)

@@ -1,0 +1,147 @@
+"""What the API answers and the pages show of detector runs and the pair-review queue."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from app.models.dedup import DetectorRun, DetectorSource
+from app.provenance import DetectorRunRef as DetectorRunRef
+from app.provenance import Interval as Interval
+from app.readmodel import IsoDateTime, ReadModel
+
+
+class EstimatePublic(Interval):
+    reviewed: int
+    how: str
+    #: bands at or above the threshold (precision) or anywhere (recall) with pairs and no
+    #: review: the value waits for them
+    unreviewed_bands: list[str] = Field(default_factory=list)
+
+
+class CandidateRecall(Interval):
+    #: "exact" (every pair of the corpus compared), "sample" (the pairs among a sample of
+    #: documents) or "not measured"
+    how: str
+    #: exact pairs at similarity >= the run's lowest band that the comparison found
+    pairs: int
+
+
+class BandPublic(ReadModel):
+    low: float
+    high: float
+    label: str
+    pairs: int
+    sampled: int
+    reviewed: int
+    same: int
+    share: Interval
+    candidate_recall: float | None
+
+
+class ThresholdPublic(ReadModel):
+    """What applying this threshold would give."""
+
+    threshold: float
+    pairs: int
+    clusters: int
+    clustered_documents: int
+    precision: EstimatePublic
+    recall: EstimatePublic
+
+
+class DetectorRunPublic(ReadModel):
+    id: int
+    golden_set_id: int
+    source: str
+    #: "reviewing" (found, not applied), "applied" (the corpus carries its clusters) or
+    #: "earlier" (applied once, replaced by a later run)
+    state: str
+    parameters: dict[str, object]
+    low: float | None
+    documents: int
+    pairs: int
+    seconds: float
+    created_at: IsoDateTime
+    created_by: int | None
+    threshold: float | None
+    clusters: int | None
+    clustered_documents: int | None
+    precision: EstimatePublic | None
+    recall: EstimatePublic | None
+    applied_at: IsoDateTime | None
+    applied_by: int | None
+    bands: list[BandPublic]
+    candidate_recall: CandidateRecall | None
+    #: the thresholds the lead can pick, with what each would give
+    thresholds: list[ThresholdPublic]
+    #: sampled pairs: on the queue, reviewed
+    sampled: int
+    reviewed: int
+    sentence: str
+
+
+class PairDocument(ReadModel):
+    doc_id: str
+    title: str
+    text: str
+
+
+class PairPublic(ReadModel):
+    id: int
+    detector_run_id: int
+    a: PairDocument
+    b: PairDocument
+    similarity: float
+    band: str
+    version: int
+    labelled: bool
+    same: bool | None
+    lease_expires_at: IsoDateTime | None
+
+
+class PairEventPublic(ReadModel):
+    id: int
+    pair_id: int
+    user_id: int | None
+    at: IsoDateTime
+    action: str
+    before: dict[str, object]
+    after: dict[str, object]
+    note: str
+
+
+def _fmt(value: float | None) -> str:
+    return "\u2013" if value is None else f"{value:.2f}"
+
+
+def sentence(run: DetectorRun) -> str:
+    """How a cluster figure names the run it rests on."""
+    if run.source == DetectorSource.IMPORTED.value:
+        where = run.parameters.get("file") or "the corpus"
+        return f"clusters from detector run {run.id} (imported with {where}): not calibrated"
+    at = "" if run.threshold is None else f" (J >= {run.threshold:.2f})"
+    if run.precision is None:
+        return f"clusters from detector run {run.id}{at}: not calibrated"
+    p, r = run.precision, run.recall or {}
+    lo, hi = p["ci"]
+    precision = f"precision {_fmt(p.get('value'))} [{lo:.2f}, {hi:.2f}]"
+    recall = f"recall {_fmt(r.get('value'))}"
+    return f"clusters from detector run {run.id}{at}: {precision}, {recall}"
+
+
+def ref_of(run: DetectorRun | None) -> DetectorRunRef | None:
+    if run is None:
+        return None
+    assert run.id is not None
+    return DetectorRunRef(
+        id=run.id,
+        source=run.source,
+        threshold=run.threshold,
+        precision=None
+        if run.precision is None
+        else Interval(value=run.precision.get("value"), ci=run.precision["ci"]),
+        recall=None
+        if run.recall is None
+        else Interval(value=run.recall.get("value"), ci=run.recall["ci"]),
+        sentence=sentence(run),
+    )

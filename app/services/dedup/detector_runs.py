@@ -1,0 +1,518 @@
+"""Detector runs of a golden set: detect over the stored corpus, the calibration table, apply
+a threshold, import ids made elsewhere (app/models/dedup.py says what each is).
+
+Applying makes the run's clusters the corpus's ``Document.cluster_id`` and measures every run
+of the golden set with them again (``retrace``): a judged run from its stored rankings (the
+kept head and the judged documents), exact up to its ``keep_depth``; a log run keeps no
+rankings, so it stays on the detector run it was imported with, and says so. A triage keeps
+the detector run whose clusters decided its covered misses: no label moves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+from sqlalchemy import delete, update
+from sqlmodel import Session, col, select
+
+from app.db import writing
+from app.eval import calibration as cal
+from app.eval.cluster_profile import ClusterCorpus, trace_ranking
+from app.eval.cluster_ranks import judged_cluster_ranks
+from app.eval.dedup import DedupParams, clusters_of_pairs, detect
+from app.models import (
+    JUDGED,
+    DetectorRun,
+    DetectorSource,
+    DocPair,
+    Document,
+    GoldenSet,
+    Run,
+    RunClusterQuery,
+    RunClusterTotals,
+    RunJudged,
+    RunJudgedCluster,
+    User,
+)
+from app.models.dedup_public import (
+    BandPublic,
+    CandidateRecall,
+    DetectorRunPublic,
+    DetectorRunRef,
+    EstimatePublic,
+    Interval,
+    ThresholdPublic,
+    ref_of,
+    sentence,
+)
+from app.services.errors import Conflict, Invalid, NotFound
+from app.services.imports.bulk import bulk_insert
+
+#: Documents compared pair by pair for the candidate search's recall; a larger corpus is
+#: measured on a sample of this many documents (the pairs among them).
+EXACT_LIMIT = 20_000
+#: The most documents one detection reads (a larger corpus: ``misstriage dedup`` on the
+#: files, then import its ids).
+MAX_DOCUMENTS = 2_000_000
+
+
+def get_detector_run(*, session: Session, detector_run_id: int) -> DetectorRun:
+    run = session.get(DetectorRun, detector_run_id)
+    if run is None:
+        raise NotFound(f"no detector run {detector_run_id}", code="detector_run_not_found")
+    return run
+
+
+def list_detector_runs(*, session: Session, golden: GoldenSet) -> list[DetectorRun]:
+    return list(
+        session.exec(
+            select(DetectorRun)
+            .where(DetectorRun.golden_set_id == golden.id)
+            .order_by(col(DetectorRun.id).desc())
+        )
+    )
+
+
+def _texts(session: Session, golden: GoldenSet) -> Iterable[tuple[str, str]]:
+    rows = session.exec(
+        select(Document.doc_id, Document.text)
+        .where(Document.golden_set_id == golden.id)
+        .order_by(col(Document.id))
+        .execution_options(yield_per=5000)
+    )
+    yield from rows
+
+
+def detect_duplicates(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    user: User | None,
+    threshold: float = 0.8,
+    near: float = 0.2,
+    per_band: int = cal.PER_BAND,
+    seed: int = 1,
+) -> DetectorRun:
+    """Run the detector over the golden set's stored corpus: keep every verified pair down
+    to ``threshold - near``, sample ``per_band`` of each band for review, measure the
+    candidate search's recall against the exact similarity. Nothing is applied yet."""
+    if golden.documents == 0:
+        raise Conflict(
+            f"golden set {golden.name!r} has no corpus: import one with its judgments to "
+            "find duplicates (or import cluster ids made elsewhere)",
+            code="no_corpus",
+        )
+    if golden.documents > MAX_DOCUMENTS:
+        raise Conflict(
+            f"{golden.documents:,} documents is more than one detection reads here "
+            f"({MAX_DOCUMENTS:,}): run `misstriage dedup` on the files, or a cluster tool, "
+            "and import its ids",
+            code="corpus_too_large",
+        )
+    if not 0.05 < threshold <= 1.0:
+        raise Invalid(
+            "the threshold must be more than 0.05 and at most 1", code="invalid_threshold"
+        )
+    if not 0.0 <= near < threshold:
+        raise Invalid("near must be at least 0 and below the threshold", code="invalid_near")
+    if not 1 <= per_band <= 1000:
+        raise Invalid("per_band must be from 1 to 1000", code="invalid_per_band")
+    params = DedupParams(threshold=threshold, near=near, seed=seed)
+    start = time.perf_counter()
+    documents = list(_texts(session, golden))
+    result = detect(documents, params)
+    table = cal.bands(max(threshold - near, cal.BAND_WIDTH))
+    low = table[0].low
+    kept = [p for p in result.pairs if p.similarity >= low - 1e-12]
+    found = {(p.doc_a, p.doc_b) for p in kept}
+    candidate = _candidate_recall(documents, low, found, params, table)
+    banded = [(p.doc_a, p.doc_b, cal.band_of(p.similarity, table)) for p in kept]
+    sampled = cal.sample(banded, per_band=per_band, seed=seed)
+    seconds = time.perf_counter() - start
+    parameters: dict[str, Any] = dict(result.stats.parameters)
+    parameters |= {"low": low, "per_band": per_band, "band_width": cal.BAND_WIDTH}
+    run = DetectorRun(
+        golden_set_id=golden.id,  # type: ignore[arg-type]
+        source=DetectorSource.DETECTOR.value,
+        parameters=parameters,
+        low=low,
+        documents=len(documents),
+        pairs=len(kept),
+        candidate_recall=candidate,
+        seconds=round(seconds, 3),
+        created_by_id=user.id if user else None,
+    )
+    with writing(session):
+        session.add(run)
+        session.flush()
+        bulk_insert(
+            session,
+            DocPair,
+            pl.DataFrame(
+                {
+                    "detector_run_id": [run.id] * len(kept),
+                    "doc_a": [p.doc_a for p in kept],
+                    "doc_b": [p.doc_b for p in kept],
+                    "similarity": [round(p.similarity, 6) for p in kept],
+                    "band": [b for _, _, b in banded],
+                    "sampled": [(a, b) in sampled for a, b, _ in banded],
+                    "position": [sampled.get((a, b), 0) for a, b, _ in banded],
+                    "labelled": [False] * len(kept),
+                    "version": [1] * len(kept),
+                },
+                schema={
+                    "detector_run_id": pl.Int64,
+                    "doc_a": pl.String,
+                    "doc_b": pl.String,
+                    "similarity": pl.Float64,
+                    "band": pl.Int64,
+                    "sampled": pl.Boolean,
+                    "position": pl.Int64,
+                    "labelled": pl.Boolean,
+                    "version": pl.Int64,
+                },
+            ),
+        )
+    session.refresh(run)
+    return run
+
+
+def _candidate_recall(
+    documents: list[tuple[str, str]],
+    low: float,
+    found: set[tuple[str, str]],
+    params: DedupParams,
+    table: list[cal.Band],
+) -> dict[str, Any]:
+    """The candidate search's recall against the exact similarity join, overall and per band:
+    every pair compared when the corpus is small enough, else the pairs within a sample."""
+    from app.eval.dedup_exact import exact_pairs, sample_ids
+
+    how = "exact"
+    if len(documents) > EXACT_LIMIT:
+        keep = set(sample_ids([d for d, _ in documents], EXACT_LIMIT, seed=params.seed))
+        documents = [d for d in documents if d[0] in keep]
+        how = "sample"
+    exact = [
+        (p.doc_a, p.doc_b, cal.band_of(p.similarity, table))
+        for p in exact_pairs(documents, low, shingle_size=params.shingle_size)
+    ]
+    share = cal.candidate_recall(found, ((a, b) for a, b, _ in exact))
+    per_band: list[float | None] = []
+    for band in table:
+        inside = [(a, b) for a, b, i in exact if i == band.index]
+        per_band.append(cal.candidate_recall(found, inside).value if inside else None)
+    return share.as_json() | {
+        "how": how,
+        "pairs": len(exact),
+        "documents": len(documents),
+        "bands": per_band,
+    }
+
+
+# --- the calibration table ------------------------------------------------------------------
+
+
+def band_rows(*, session: Session, run: DetectorRun) -> list[cal.BandRow]:
+    if run.low is None:
+        return []
+    table = cal.bands(run.low)
+    counts: dict[int, list[int]] = {b.index: [0, 0, 0, 0] for b in table}
+    for band, sampled, labelled, same in session.exec(
+        select(DocPair.band, DocPair.sampled, DocPair.labelled, DocPair.same).where(
+            DocPair.detector_run_id == run.id
+        )
+    ):
+        row = counts.setdefault(band, [0, 0, 0, 0])
+        row[0] += 1
+        row[1] += int(sampled)
+        row[2] += int(labelled)
+        row[3] += int(bool(labelled and same))
+    recall = (run.candidate_recall or {}).get("bands") or []
+    return [
+        cal.BandRow(
+            band=b,
+            pairs=counts[b.index][0],
+            sampled=counts[b.index][1],
+            reviewed=counts[b.index][2],
+            same=counts[b.index][3],
+            candidate_recall=recall[b.index] if b.index < len(recall) else None,
+        )
+        for b in table
+    ]
+
+
+def _candidate_share(run: DetectorRun) -> cal.Share | None:
+    c = run.candidate_recall
+    if not c or c.get("value") is None:
+        return None
+    lo, hi = c["ci"]
+    return cal.Share(float(c["value"]), float(lo), float(hi))
+
+
+def estimates(
+    run: DetectorRun, rows: list[cal.BandRow], threshold: float
+) -> tuple[cal.Estimate, cal.Estimate]:
+    return cal.precision_at(rows, threshold), cal.recall_at(rows, threshold, _candidate_share(run))
+
+
+def _similarities(session: Session, run: DetectorRun) -> list[tuple[str, str, float]]:
+    return list(
+        session.exec(
+            select(DocPair.doc_a, DocPair.doc_b, DocPair.similarity).where(
+                DocPair.detector_run_id == run.id
+            )
+        )
+    )
+
+
+def _state(run: DetectorRun, golden: GoldenSet) -> str:
+    if golden.detector_run_id == run.id:
+        return "applied"
+    return "earlier" if run.applied_at is not None else "reviewing"
+
+
+def ref_by_id(*, session: Session, detector_run_id: int | None) -> DetectorRunRef | None:
+    if detector_run_id is None:
+        return None
+    return ref_of(session.get(DetectorRun, detector_run_id))
+
+
+def _estimate(value: dict[str, Any] | None) -> EstimatePublic | None:
+    return None if value is None else EstimatePublic(**value)
+
+
+def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
+    golden = session.get(GoldenSet, run.golden_set_id)
+    assert golden is not None
+    assert run.id is not None
+    rows = band_rows(session=session, run=run)
+    pairs = _similarities(session, run)
+    thresholds: list[ThresholdPublic] = []
+    for band in [r.band for r in rows]:
+        at = [(a, b) for a, b, s in pairs if s >= band.low - 1e-9]
+        clusters = clusters_of_pairs(at)
+        precision, recall = estimates(run, rows, band.low)
+        thresholds.append(
+            ThresholdPublic(
+                threshold=band.low,
+                pairs=len(at),
+                clusters=len(clusters),
+                clustered_documents=sum(len(m) for m in clusters.values()),
+                precision=EstimatePublic(**precision.as_json()),
+                recall=EstimatePublic(**recall.as_json()),
+            )
+        )
+    c = run.candidate_recall
+    return DetectorRunPublic(
+        id=run.id,
+        golden_set_id=run.golden_set_id,
+        source=run.source,
+        state=_state(run, golden),
+        parameters=run.parameters,
+        low=run.low,
+        documents=run.documents,
+        pairs=run.pairs,
+        seconds=run.seconds,
+        created_at=run.created_at,
+        created_by=run.created_by_id,
+        threshold=run.threshold,
+        clusters=run.clusters,
+        clustered_documents=run.clustered_documents,
+        precision=_estimate(run.precision),
+        recall=_estimate(run.recall),
+        applied_at=run.applied_at,
+        applied_by=run.applied_by_id,
+        bands=[
+            BandPublic(
+                low=r.band.low,
+                high=r.band.high,
+                label=r.band.label(),
+                pairs=r.pairs,
+                sampled=r.sampled,
+                reviewed=r.reviewed,
+                same=r.same,
+                share=Interval(**r.share.as_json()),
+                candidate_recall=r.candidate_recall,
+            )
+            for r in rows
+        ],
+        candidate_recall=None
+        if not c
+        else CandidateRecall(value=c.get("value"), ci=c["ci"], how=c["how"], pairs=c["pairs"]),
+        thresholds=thresholds,
+        sampled=sum(r.sampled for r in rows),
+        reviewed=sum(r.reviewed for r in rows),
+        sentence=sentence(run),
+    )
+
+
+# --- apply ----------------------------------------------------------------------------------
+
+
+def apply_threshold(
+    *, session: Session, run: DetectorRun, threshold: float, user: User | None, now: datetime
+) -> DetectorRun:
+    """Make the run's clusters at ``threshold`` the corpus's cluster ids, with the estimated
+    precision and recall there, and measure the golden set's runs with them again."""
+    if run.source != DetectorSource.DETECTOR.value or run.low is None:
+        raise Conflict(
+            "imported cluster ids have no pairs to pick a threshold from: they are applied "
+            "as imported",
+            code="not_a_detection",
+        )
+    if not run.low - 1e-9 <= threshold <= 1.0:
+        raise Invalid(
+            f"the threshold must be from {run.low:.2f} (the lowest similarity this run kept) to 1",
+            code="invalid_threshold",
+        )
+    golden = session.get(GoldenSet, run.golden_set_id)
+    assert golden is not None
+    rows = band_rows(session=session, run=run)
+    precision, recall = estimates(run, rows, threshold)
+    at = [(a, b) for a, b, s in _similarities(session, run) if s >= threshold - 1e-9]
+    clusters = clusters_of_pairs(at)
+    cluster_of = {doc: cid for cid, members in clusters.items() for doc in members}
+    with writing(session):
+        run.threshold = round(threshold, 6)
+        run.clusters = len(clusters)
+        run.clustered_documents = len(cluster_of)
+        run.precision = precision.as_json()
+        run.recall = recall.as_json()
+        run.applied_at = now
+        run.applied_by_id = user.id if user else None
+        session.add(run)
+        _write_clusters(session, golden, run, cluster_of)
+    session.refresh(run)
+    return run
+
+
+def import_cluster_ids(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    cluster_of: dict[str, str],
+    file_name: str,
+    user: User | None,
+    now: datetime,
+) -> DetectorRun:
+    """Cluster ids made elsewhere (a side file) as a detector run, applied at once: "imported,
+    not calibrated". Ids of documents outside the corpus are refused, naming a few."""
+    if golden.documents == 0:
+        raise Conflict(
+            f"golden set {golden.name!r} has no corpus to give cluster ids to",
+            code="no_corpus",
+        )
+    known = set(
+        session.exec(select(Document.doc_id).where(Document.golden_set_id == golden.id)).all()
+    )
+    unknown = [d for d in cluster_of if d not in known]
+    if unknown:
+        shown = ", ".join(repr(d[:60]) for d in unknown[:3])
+        raise Invalid(
+            f"{file_name}: {len(unknown):,} document ids are not in the corpus ({shown}"
+            f"{', ...' if len(unknown) > 3 else ''}): nothing was imported",
+            code="unknown_documents",
+        )
+    clusters = {c for c in cluster_of.values()}
+    run = DetectorRun(
+        golden_set_id=golden.id,  # type: ignore[arg-type]
+        source=DetectorSource.IMPORTED.value,
+        parameters={"file": file_name},
+        documents=golden.documents,
+        pairs=0,
+        created_by_id=user.id if user else None,
+        clusters=len(clusters),
+        clustered_documents=len(cluster_of),
+        applied_at=now,
+        applied_by_id=user.id if user else None,
+    )
+    with writing(session):
+        session.add(run)
+        session.flush()
+        _write_clusters(session, golden, run, cluster_of)
+    session.refresh(run)
+    return run
+
+
+def _write_clusters(
+    session: Session, golden: GoldenSet, run: DetectorRun, cluster_of: dict[str, str]
+) -> None:
+    """Inside a ``writing`` block: the corpus's cluster ids become ``cluster_of``'s, the
+    golden set rests on ``run``, and its runs are measured again."""
+    session.exec(
+        update(Document)
+        .where(col(Document.golden_set_id) == golden.id, col(Document.cluster_id).is_not(None))
+        .values(cluster_id=None)
+    )
+    by_cluster: dict[str, list[str]] = {}
+    for doc, cid in cluster_of.items():
+        by_cluster.setdefault(cid, []).append(doc)
+    for cid, docs in by_cluster.items():
+        for i in range(0, len(docs), 5000):
+            session.exec(
+                update(Document)
+                .where(
+                    col(Document.golden_set_id) == golden.id,
+                    col(Document.doc_id).in_(docs[i : i + 5000]),
+                )
+                .values(cluster_id=cid)
+            )
+    assert run.id is not None
+    golden.detector_run_id = run.id
+    session.add(golden)
+    session.flush()
+    for stored in session.exec(select(Run).where(Run.golden_set_id == golden.id)).all():
+        retrace(session=session, golden=golden, run=stored, detector_run_id=run.id)
+
+
+def retrace(*, session: Session, golden: GoldenSet, run: Run, detector_run_id: int) -> bool:
+    """Inside a ``writing`` block: measure a judged run's clusters again from its stored
+    rankings with the corpus's cluster ids now (exact up to its kept head); False for a run
+    that keeps no rankings (a log run), which stays on what it was measured with."""
+    from app.services.imports.clusters import corpus_source, store_traces, stored_top
+
+    totals = session.get(RunClusterTotals, run.id)
+    if run.kind != JUDGED or run.keep_depth <= 0 or totals is None:
+        return False
+    assert run.id is not None
+    returned = {
+        qid: n
+        for qid, n in session.exec(
+            select(RunClusterQuery.qid, RunClusterQuery.returned).where(
+                RunClusterQuery.run_id == run.id
+            )
+        )
+    }
+    head = stored_top(session=session, run=run, depth=run.keep_depth)
+    judged = pl.DataFrame(
+        session.exec(
+            select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(
+                RunJudged.run_id == run.id
+            )
+        ).all(),
+        schema={"qid": pl.String, "doc_id": pl.String, "rank": pl.Int64},
+        orient="row",
+    )
+    source = corpus_source(session=session, golden=golden)
+    wanted = pl.concat([head.get_column("doc_id"), judged.get_column("doc_id")]).unique()
+    found: ClusterCorpus = source.lookup(wanted.to_list())
+    traces = trace_ranking(head, returned, found)
+    ranked = pl.concat([head, judged.filter(pl.col("rank") > run.keep_depth)])
+    ranks = judged_cluster_ranks(ranked, judged.select("qid", "doc_id"), found.documents)
+    for table in (RunClusterQuery, RunJudgedCluster, RunClusterTotals):
+        session.exec(delete(table).where(col(table.run_id) == run.id))
+    session.flush()
+    store_traces(
+        session=session,
+        run_id=run.id,
+        traces=replace(traces, cluster_ranks=ranks),
+        detector_run_id=detector_run_id,
+        traced_depth=run.keep_depth,
+    )
+    return True

@@ -1,0 +1,199 @@
+"""Detector runs through the API (issue 27), on both databases: a lead runs detection over a
+golden set's corpus of generated copies with known truth, reviewers judge the calibration
+sample on the pair-review queue (lease, stale label, skip, audit), the lead applies a
+threshold and the run's cluster measures change and name the detector run; a side file of
+ids imports as an uncalibrated run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from app.models import Role
+from tests.support.dupe_corpus import make_corpus
+from tests.support.service import Account
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path, Path, Path, dict[str, str]]:
+    corpus = make_corpus(120, copy_share=0.25, seed=11)
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in corpus.docs))
+    groups: dict[str, list[str]] = {}
+    for doc, group in corpus.truth.items():
+        groups.setdefault(group, []).append(doc)
+    copied = sorted((sorted(m) for m in groups.values() if len(m) > 1), key=lambda m: m[0])
+    qrels, run, queries = [], [], []
+    for i, members in enumerate(copied[:10]):
+        qid = f"q{i}"
+        queries.append(json.dumps({"_id": qid, "text": f"query {i}"}))
+        qrels.append(f"{qid}\t0\t{members[0]}\t1")
+        # the run returns every copy of the relevant document first, then others
+        others = [d["_id"] for d in corpus.docs if d["_id"] not in members][:8]
+        for rank, doc in enumerate(members + others, start=1):
+            run.append(f"{qid} Q0 {doc} {rank} {100 - rank} test")
+    (tmp_path / "qrels.tsv").write_text("\n".join(qrels) + "\n")
+    (tmp_path / "queries.jsonl").write_text("\n".join(queries) + "\n")
+    (tmp_path / "run.trec").write_text("\n".join(run) + "\n")
+    return (
+        path,
+        tmp_path / "qrels.tsv",
+        tmp_path / "queries.jsonl",
+        tmp_path / "run.trec",
+        corpus.truth,
+    )
+
+
+def _setup(client: TestClient, lead: Account, tmp_path: Path) -> tuple[int, int, dict[str, str]]:
+    corpus, qrels, queries, run, truth = _files(tmp_path)
+    with corpus.open("rb") as c, qrels.open("rb") as q, queries.open("rb") as qs:
+        made = client.post(
+            "/api/v1/golden-sets",
+            data={"name": "copies"},
+            files={"qrels": q, "queries": qs, "corpus": c},
+            headers=lead.headers,
+        )
+    assert made.status_code == 201, made.text
+    golden = made.json()["id"]
+    with run.open("rb") as r:
+        imported = client.post(
+            f"/api/v1/golden-sets/{golden}/runs",
+            data={"name": "bm25"},
+            files={"run": r},
+            headers=lead.headers,
+        )
+    assert imported.status_code == 201, imported.text
+    return golden, imported.json()["id"], truth
+
+
+def _review_all(client: TestClient, reviewer: Account, run_id: int, truth: dict[str, str]) -> int:
+    done = 0
+    while True:
+        got = client.post(f"/api/v1/detector-runs/{run_id}/claim", headers=reviewer.headers)
+        if got.status_code == 204:
+            return done
+        assert got.status_code == 200, got.text
+        pair = got.json()
+        same = truth[pair["a"]["doc_id"]] == truth[pair["b"]["doc_id"]]
+        labelled = client.post(
+            f"/api/v1/pairs/{pair['id']}/label",
+            json={"same": same, "version": pair["version"]},
+            headers=reviewer.headers,
+        )
+        assert labelled.status_code == 200, labelled.text
+        done += 1
+
+
+def test_detect_review_apply(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
+    golden, run_id, truth = _setup(client, lead, tmp_path)
+    before = client.get(f"/api/v1/runs/{run_id}/metrics?depth=10&k=5", headers=lead.headers).json()
+    assert before["clusters"] is not None
+    assert "detector_run" not in before["clusters"]  # no cluster ids: nothing to name
+
+    assert (
+        client.post(
+            f"/api/v1/golden-sets/{golden}/detector-runs", json={}, headers=reviewer.headers
+        ).status_code
+        == 403
+    )
+    made = client.post(
+        f"/api/v1/golden-sets/{golden}/detector-runs",
+        json={"threshold": 0.8, "per_band": 5},
+        headers=lead.headers,
+    )
+    assert made.status_code == 201, made.text
+    detection: dict[str, Any] = made.json()
+    assert detection["state"] == "reviewing"
+    assert detection["source"] == "detector"
+    assert detection["pairs"] > 0
+    assert detection["candidate_recall"]["how"] == "exact"
+    assert detection["candidate_recall"]["value"] == 1.0
+    assert sum(b["pairs"] for b in detection["bands"]) == detection["pairs"]
+    assert all(b["sampled"] == min(b["pairs"], 5) for b in detection["bands"])
+    detector = detection["id"]
+
+    # the queue: a lease each, a stale label refused and kept, a skip goes to the others
+    first = client.post(f"/api/v1/detector-runs/{detector}/claim", headers=reviewer.headers).json()
+    again = client.post(f"/api/v1/detector-runs/{detector}/claim", headers=reviewer.headers).json()
+    assert again["id"] == first["id"]
+    other = client.post(f"/api/v1/detector-runs/{detector}/claim", headers=lead.headers).json()
+    assert other["id"] != first["id"]
+    stale = client.post(
+        f"/api/v1/pairs/{first['id']}/label",
+        json={"same": True, "version": first["version"] + 1},
+        headers=reviewer.headers,
+    )
+    assert stale.status_code == 409
+    assert stale.json()["error"]["code"] == "stale_version"
+    skipped = client.post(f"/api/v1/pairs/{first['id']}/skip", json={}, headers=reviewer.headers)
+    assert skipped.status_code == 200
+    client.post(f"/api/v1/pairs/{other['id']}/release", headers=lead.headers)
+    events = client.get(f"/api/v1/pairs/{first['id']}/events", headers=lead.headers).json()
+    assert [e["action"] for e in events["items"]] == ["conflict", "skip"]
+    assert events["items"][0]["after"] == {"same": True, "version": first["version"] + 1}
+
+    reviewed = _review_all(client, reviewer, detector, truth)
+    reviewed += _review_all(client, lead, detector, truth)  # the skipped pair
+    table = client.get(f"/api/v1/detector-runs/{detector}", headers=lead.headers).json()
+    assert table["reviewed"] == table["sampled"] == reviewed
+    at_08 = next(t for t in table["thresholds"] if abs(t["threshold"] - 0.8) < 1e-9)
+    assert at_08["precision"]["value"] == 1.0
+    assert at_08["recall"]["value"] is not None
+
+    applied = client.post(
+        f"/api/v1/detector-runs/{detector}/apply", json={"threshold": 0.8}, headers=lead.headers
+    )
+    assert applied.status_code == 200, applied.text
+    assert applied.json()["state"] == "applied"
+    after = client.get(f"/api/v1/runs/{run_id}/metrics?depth=10&k=5", headers=lead.headers).json()
+    ref = after["clusters"]["detector_run"]
+    assert ref["id"] == detector
+    assert ref["threshold"] == 0.8
+    assert ref["sentence"].startswith(
+        f"clusters from detector run {detector} (J >= 0.80): precision 1.00"
+    )
+    # every copy was returned first: fewer distinct clusters in the top 5 than before
+    k5 = "unique-clusters@5"
+    assert after["clusters"][k5]["median"] < before["clusters"][k5]["median"]
+    profile = client.get(f"/api/v1/runs/{run_id}/clusters?k=5", headers=lead.headers).json()
+    assert profile["detector_run"]["id"] == detector
+
+
+def test_side_file_imports_as_a_run(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    lead = accounts[Role.LEAD]
+    golden, run_id, truth = _setup(client, lead, tmp_path)
+    lines = ["doc_id,cluster_id"] + [f"{d},g{g}" for d, g in sorted(truth.items())]
+    ids = tmp_path / "ids.csv"
+    ids.write_text("\n".join(lines) + "\n")
+    with ids.open("rb") as f:
+        made = client.post(
+            f"/api/v1/golden-sets/{golden}/detector-runs/import",
+            files={"ids": ("ids.csv", f)},
+            headers=lead.headers,
+        )
+    assert made.status_code == 201, made.text
+    assert made.json()["source"] == "imported"
+    assert made.json()["state"] == "applied"
+    metrics = client.get(f"/api/v1/runs/{run_id}/metrics?depth=10&k=5", headers=lead.headers).json()
+    assert metrics["clusters"]["detector_run"]["sentence"].endswith(
+        "(imported with ids.csv): not calibrated"
+    )
+    bad = tmp_path / "bad.csv"
+    bad.write_text("doc_id,cluster_id\nnot-a-doc,c1\n")
+    with bad.open("rb") as f:
+        refused = client.post(
+            f"/api/v1/golden-sets/{golden}/detector-runs/import",
+            files={"ids": ("bad.csv", f)},
+            headers=lead.headers,
+        )
+    assert refused.status_code == 422
+    assert "not-a-doc" in refused.json()["error"]["message"]
+    runs = client.get(f"/api/v1/golden-sets/{golden}/detector-runs", headers=lead.headers).json()
+    assert runs["total"] == 1
