@@ -29,6 +29,9 @@ ANY_JSON: dict[str, str] = {
     # A dry run shows the exact request each tracker would get: its own API's body
     # (GitHub, GitLab, Jira, Linear or the webhook's event), not a shape of ours.
     "ExportRequest.body": "the tracker's own request body",
+    # What a detector was asked (the MinHash library's parameters, which change with it), or
+    # where imported cluster ids came from.
+    "DetectorRunPublic.parameters": "a detector's own parameters",
 }
 
 

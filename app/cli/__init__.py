@@ -20,6 +20,7 @@ COMMANDS = {
     "evaluate": "app.cli.evaluate:evaluate",
     "clusters": "app.cli.clusters:clusters",
     "dedup": "app.cli.dedup:dedup",
+    "detector": "app.cli.detector:detector",
     "demo": "app.cli.demo:demo",
     "serve": "app.cli.service:serve",
     "db": "app.cli.service:db",
@@ -56,6 +57,7 @@ SUMMARIES = {
     "create-token": "Print a new API token for a user, alone on stdout (shown once).",
     "create-user": "Create an account (exit 1 if the email exists).",
     "db": "Database schema commands.",
+    "detector": "A golden set's near-duplicate detector runs: find, calibrate, apply, import ids.",
     "dedup": (
         "Find near-duplicate documents of a corpus (MinHash LSH candidates, each verified by "
         "its exact Jaccard similarity, clusters as connected components) and write the corpus "

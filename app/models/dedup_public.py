@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from app.models.dedup import DetectorRun, DetectorSource
@@ -99,14 +101,24 @@ class PairPublic(ReadModel):
     lease_expires_at: IsoDateTime | None
 
 
+class PairSnapshot(ReadModel):
+    """A pair as an audit event saw it (a refused attempt: what was asked, same and
+    version)."""
+
+    labelled: bool | None = None
+    same: bool | None = None
+    version: int | None = None
+    lease_holder: int | None = None
+
+
 class PairEventPublic(ReadModel):
     id: int
     pair_id: int
     user_id: int | None
     at: IsoDateTime
     action: str
-    before: dict[str, object]
-    after: dict[str, object]
+    before: PairSnapshot
+    after: PairSnapshot
     note: str
 
 
@@ -114,34 +126,48 @@ def _fmt(value: float | None) -> str:
     return "\u2013" if value is None else f"{value:.2f}"
 
 
-def sentence(run: DetectorRun) -> str:
-    """How a cluster figure names the run it rests on."""
+def sentence(
+    run: DetectorRun,
+    *,
+    threshold: float | None = None,
+    precision: dict[str, Any] | None = None,
+    recall: dict[str, Any] | None = None,
+) -> str:
+    """How a cluster figure names the run it rests on, at ``threshold`` with the estimates
+    there (the run's applied ones when not given)."""
     if run.source == DetectorSource.IMPORTED.value:
         where = run.parameters.get("file") or "the corpus"
         return f"clusters from detector run {run.id} (imported with {where}): not calibrated"
-    at = "" if run.threshold is None else f" (J >= {run.threshold:.2f})"
-    if run.precision is None:
-        return f"clusters from detector run {run.id}{at}: not calibrated"
-    p, r = run.precision, run.recall or {}
+    threshold = run.threshold if threshold is None else threshold
+    p = run.precision if precision is None else precision
+    r = (run.recall if recall is None else recall) or {}
+    at = "" if threshold is None else f" (J >= {threshold:.2f})"
+    if p is None or not p.get("reviewed"):
+        return f"clusters from detector run {run.id}{at}: not calibrated yet (no pair reviewed)"
     lo, hi = p["ci"]
-    precision = f"precision {_fmt(p.get('value'))} [{lo:.2f}, {hi:.2f}]"
-    recall = f"recall {_fmt(r.get('value'))}"
-    return f"clusters from detector run {run.id}{at}: {precision}, {recall}"
+    shown = f"precision {_fmt(p.get('value'))} [{lo:.2f}, {hi:.2f}]"
+    return f"clusters from detector run {run.id}{at}: {shown}, recall {_fmt(r.get('value'))}"
 
 
-def ref_of(run: DetectorRun | None) -> DetectorRunRef | None:
+def ref_of(
+    run: DetectorRun | None,
+    *,
+    threshold: float | None = None,
+    precision: dict[str, Any] | None = None,
+    recall: dict[str, Any] | None = None,
+) -> DetectorRunRef | None:
+    """The reference a cluster figure carries (at ``threshold`` with its estimates, else the
+    run's applied ones)."""
     if run is None:
         return None
-    assert run.id is not None
+    threshold = run.threshold if threshold is None else threshold
+    p = run.precision if precision is None else precision
+    r = run.recall if recall is None else recall
     return DetectorRunRef(
         id=run.id,
         source=run.source,
-        threshold=run.threshold,
-        precision=None
-        if run.precision is None
-        else Interval(value=run.precision.get("value"), ci=run.precision["ci"]),
-        recall=None
-        if run.recall is None
-        else Interval(value=run.recall.get("value"), ci=run.recall["ci"]),
-        sentence=sentence(run),
+        threshold=threshold,
+        precision=None if p is None else Interval(value=p.get("value"), ci=p["ci"]),
+        recall=None if r is None else Interval(value=r.get("value"), ci=r["ci"]),
+        sentence=sentence(run, threshold=threshold, precision=p, recall=r),
     )

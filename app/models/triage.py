@@ -129,6 +129,8 @@ class Triage(SQLModel, table=True):
     #: The detector run whose clusters decided which misses are covered by a duplicate
     #: (the golden set's when the triage was made); None: no clusters then.
     detector_run_id: int | None = None
+    #: ... and the threshold its clusters were applied at then.
+    detector_threshold: float | None = None
 
 
 class Miss(SQLModel, table=True):

@@ -11,6 +11,7 @@ from pydantic import computed_field
 from app.models.golden import GoldenSet
 from app.models.runs import Run
 from app.models.triage import LabelEvent, Miss, MissState, Review, Triage, shown_cause
+from app.provenance import DetectorRunRef
 from app.readmodel import IsoDateTime, ReadModel, absent_when_none
 
 
@@ -188,6 +189,9 @@ class ClosureReport(ReadModel):
     closes: bool
     #: The closure sentence (``app.services.triage.closure.closure_sentence``).
     closure: str
+    #: The clusters that decided which misses are covered (the detector run applied when
+    #: the triage was made, at its threshold then, with its estimates now); absent: none.
+    covered_from: DetectorRunRef | None = PydanticField(default=None, exclude_if=absent_when_none)
 
 
 class TriageDetail(TriagePublic):
@@ -205,6 +209,7 @@ class TriageDetail(TriagePublic):
     residue: int
     closes: bool
     closure: str
+    covered_from: DetectorRunRef | None = PydanticField(default=None, exclude_if=absent_when_none)
 
     @classmethod
     def of_report(cls, triage: Triage, report: ClosureReport) -> TriageDetail:
@@ -218,6 +223,7 @@ class TriageDetail(TriagePublic):
             residue=report.residue,
             closes=report.closes,
             closure=report.closure,
+            covered_from=report.covered_from,
         )
 
 

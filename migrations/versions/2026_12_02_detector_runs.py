@@ -132,6 +132,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("detector_run_id", sa.Integer(), nullable=True))
     with op.batch_alter_table("triage", schema=None) as batch_op:
         batch_op.add_column(sa.Column("detector_run_id", sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column("detector_threshold", sa.Float(), nullable=True))
     with op.batch_alter_table("run_cluster_totals", schema=None) as batch_op:
         batch_op.add_column(sa.Column("detector_run_id", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("traced_depth", sa.Integer(), nullable=True))
@@ -183,6 +184,7 @@ def downgrade() -> None:
         batch_op.drop_column("traced_depth")
         batch_op.drop_column("detector_run_id")
     with op.batch_alter_table("triage", schema=None) as batch_op:
+        batch_op.drop_column("detector_threshold")
         batch_op.drop_column("detector_run_id")
     with op.batch_alter_table("golden_set", schema=None) as batch_op:
         batch_op.drop_column("detector_run_id")

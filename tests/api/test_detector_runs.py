@@ -135,7 +135,9 @@ def test_detect_review_apply(
     client.post(f"/api/v1/pairs/{other['id']}/release", headers=lead.headers)
     events = client.get(f"/api/v1/pairs/{first['id']}/events", headers=lead.headers).json()
     assert [e["action"] for e in events["items"]] == ["conflict", "skip"]
-    assert events["items"][0]["after"] == {"same": True, "version": first["version"] + 1}
+    assert events["items"][0]["after"]["same"] is True
+    assert events["items"][0]["after"]["version"] == first["version"] + 1
+    assert events["items"][0]["before"]["version"] == first["version"]
 
     reviewed = _review_all(client, reviewer, detector, truth)
     reviewed += _review_all(client, lead, detector, truth)  # the skipped pair

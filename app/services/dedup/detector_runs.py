@@ -52,6 +52,7 @@ from app.models.dedup_public import (
 )
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
+from app.services.imports.detector_refs import band_rows, estimates
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
 #: measured on a sample of this many documents (the pairs among them).
@@ -216,49 +217,6 @@ def _candidate_recall(
 
 
 # --- the calibration table ------------------------------------------------------------------
-
-
-def band_rows(*, session: Session, run: DetectorRun) -> list[cal.BandRow]:
-    if run.low is None:
-        return []
-    table = cal.bands(run.low)
-    counts: dict[int, list[int]] = {b.index: [0, 0, 0, 0] for b in table}
-    for band, sampled, labelled, same in session.exec(
-        select(DocPair.band, DocPair.sampled, DocPair.labelled, DocPair.same).where(
-            DocPair.detector_run_id == run.id
-        )
-    ):
-        row = counts.setdefault(band, [0, 0, 0, 0])
-        row[0] += 1
-        row[1] += int(sampled)
-        row[2] += int(labelled)
-        row[3] += int(bool(labelled and same))
-    recall = (run.candidate_recall or {}).get("bands") or []
-    return [
-        cal.BandRow(
-            band=b,
-            pairs=counts[b.index][0],
-            sampled=counts[b.index][1],
-            reviewed=counts[b.index][2],
-            same=counts[b.index][3],
-            candidate_recall=recall[b.index] if b.index < len(recall) else None,
-        )
-        for b in table
-    ]
-
-
-def _candidate_share(run: DetectorRun) -> cal.Share | None:
-    c = run.candidate_recall
-    if not c or c.get("value") is None:
-        return None
-    lo, hi = c["ci"]
-    return cal.Share(float(c["value"]), float(lo), float(hi))
-
-
-def estimates(
-    run: DetectorRun, rows: list[cal.BandRow], threshold: float
-) -> tuple[cal.Estimate, cal.Estimate]:
-    return cal.precision_at(rows, threshold), cal.recall_at(rows, threshold, _candidate_share(run))
 
 
 def _similarities(session: Session, run: DetectorRun) -> list[tuple[str, str, float]]:

@@ -34,7 +34,6 @@ from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import MAX_CUTOFF, parse_depths
 from app.models import (
     LOG,
-    DetectorRun,
     Document,
     GoldenSet,
     Run,
@@ -44,11 +43,11 @@ from app.models import (
     RunJudged,
     RunJudgedCluster,
 )
-from app.models.dedup_public import ref_of
 from app.models.runs import RunClustersPublic
 from app.provenance import DetectorRunRef
 from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert
+from app.services.imports.detector_refs import live_ref
 from app.services.imports.golden_sets import eval_golden_set
 
 #: How many values of k one request may ask for.
@@ -150,7 +149,7 @@ def detector_run_of(*, session: Session, run: Run) -> DetectorRunRef | None:
     totals = session.get(RunClusterTotals, run.id)
     if totals is None or totals.detector_run_id is None:
         return None
-    return ref_of(session.get(DetectorRun, totals.detector_run_id))
+    return live_ref(session=session, detector_run_id=totals.detector_run_id)
 
 
 def _frame(rows: Any, schema: dict[str, Any]) -> pl.DataFrame:

@@ -286,6 +286,8 @@ def as_json(
         "closes": summary.closes,
         "closure": summary.closure,
     }
+    if summary.covered_from is not None:  # the clusters that decided what is covered
+        head["covered_from"] = summary.covered_from.model_dump(mode="json")
     if ctx.triage.reviewers > 1:  # double review: what the final labels rest on
         head |= {"final": summary.final.model_dump(), "adjudication": summary.adjudication}
     yield json.dumps(head, ensure_ascii=False)[:-1] + ', "causes": ['

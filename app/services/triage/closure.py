@@ -10,6 +10,7 @@ from sqlmodel import Session
 from app.models import OTHER, Triage
 from app.models.agreement_public import AgreementPublic
 from app.models.triage_public import ClosureReport, FinalCounts, TriageDetail
+from app.services.imports.detector_refs import live_ref
 from app.services.queue.lifecycle import Stage
 from app.services.queue.tally import Tally, triage_tally
 from app.services.triage.agreement import kappa_phrase, triage_agreement
@@ -101,6 +102,11 @@ def closure_report(
         residue=tally.residue,
         closes=tally.closes,
         closure=closure_sentence(tally, agreement=kappa),
+        covered_from=live_ref(
+            session=session,
+            detector_run_id=triage.detector_run_id,
+            threshold=triage.detector_threshold,
+        ),
     )
 
 

@@ -9,7 +9,7 @@ from app.db import writing
 from app.eval import misses_frame
 from app.eval.conventions import CutoffError, check_cutoffs
 from app.eval.overlap import overlap_sample
-from app.models import GoldenSet, Miss, MissState, Run, Triage, User
+from app.models import DetectorRun, GoldenSet, Miss, MissState, Run, Triage, User
 from app.models.triage_public import (
     MissPublic,
     Overlap,
@@ -89,6 +89,7 @@ def create_triage(
         overlap_fraction=overlap.fraction,
         overlap_seed=overlap.seed,
         detector_run_id=golden.detector_run_id,
+        detector_threshold=_applied_threshold(session, golden),
     )
     with writing(session):
         session.add(triage)
@@ -210,3 +211,10 @@ def list_misses(
         session=session, query=query.order_by(col(Miss.position)), page=page, per_page=per_page
     )
     return PageOf[MissPublic](items=[MissPublic.of(m) for m in items], total=total)
+
+
+def _applied_threshold(session: Session, golden: GoldenSet) -> float | None:
+    if golden.detector_run_id is None:
+        return None
+    applied = session.get(DetectorRun, golden.detector_run_id)
+    return None if applied is None else applied.threshold

@@ -1,0 +1,74 @@
+"""What a golden set's cluster figures rest on: a detector run's calibration table from its
+reviewed sample (``band_rows``), the estimates at a threshold, and the reference every
+cluster figure carries (``live_ref``), computed from the reviews as they stand, so a figure
+made before the sample was reviewed says what the sample says now."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from app.eval import calibration as cal
+from app.models import DetectorRun, DocPair
+from app.models.dedup_public import ref_of
+from app.provenance import DetectorRunRef
+
+
+def band_rows(*, session: Session, run: DetectorRun) -> list[cal.BandRow]:
+    if run.low is None:
+        return []
+    table = cal.bands(run.low)
+    counts: dict[int, list[int]] = {b.index: [0, 0, 0, 0] for b in table}
+    for band, sampled, labelled, same in session.exec(
+        select(DocPair.band, DocPair.sampled, DocPair.labelled, DocPair.same).where(
+            DocPair.detector_run_id == run.id
+        )
+    ):
+        row = counts.setdefault(band, [0, 0, 0, 0])
+        row[0] += 1
+        row[1] += int(sampled)
+        row[2] += int(labelled)
+        row[3] += int(bool(labelled and same))
+    recall = (run.candidate_recall or {}).get("bands") or []
+    return [
+        cal.BandRow(
+            band=b,
+            pairs=counts[b.index][0],
+            sampled=counts[b.index][1],
+            reviewed=counts[b.index][2],
+            same=counts[b.index][3],
+            candidate_recall=recall[b.index] if b.index < len(recall) else None,
+        )
+        for b in table
+    ]
+
+
+def _candidate_share(run: DetectorRun) -> cal.Share | None:
+    c = run.candidate_recall
+    if not c or c.get("value") is None:
+        return None
+    lo, hi = c["ci"]
+    return cal.Share(float(c["value"]), float(lo), float(hi))
+
+
+def estimates(
+    run: DetectorRun, rows: list[cal.BandRow], threshold: float
+) -> tuple[cal.Estimate, cal.Estimate]:
+    return cal.precision_at(rows, threshold), cal.recall_at(rows, threshold, _candidate_share(run))
+
+
+def live_ref(
+    *, session: Session, detector_run_id: int | None, threshold: float | None = None
+) -> DetectorRunRef | None:
+    """The reference of a figure resting on a detector run at ``threshold`` (its applied one
+    when None), with the estimates from its reviews now."""
+    if detector_run_id is None:
+        return None
+    run = session.get(DetectorRun, detector_run_id)
+    if run is None:
+        return None
+    at = run.threshold if threshold is None else threshold
+    if run.low is None or at is None:
+        return ref_of(run)
+    rows = band_rows(session=session, run=run)
+    precision, recall = estimates(run, rows, at)
+    return ref_of(run, threshold=at, precision=precision.as_json(), recall=recall.as_json())
