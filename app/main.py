@@ -32,9 +32,11 @@ from app.services.delivery.events import Deliverer
 from app.settings import Settings, get_settings
 from app.web import accounts as web_accounts
 from app.web import adjudication as web_adjudication
+from app.web import duplicates as web_duplicates
 from app.web import golden_set as web_golden_set
 from app.web import lookup as web_lookup
 from app.web import pages as web_pages
+from app.web import pair_review as web_pair_review
 from app.web import progress as web_progress
 from app.web import review as web_review
 from app.web import runs as web_runs
@@ -87,7 +89,9 @@ def create_app(
     app.include_router(api_router)
     app.include_router(web_accounts.router)
     app.include_router(web_adjudication.router)
+    app.include_router(web_duplicates.router)
     app.include_router(web_lookup.router)
+    app.include_router(web_pair_review.router)
     app.include_router(web_golden_set.router)
     app.include_router(web_pages.router)
     app.include_router(web_progress.router)

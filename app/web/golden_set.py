@@ -1,5 +1,6 @@
 """The golden-set page: the runs at the chosen k, depth and gain with the depth-curve chart
-and the reranking-cost advisor, the log runs, and the run-import form."""
+and the reranking-cost advisor, the log runs, the run-import form, and the duplicates
+section (app/web/duplicates.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from app.services.imports import golden_sets as golden_service
 from app.services.imports import runs as run_service
 from app.services.views import comparisons
 from app.web.charts import LineChart, depth_curve_chart
+from app.web.duplicates import DuplicatesSection, duplicates_section
 from app.web.forms import View, read_view
 from app.web.progress import new_import_id
 from app.web.render import context_of, read_flash, render
@@ -59,6 +61,8 @@ class GoldenSetPage:
     error: str | None
     form: dict[str, str]
     import_id: str
+    #: The "Duplicates" section: detector runs and the lead's forms.
+    duplicates: DuplicatesSection
 
 
 def _golden_set_page(
@@ -117,6 +121,9 @@ def _golden_set_page(
         error=None,
         form={"name": "", **(flash.form if flash else {})},
         import_id=new_import_id(),
+        duplicates=duplicates_section(
+            session=session, golden_set_id=golden_set_id, principal=principal
+        ),
     )
     return render(
         request,
