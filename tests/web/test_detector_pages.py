@@ -16,6 +16,7 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from app.models import Role
+from app.web.pair_diff import word_diff
 from tests.support.dupe_corpus import make_corpus
 from tests.support.service import HTMX, ORIGIN, Account, get, login
 
@@ -302,3 +303,47 @@ def test_a_bad_side_file_is_named_with_its_line(
         .get_text(strip=True)
         .endswith("(imported with ids.csv): not calibrated.")
     )
+
+
+def test_word_diff_marks_the_words_only_on_one_side() -> None:
+    diff = word_diff("a b c d e", "a x c d e f", max_words=3_000)
+    assert [(s.text, s.kind) for s in diff.a] == [("a", "same"), ("b", "only"), ("c d e", "same")]
+    assert [(s.text, s.kind) for s in diff.b] == [
+        ("a", "same"),
+        ("x", "only"),
+        ("c d e", "same"),
+        ("f", "only"),
+    ]
+    assert (diff.only_a, diff.only_b, diff.capped) == (1, 2, False)
+    capped = word_diff("a b c d", "a b c e", max_words=2)
+    assert capped.capped
+    assert [(s.text, s.kind) for s in capped.b] == [("a b c e", "same")]
+
+
+def test_the_pair_card_escapes_both_documents(
+    client: TestClient, accounts: dict[Role, Account]
+) -> None:
+    lead = accounts[Role.LEAD]
+    words = " ".join(f"word{i}" for i in range(120))
+    docs = [
+        {"_id": "a", "title": "<i>A</i>", "text": words + " <script>alert(1)</script>"},
+        {"_id": "b", "title": "B", "text": words + " <img src=x onerror=alert(2)> & more"},
+    ]
+    made = client.post(
+        "/api/v1/golden-sets",
+        data={"name": "hostile"},
+        files={
+            "qrels": ("qrels.tsv", "q0\t0\ta\t1\n"),
+            "queries": ("queries.jsonl", json.dumps({"_id": "q0", "text": "q"}) + "\n"),
+            "corpus": ("corpus.jsonl", "".join(json.dumps(d) + "\n" for d in docs)),
+        },
+        headers=lead.headers,
+    )
+    assert made.status_code == 201, made.text
+    login(client, lead.email)
+    run_id = _detect(client, int(made.json()["id"]))
+    card = _card(client.post(f"/detector-runs/{run_id}/review/claim", headers=HTMX).text)
+    assert card.select("script, img, i") == []
+    assert "<script>alert(1)</script>" in card.select_one("#doc-a del").get_text(" ")
+    assert "& more" in " ".join(t.get_text() for t in card.select("#doc-b ins"))
+    assert card.select_one("#doc-a h2").get_text(" ", strip=True) == "A <i>A</i>"
