@@ -47,12 +47,34 @@ def _read_corpus(path: Path) -> tuple[dict[str, str], dict[str, float] | None]:
     return clusters, tokens if has_text else None
 
 
+def source_sentence(corpus: Path) -> str:
+    """What the figures rest on: the corpus file's ids, as given (a stored golden set's
+    figures name their detector run and its error rates instead)."""
+    return (
+        f"clusters from the cluster_id of {corpus.name} (as given): not calibrated; "
+        "misstriage dedup finds them, and a detector run in the app measures their error rates"
+    )
+
+
+def detector_run_document(corpus: Path) -> dict[str, Any]:
+    """The ``detector_run`` block of the JSON answer, shaped as the API's (no run id)."""
+    return {
+        "id": None,
+        "source": "imported",
+        "threshold": None,
+        "precision": None,
+        "recall": None,
+        "sentence": source_sentence(corpus),
+    }
+
+
 def profile_document(profile: ClusterProfile, *, run: Path, corpus: Path) -> dict[str, Any]:
     """The JSON answer: the same figures as the table."""
     return {
         "misstriage": __version__,
         "run": str(run),
         "corpus": str(corpus),
+        "detector_run": detector_run_document(corpus),
         "queries": profile.queries,
         "threshold": profile.threshold,
         "short_queries_rule": "a query with fewer than k results counts the distinct clusters "
@@ -220,3 +242,4 @@ def clusters(
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         click.echo(render_profile(profile))
+        click.echo(source_sentence(corpus_path))

@@ -53,6 +53,11 @@ def test_json_and_table_carry_the_same_figures() -> None:
         assert float(cells[1]) == round(d["mean_distinct"], 2)
         assert float(cells[2]) == round(d["distinct_fraction"], 3)
         assert float(cells[-1]) == round(d["daily_price"], 2)
+    # both say what the figures rest on: the file's ids, as given, not calibrated
+    said = document["detector_run"]
+    assert (said["id"], said["source"], said["precision"]) == (None, "imported", None)
+    assert said["sentence"].startswith("clusters from the cluster_id of corpus.jsonl (as given)")
+    assert said["sentence"] in table.stdout
 
 
 def test_chosen_ks_and_threshold() -> None:
