@@ -12,11 +12,13 @@ same with its Wilson 95% interval (``statsmodels``' ``proportion_confint(method=
 At a threshold t (a band's lower edge), the clusters are the connected components of the
 pairs with similarity >= t. Their pair **precision** is estimated by stratification: the
 bands at or above t weighted by their pairs found, ``sum(N_b * p_b) / sum(N_b)``. Its interval
-is the same sum over the bands' Wilson bounds, which is conservative (every band at its bound
-at once); a band with pairs and no review counts [0, 1] in the interval and leaves the value
-unestimated. **Recall** is of the pairs people would judge the same among those at
-similarity >= the lowest band: the estimated same pairs at or above t over those in every
-band, times the candidate search's recall against the exact similarity (``candidate``);
+is Wilson's at that estimate with Kish's effective sample size ``1 / sum(W_b^2 / n_b)``
+(``W_b = N_b / N``, ``n_b`` reviewed); while a band with pairs has no review, the value is not
+estimated and the interval is the bands' Wilson bounds summed (every band at its bound at
+once, the unreviewed ones at 0 and 1). **Recall** is of the pairs people would judge the same
+among those at similarity >= the lowest band: the estimated same pairs at or above t over
+those in every band, times the candidate search's recall against the exact similarity
+(``candidate``);
 same pairs below the lowest band are outside what the detector kept and are not counted.
 """
 
@@ -124,6 +126,18 @@ def wilson(successes: int, trials: int) -> Share:
     return Share(successes / trials, float(lo), float(hi))
 
 
+_Z = 1.959963984540054  # the normal quantile of a two-sided 95% interval
+
+
+def wilson_at(p: float, n: float) -> tuple[float, float]:
+    """The Wilson 95% interval of a proportion ``p`` observed on ``n`` (possibly an effective,
+    non-integer, sample size)."""
+    z2 = _Z * _Z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = _Z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 @dataclass(frozen=True, slots=True)
 class BandRow:
     band: Band
@@ -163,7 +177,8 @@ class Estimate:
 
 PRECISION_HOW = (
     "pairs at or above the threshold judged the same, per band weighted by the pairs found "
-    "(interval: the bands' Wilson bounds; a band without reviews counts 0 to 1)"
+    "(interval: Wilson at the estimate with the sample's effective size; until every band "
+    "has a review, the bands' Wilson bounds, a band without reviews counting 0 to 1)"
 )
 RECALL_HOW = (
     "of the pairs judged the same at similarity {low:.2f} or more, the share at or above the "
@@ -184,6 +199,10 @@ def precision_at(rows: Sequence[BandRow], threshold: float) -> Estimate:
     value = None
     if not missing:
         value = sum(r.pairs * (r.same / r.reviewed) for r in above) / total
+        # Kish's effective sample size of the stratified estimate: the Wilson interval at
+        # the estimate with that many observations (the bands' bounds summed are far wider)
+        n_eff = 1.0 / sum((r.pairs / total) ** 2 / r.reviewed for r in above)
+        lo, hi = wilson_at(value, n_eff)
     return Estimate(value, lo, hi, reviewed, PRECISION_HOW, missing)
 
 
