@@ -22,6 +22,7 @@ from app.services import queue
 from app.services.delivery import exports as export_service
 from app.services.errors import ServiceError
 from app.services.imports import golden_sets as golden_service
+from app.services.imports.detector_refs import live_ref
 from app.services.triage import dashboard
 from app.services.triage import triages as triage_service
 from app.services.views.review import build_card
@@ -326,6 +327,14 @@ def backlog_page(
                 "per_page": per_page,
             },
             "causes": [*ctx.causes, OTHER, "unlabelled", MissState.COVERED.value],
+            # what decided the covered misses: the clusters the triage was made with
+            "covered_from": live_ref(
+                session=session,
+                detector_run_id=ctx.triage.detector_run_id,
+                threshold=ctx.triage.detector_threshold,
+            )
+            if cause == MissState.COVERED.value
+            else None,
             "states": [*dashboard.STATE_FILTERS, dashboard.SKIPPED],
             "reviewers": dashboard.reviewers(session=session, triage=ctx.triage),
             "texts": texts,
