@@ -378,6 +378,50 @@ def clusters_of_pairs(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     return dict(sorted(clusters.items(), key=lambda item: item[1][0]))
 
 
+@dataclass(frozen=True, slots=True)
+class ClustersAt:
+    """What the clusters at one threshold come to."""
+
+    threshold: float
+    pairs: int
+    clusters: int
+    clustered_documents: int
+
+
+def clusters_at_thresholds(
+    pairs: Iterable[tuple[str, str, float]], thresholds: Iterable[float]
+) -> list[ClustersAt]:
+    """``clusters_of_pairs`` counted at every threshold in one pass: the pairs joined from
+    the most similar down (union-find), the counts read as each threshold is passed. What a
+    calibration table shows per threshold, without clustering once per row."""
+    ordered = sorted(pairs, key=lambda p: p[2], reverse=True)
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    out: list[ClustersAt] = []
+    components = documents = i = 0
+    for t in sorted(set(thresholds), reverse=True):
+        while i < len(ordered) and ordered[i][2] >= t - 1e-9:
+            a, b, _ = ordered[i]
+            for x in (a, b):
+                if x not in parent:
+                    parent[x] = x
+                    documents += 1
+                    components += 1
+            ra, rb = root(a), root(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+                components -= 1
+            i += 1
+        out.append(ClustersAt(t, i, components, documents))
+    return sorted(out, key=lambda c: c.threshold)
+
+
 def corpus_texts(path: Path) -> Iterator[tuple[str, str]]:
     """(doc id, text) of a BEIR corpus.jsonl (or .gz), streamed."""
     for record in read_corpus(path):

@@ -24,7 +24,7 @@ from app.db import writing
 from app.eval import calibration as cal
 from app.eval.cluster_profile import ClusterCorpus, trace_ranking
 from app.eval.cluster_ranks import judged_cluster_ranks
-from app.eval.dedup import DedupParams, clusters_of_pairs, detect
+from app.eval.dedup import DedupParams, clusters_at_thresholds, clusters_of_pairs, detect
 from app.models import (
     JUDGED,
     DetectorRun,
@@ -250,18 +250,16 @@ def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
     assert golden is not None
     assert run.id is not None
     rows = band_rows(session=session, run=run)
-    pairs = _similarities(session, run)
+    counted = clusters_at_thresholds(_similarities(session, run), [r.band.low for r in rows])
     thresholds: list[ThresholdPublic] = []
-    for band in [r.band for r in rows]:
-        at = [(a, b) for a, b, s in pairs if s >= band.low - 1e-9]
-        clusters = clusters_of_pairs(at)
-        precision, recall = estimates(run, rows, band.low)
+    for at in counted:
+        precision, recall = estimates(run, rows, at.threshold)
         thresholds.append(
             ThresholdPublic(
-                threshold=band.low,
-                pairs=len(at),
-                clusters=len(clusters),
-                clustered_documents=sum(len(m) for m in clusters.values()),
+                threshold=at.threshold,
+                pairs=at.pairs,
+                clusters=at.clusters,
+                clustered_documents=at.clustered_documents,
                 precision=EstimatePublic(**precision.as_json()),
                 recall=EstimatePublic(**recall.as_json()),
             )
