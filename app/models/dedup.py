@@ -91,6 +91,9 @@ class DetectorRun(SQLModel, table=True):
     recall: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     applied_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     applied_by_id: int | None = Field(default=None, sa_column=_user_fk())
+    #: Every time a threshold was applied, oldest first: {"threshold", "at", "by",
+    #: "clusters", "clustered_documents", "precision", "recall"} (what it said then).
+    applications: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
 
 
 class DocPair(SQLModel, table=True):

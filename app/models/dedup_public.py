@@ -51,6 +51,18 @@ class ThresholdPublic(ReadModel):
     recall: EstimatePublic
 
 
+class ApplicationPublic(ReadModel):
+    """One time a threshold was applied, as it stood then."""
+
+    threshold: float | None
+    at: str
+    by: int | None
+    clusters: int | None
+    clustered_documents: int | None
+    precision: EstimatePublic | None
+    recall: EstimatePublic | None
+
+
 class DetectorRunPublic(ReadModel):
     id: int
     golden_set_id: int
@@ -72,6 +84,8 @@ class DetectorRunPublic(ReadModel):
     recall: EstimatePublic | None
     applied_at: IsoDateTime | None
     applied_by: int | None
+    #: every threshold applied, oldest first (the last one is in force when ``applied``)
+    applications: list[ApplicationPublic]
     bands: list[BandPublic]
     candidate_recall: CandidateRecall | None
     #: the thresholds the lead can pick, with what each would give

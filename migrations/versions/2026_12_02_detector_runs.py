@@ -50,6 +50,7 @@ def upgrade() -> None:
         sa.Column("recall", sa.JSON(), nullable=True),
         sa.Column("applied_at", UTCDateTime(timezone=True), nullable=True),
         _user_fk("applied_by_id"),
+        sa.Column("applications", sa.JSON(), nullable=True),
     )
     op.create_index("ix_detector_run_golden_set_id", "detector_run", ["golden_set_id"])
     op.create_table(

@@ -100,6 +100,11 @@ def test_the_pages_name_the_detector_run(client: TestClient, accounts: dict[Role
     client.post(
         f"/api/v1/detector-runs/{detector}/apply", json={"threshold": 0.9}, headers=lead.headers
     )
+    history = client.get(f"/api/v1/detector-runs/{detector}", headers=lead.headers).json()
+    assert [a["threshold"] for a in history["applications"]] == [0.8, 0.9]
+    shown = get(client, f"/detector-runs/{detector}", "page").select("#applications li")
+    assert [li.get_text(" ", strip=True)[:8] for li in shown] == ["J ≥ 0.80", "J ≥ 0.90"]
+    assert shown[-1].get_text().endswith("(in force)")
     moved = f"Clusters from detector run {detector} (J >= 0.90)"
     assert _text(client, f"/runs/{run_id}?k=5&depth=5", "#clusters-from").startswith(moved)
     assert _text(client, f"/triages/{triage}", "#covered-from").startswith(said)

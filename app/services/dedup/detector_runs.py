@@ -40,6 +40,7 @@ from app.models import (
     User,
 )
 from app.models.dedup_public import (
+    ApplicationPublic,
     BandPublic,
     CandidateRecall,
     DetectorRunPublic,
@@ -284,6 +285,7 @@ def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
         recall=_estimate(run.recall),
         applied_at=run.applied_at,
         applied_by=run.applied_by_id,
+        applications=[ApplicationPublic(**a) for a in run.applications or []],
         bands=[
             BandPublic(
                 low=r.band.low,
@@ -342,6 +344,18 @@ def apply_threshold(
         run.recall = recall.as_json()
         run.applied_at = now
         run.applied_by_id = user.id if user else None
+        run.applications = [
+            *(run.applications or []),
+            {
+                "threshold": run.threshold,
+                "at": now.isoformat(),
+                "by": run.applied_by_id,
+                "clusters": run.clusters,
+                "clustered_documents": run.clustered_documents,
+                "precision": run.precision,
+                "recall": run.recall,
+            },
+        ]
         session.add(run)
         _write_clusters(session, golden, run, cluster_of)
     session.refresh(run)
