@@ -48,12 +48,11 @@ from app.models.dedup_public import (
     EstimatePublic,
     Interval,
     ThresholdPublic,
-    ref_of,
     sentence,
 )
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
-from app.services.imports.detector_refs import band_rows, estimates
+from app.services.imports.detector_refs import band_rows, estimates, live_ref
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
 #: measured on a sample of this many documents (the pairs among them).
@@ -237,13 +236,8 @@ def _state(run: DetectorRun, golden: GoldenSet) -> str:
 
 
 def ref_by_id(*, session: Session, detector_run_id: int | None) -> DetectorRunRef | None:
-    if detector_run_id is None:
-        return None
-    return ref_of(session.get(DetectorRun, detector_run_id))
-
-
-def _estimate(value: dict[str, Any] | None) -> EstimatePublic | None:
-    return None if value is None else EstimatePublic(**value)
+    """The reference a figure resting on the run carries, with its estimates now."""
+    return live_ref(session=session, detector_run_id=detector_run_id)
 
 
 def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
@@ -266,6 +260,9 @@ def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
             )
         )
     c = run.candidate_recall
+    # the estimates at the applied threshold from the reviews now (``applications`` keeps
+    # what each application said then)
+    now = None if run.threshold is None or run.low is None else estimates(run, rows, run.threshold)
     return DetectorRunPublic(
         id=run.id,
         golden_set_id=run.golden_set_id,
@@ -281,8 +278,8 @@ def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
         threshold=run.threshold,
         clusters=run.clusters,
         clustered_documents=run.clustered_documents,
-        precision=_estimate(run.precision),
-        recall=_estimate(run.recall),
+        precision=None if now is None else EstimatePublic(**now[0].as_json()),
+        recall=None if now is None else EstimatePublic(**now[1].as_json()),
         applied_at=run.applied_at,
         applied_by=run.applied_by_id,
         applications=[ApplicationPublic(**a) for a in run.applications or []],
@@ -306,7 +303,9 @@ def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
         thresholds=thresholds,
         sampled=sum(r.sampled for r in rows),
         reviewed=sum(r.reviewed for r in rows),
-        sentence=sentence(run),
+        sentence=sentence(run)
+        if now is None
+        else sentence(run, precision=now[0].as_json(), recall=now[1].as_json()),
     )
 
 
