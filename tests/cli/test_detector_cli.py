@@ -12,12 +12,12 @@ from sqlmodel import Session, select
 from app.db import make_engine
 from app.models import DocPair, Document
 from app.settings import Settings
-from tests.api.test_detector_runs import _files
 from tests.support.cli import service_cli
+from tests.support.detector_data import copies_files
 
 
 def test_detect_show_apply_import(database_url: str, tmp_path: Path) -> None:
-    corpus, qrels, queries, _run, truth = _files(tmp_path)
+    corpus, qrels, queries, _run, truth = copies_files(tmp_path)
     made = service_cli(
         database_url, "import-golden-set", "--name", "copies", "--qrels", qrels,
         "--queries", queries, "--corpus", corpus,

@@ -10,7 +10,7 @@ import json
 from fastapi.testclient import TestClient
 
 from app.models import Role
-from tests.api.test_detector_runs import _review_all
+from tests.support.detector_data import review_all
 from tests.support.dupe_corpus import make_corpus
 from tests.support.service import Account, get, login
 
@@ -71,7 +71,7 @@ def test_the_pages_name_the_detector_run(client: TestClient, accounts: dict[Role
         headers=lead.headers,
     ).json()
     detector = detection["id"]
-    assert _review_all(client, lead, detector, truth) == detection["sampled"]
+    assert review_all(client, lead, detector, truth) == detection["sampled"]
     applied = client.post(
         f"/api/v1/detector-runs/{detector}/apply", json={"threshold": 0.8}, headers=lead.headers
     )
