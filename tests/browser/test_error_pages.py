@@ -42,7 +42,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     bad_qrels.write_text("q1 0 a one\n")
     page.fill('input[name="name"]', "help")
     page.set_input_files('input[name="qrels"]', bad_qrels)
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("#main .error")).to_contain_text("bad-qrels.txt, line 1")
     expect(page.locator('input[name="name"]')).to_have_value("help")
     expect(page.locator("header.top nav")).to_be_visible()
@@ -55,7 +55,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     page.fill('input[name="name"]', "help")
     page.set_input_files('input[name="qrels"]', files["qrels.txt"])
     page.set_input_files('input[name="queries"]', files["queries.jsonl"])
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("h1")).to_have_text("help")
     flash = page.locator("#flash [data-flash]")
     expect(flash).to_have_text("Golden set `help` imported: 3 queries, 4 judgments.")
@@ -71,7 +71,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     # A failed run import: back on the golden set's page, the reason said, the name kept.
     page.fill('#main form[action$="/runs"] input[name="name"]', "broken")
     page.set_input_files('input[name="run"]', broken)
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     expect(flash).to_contain_text("Run not imported:")
     expect(flash).to_contain_text("broken.trec")
     assert flash.get_attribute("data-flash") == "error"
@@ -87,7 +87,7 @@ def test_errors_and_reloads_are_pages_of_the_product(
     # Then a good run, and Back and reload still land on pages.
     page.fill('#main form[action$="/runs"] input[name="name"]', "bm25")
     page.set_input_files('input[name="run"]', files["bm25.trec"])
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     expect(flash).to_have_text("Run `bm25` imported: 3 queries, 6 lines.")
     shot(page, "imported-run")
 

@@ -31,13 +31,13 @@ def test_lead_flow_until_the_categories_close(
     page.fill('input[name="name"]', "help centre")
     page.set_input_files('input[name="qrels"]', tmp_path / "qrels.txt")
     page.set_input_files('input[name="queries"]', tmp_path / "queries.tsv")
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     # The import is an HTMX upload (with a progress bar): wait for the page it leads to.
     expect(page.locator("h1")).to_have_text("help centre")
     for run in ("first", "hybrid"):
         page.fill('input[name="name"]', run)
         page.set_input_files('input[name="run"]', tmp_path / f"{run}.trec")
-        page.get_by_role("button", name="Import").click()
+        page.get_by_role("button", name="Import", exact=True).click()
         expect(page.locator(f'#runs-table tr[data-run="{run}"]')).to_be_visible()
     expect(page.locator("svg#depth-curve g.series")).to_have_count(2)
     screenshot(page, "lead-golden-set")

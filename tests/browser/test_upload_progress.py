@@ -42,7 +42,7 @@ def test_a_long_import_shows_the_server_progress(
     page.click('button[type="submit"]')
     page.fill('input[name="name"]', "long")
     page.set_input_files('input[name="qrels"]', qrels)
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("h1")).to_have_text("long")
 
     # What the server says of its progress, as the page receives it (the page itself is
@@ -71,7 +71,7 @@ def test_a_long_import_shows_the_server_progress(
     assert progress_url
     page.fill('#main form[action$="/runs"] input[name="name"]', "big")
     page.set_input_files('input[name="run"]', run)
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     progress = page.locator("[data-upload-progress]")
     expect(progress).to_be_visible()
     expect(progress.locator(".upload-status")).to_contain_text("Uploaded 18.4 MB.", timeout=60_000)

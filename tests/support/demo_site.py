@@ -66,6 +66,8 @@ class DemoSite:
     #: A miss the lead labelled with a long note: its audit trail shows the note, and the
     #: dashboard's export preview has an issue to show.
     noted_miss_id: int = 0
+    #: The demo's detection (its copies found by the detector, its sample to review).
+    detector_run_id: int = 0
 
 
 class DemoProcess:
@@ -148,6 +150,8 @@ def describe(demo: DemoProcess) -> DemoSite:
         triage = client.get(f"/runs/{run['id']}/triages").raise_for_status().json()["items"][0]
         misses = client.get(f"/triages/{triage['id']}/misses", params={"per_page": 1000})
         miss = next(m for m in misses.raise_for_status().json()["items"] if m["state"] == "open")
+        detections = client.get(f"/golden-sets/{golden['id']}/detector-runs")
+        detector = detections.raise_for_status().json()["items"][0]
     return DemoSite(
         url=demo.url,
         printed=printed,
@@ -162,6 +166,7 @@ def describe(demo: DemoProcess) -> DemoSite:
         qid=miss["qid"],
         doc_id=miss["doc_id"],
         admin=Account(*ADMIN),
+        detector_run_id=detector["id"],
     )
 
 

@@ -104,6 +104,7 @@ class ProductPage:
             "double_triage_id": site.double_triage_id,
             "other_run_id": site.other_run_id,
             "noted_miss_id": site.noted_miss_id,
+            "detector_run_id": site.detector_run_id,
         }
 
         def fill(match: re.Match[str]) -> str:
@@ -153,6 +154,8 @@ PAGES = [
     ProductPage("login", "login_page", anonymous=True),
     ProductPage("query", "query_page"),
     ProductPage("document", "document_page"),
+    ProductPage("detector-run", "detector_run_page", ready="#thresholds"),
+    ProductPage("pair-review", "pair_review_page", ready="#review"),
     # Not a route: any unknown address answers the product's 404 page.
     ProductPage("not-found", "", status=404, ready="#error"),
 ]  # fmt: skip
