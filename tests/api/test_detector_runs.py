@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.models import Role
@@ -151,3 +152,32 @@ def test_side_file_imports_as_a_run(
     assert "not-a-doc" in refused.json()["error"]["message"]
     runs = client.get(f"/api/v1/golden-sets/{golden}/detector-runs", headers=lead.headers).json()
     assert runs["total"] == 1
+
+
+def test_a_corpus_past_the_limit_is_refused_with_what_to_do(
+    client: TestClient,
+    accounts: dict[Role, Account],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.services.dedup import detector_runs
+
+    lead = accounts[Role.LEAD]
+    golden, _, _ = _setup(client, lead, tmp_path)
+    monkeypatch.setattr(detector_runs, "MAX_DOCUMENTS", 10)
+    refused = client.post(
+        f"/api/v1/golden-sets/{golden}/detector-runs", json={}, headers=lead.headers
+    )
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "corpus_too_large"
+    assert "misstriage dedup" in refused.json()["error"]["message"]
+    empty = client.post(
+        "/api/v1/golden-sets", data={"name": "no corpus"},
+        files={"qrels": ("q.tsv", "q1\t0\td1\t1\n")}, headers=lead.headers,
+    )  # fmt: skip
+    assert empty.status_code == 201, empty.text
+    none = client.post(
+        f"/api/v1/golden-sets/{empty.json()['id']}/detector-runs", json={}, headers=lead.headers
+    )
+    assert none.status_code == 409
+    assert none.json()["error"]["code"] == "no_corpus"
