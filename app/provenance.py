@@ -26,3 +26,17 @@ class DetectorRunRef(ReadModel):
     recall: Interval | None
     #: "clusters from detector run 2 (J >= 0.70): precision 0.98 [0.95, 0.99], recall 0.96"
     sentence: str
+
+
+def of_file(name: str) -> DetectorRunRef:
+    """What cluster figures computed from a corpus file rest on: its ids, as given (a stored
+    golden set's figures name their detector run and its error rates instead)."""
+    return DetectorRunRef(
+        id=None,
+        source="imported",
+        threshold=None,
+        precision=None,
+        recall=None,
+        sentence=f"clusters from the cluster_id of {name} (as given): not calibrated; "
+        "misstriage dedup finds them, and a detector run in the app measures their error rates",
+    )

@@ -48,24 +48,17 @@ def _read_corpus(path: Path) -> tuple[dict[str, str], dict[str, float] | None]:
 
 
 def source_sentence(corpus: Path) -> str:
-    """What the figures rest on: the corpus file's ids, as given (a stored golden set's
-    figures name their detector run and its error rates instead)."""
-    return (
-        f"clusters from the cluster_id of {corpus.name} (as given): not calibrated; "
-        "misstriage dedup finds them, and a detector run in the app measures their error rates"
-    )
+    """What the figures rest on: the corpus file's ids, as given."""
+    from app.provenance import of_file
+
+    return of_file(corpus.name).sentence
 
 
 def detector_run_document(corpus: Path) -> dict[str, Any]:
     """The ``detector_run`` block of the JSON answer, shaped as the API's (no run id)."""
-    return {
-        "id": None,
-        "source": "imported",
-        "threshold": None,
-        "precision": None,
-        "recall": None,
-        "sentence": source_sentence(corpus),
-    }
+    from app.provenance import of_file
+
+    return of_file(corpus.name).model_dump(mode="json")
 
 
 def profile_document(profile: ClusterProfile, *, run: Path, corpus: Path) -> dict[str, Any]:

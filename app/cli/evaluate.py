@@ -373,6 +373,7 @@ def evaluate(
                 )
             )
         },
+        corpus=corpus_path,
     )
     for failure in failures:
         click.echo(

@@ -53,11 +53,16 @@ def emit(
     clusters: dict[str, ClusterEvaluation],
     *,
     advice: dict[str, DepthAdvice],
+    corpus: Path | None = None,
 ) -> None:
     """The metric table of every run on stdout: JSON (the API's shapes), CSV (one row per
     run, or per query with ``per_query``) or text tables with the depth advice and clusters."""
     # the output's models (pydantic) are imported when an output is written, not at start-up
+    from app.provenance import of_file
     from app.services.imports.metrics import ConventionsPublic, EvaluatedRun, QueryRow
+
+    # what the cluster figures rest on: the corpus file's ids, as given
+    rests_on = of_file(corpus.name) if corpus is not None and clusters else None
 
     first = results[0]
     if output_format == "json":
@@ -74,7 +79,11 @@ def emit(
             },
             "runs": [
                 EvaluatedRun.of_evaluation(
-                    r, per_query=per_query, clusters=clusters.get(r.name), cost=advice.get(r.name)
+                    r,
+                    per_query=per_query,
+                    clusters=clusters.get(r.name),
+                    cost=advice.get(r.name),
+                    detector_run=rests_on,
                 ).document()
                 for r in results
             ],
@@ -115,6 +124,8 @@ def emit(
             click.echo("\n" + render_depth_cost(advice))
         if clusters:
             click.echo("\n" + render_clusters(clusters))
+            if rests_on is not None:
+                click.echo(rests_on.sentence)
         if per_query:
             for result in results:
                 click.echo("\n" + render_per_query(result))

@@ -71,6 +71,11 @@ def test_cluster_measures_match_the_definitions(name: str) -> None:
     assert clusters["unique-clusters@10"]["median"] == median
     assert clusters["unique-clusters@10"]["share_at_most_4"] == pytest.approx(few, abs=1e-12)
     assert clusters["cluster-R@10"] == pytest.approx(recall, abs=1e-12)
+    # what they rest on: the corpus file's ids, as given, not calibrated
+    assert clusters["detector_run"]["source"] == "imported"
+    assert clusters["detector_run"]["sentence"].startswith(
+        "clusters from the cluster_id of corpus.jsonl (as given): not calibrated"
+    )
 
 
 def test_the_table_names_the_cluster_measures() -> None:
@@ -88,3 +93,4 @@ def test_the_table_names_the_cluster_measures() -> None:
     header = next(i for i, line in enumerate(lines) if "unique-clusters@10 median" in line)
     assert lines[header].split()[:2] == ["run", "unique-clusters@10"]
     assert lines[header + 2].split()[0] == "bm25"
+    assert any(line.startswith("clusters from the cluster_id of corpus.jsonl") for line in lines)

@@ -331,6 +331,7 @@ class EvaluatedRun(Metrics):
         per_query: bool = False,
         clusters: ClusterEvaluation | None = None,
         cost: DepthAdvice | None = None,
+        detector_run: DetectorRunRef | None = None,
     ) -> Self:
         return cls.of(
             evaluation,
@@ -340,7 +341,7 @@ class EvaluatedRun(Metrics):
             per_query=[QueryRow.of(q, evaluation.k, evaluation.depth) for q in evaluation.queries]
             if per_query
             else None,
-            clusters=None if clusters is None else ClusterMetrics.of(clusters),
+            clusters=None if clusters is None else ClusterMetrics.of(clusters, detector_run),
             cost=depth_cost(cost),
         )
 
