@@ -142,10 +142,11 @@ def render_result(
 )
 @click.option(
     "--threshold",
-    type=FiniteFloatRange(0.0, 1.0, min_open=True),
+    type=FiniteFloatRange(0.5, 1.0),
     default=0.8,
     show_default=True,
-    help="Jaccard similarity of two documents' shingles from which they are copies.",
+    help="Jaccard similarity of two documents' shingles from which they are copies (0.5 to "
+    "1: below, nearly every pair of a corpus shares some words).",
 )
 @TABLE_OR_JSON
 def dedup(corpus_path: Path, out_path: Path, threshold: float, output_format: str) -> None:

@@ -66,7 +66,7 @@ def detector() -> None:
 
 @detector.command("detect")
 @click.option("--golden-set", "golden_ref", required=True, help="Golden set id or name.")
-@click.option("--threshold", default=0.8, show_default=True, type=FiniteFloatRange(0.05, 1.0))
+@click.option("--threshold", default=0.8, show_default=True, type=FiniteFloatRange(0.5, 1.0))
 @click.option(
     "--per-band",
     default=20,

@@ -84,6 +84,13 @@ def s_curve(similarity: float, bands: int, rows: int) -> float:
     return 1.0 - (1.0 - similarity**rows) ** bands
 
 
+#: The lowest threshold a detection takes, and the lowest similarity it keeps pairs down to:
+#: below these the LSH bands make nearly every pair of a corpus a candidate (shared topic
+#: words, not copies), so the candidates, and the memory, grow as the square of the corpus.
+MIN_THRESHOLD = 0.5
+MIN_LOW = 0.3
+
+
 def choose_bands(threshold: float, num_perm: int, near: float = 0.2) -> tuple[int, int]:
     """(bands, rows): the largest r, b = num_perm // r, whose 50% point (1/b)^(1/r) is at or
     below ``threshold - near`` (r = 1 when none is)."""
@@ -109,8 +116,12 @@ class DedupParams:
     max_bucket: int = 100
 
     def resolved(self) -> DedupParams:
-        if not 0.0 < self.threshold <= 1.0:
-            raise ValueError("the threshold must be in (0, 1]")
+        if not MIN_THRESHOLD <= self.threshold <= 1.0:
+            raise ValueError(f"the threshold must be from {MIN_THRESHOLD} to 1")
+        if self.near < 0.0 or self.threshold - self.near < MIN_LOW - 1e-9:
+            raise ValueError(
+                f"near must be at least 0 and keep threshold - near at {MIN_LOW} or more"
+            )
         if self.bands is None or self.rows is None:
             bands, rows = choose_bands(self.threshold, self.num_perm, self.near)
             bands = self.bands or (self.num_perm // (self.rows or rows))

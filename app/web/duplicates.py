@@ -95,9 +95,7 @@ def detect_duplicates(
     """Find the corpus's near-duplicates (nothing applied yet), then show the run."""
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     fields = Fields()
-    at = fields.number(
-        "threshold", threshold, default=DEFAULT_THRESHOLD, minimum=0.05, below=1.0001
-    )
+    at = fields.number("threshold", threshold, default=DEFAULT_THRESHOLD, minimum=0.5, below=1.0001)
     per = fields.integer("per_band", per_band, default=DEFAULT_PER_BAND, minimum=1, maximum=1000)
     try:
         if fields.errors:

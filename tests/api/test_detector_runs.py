@@ -181,3 +181,18 @@ def test_a_corpus_past_the_limit_is_refused_with_what_to_do(
     )
     assert none.status_code == 409
     assert none.json()["error"]["code"] == "no_corpus"
+
+
+def test_thresholds_that_would_make_every_pair_a_candidate_are_refused(
+    client: TestClient, accounts: dict[Role, Account], tmp_path: Path
+) -> None:
+    """Below J 0.5 (or pairs kept below 0.3) the LSH bands make nearly every pair of a
+    corpus a candidate, so memory would grow as its square: refused, saying the range."""
+    lead = accounts[Role.LEAD]
+    golden, _, _ = _setup(client, lead, tmp_path)
+    for body in ({"threshold": 0.3}, {"threshold": 0.6, "near": 0.45}, {"near": 0.6}):
+        refused = client.post(
+            f"/api/v1/golden-sets/{golden}/detector-runs", json=body, headers=lead.headers
+        )
+        assert refused.status_code == 422, body
+        assert refused.json()["error"]["code"] in {"invalid_near", "validation_error"}, body

@@ -102,3 +102,12 @@ def test_candidate_recall() -> None:
     share = cal.candidate_recall({("a", "b"), ("c", "d")}, [("a", "b"), ("c", "d"), ("e", "f")])
     assert share.value == pytest.approx(2 / 3)
     assert math.isclose(share.low, cal.wilson(2, 3).low)
+
+
+def test_the_detector_refuses_thresholds_that_make_every_pair_a_candidate() -> None:
+    from app.eval.dedup import DedupParams
+
+    for threshold, near in ((0.3, 0.0), (0.6, 0.4), (0.8, -0.1)):
+        with pytest.raises(ValueError, match=r"threshold|near"):
+            DedupParams(threshold=threshold, near=near).resolved()
+    assert DedupParams(threshold=0.5, near=0.2).resolved().shape() == (42, 3)

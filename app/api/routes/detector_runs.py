@@ -25,9 +25,9 @@ router = APIRouter(tags=["duplicates"])
 
 
 class DetectBody(BaseModel):
-    threshold: float = Field(default=0.8, gt=0.05, le=1.0)
-    #: pairs kept and sampled down to threshold - near
-    near: float = Field(default=0.2, ge=0.0, lt=1.0)
+    threshold: float = Field(default=0.8, ge=0.5, le=1.0)
+    #: pairs kept and sampled down to threshold - near (at least 0.3)
+    near: float = Field(default=0.2, ge=0.0, le=0.5)
     per_band: int = Field(default=20, ge=1, le=1000)
     seed: int = Field(default=1, ge=0, le=2**31 - 1)
 

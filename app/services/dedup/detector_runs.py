@@ -24,7 +24,14 @@ from app.db import writing
 from app.eval import calibration as cal
 from app.eval.cluster_profile import ClusterCorpus, trace_ranking
 from app.eval.cluster_ranks import judged_cluster_ranks
-from app.eval.dedup import DedupParams, clusters_at_thresholds, clusters_of_pairs, detect
+from app.eval.dedup import (
+    MIN_LOW,
+    MIN_THRESHOLD,
+    DedupParams,
+    clusters_at_thresholds,
+    clusters_of_pairs,
+    detect,
+)
 from app.models import (
     JUDGED,
     DetectorRun,
@@ -116,19 +123,25 @@ def detect_duplicates(
             "and import its ids",
             code="corpus_too_large",
         )
-    if not 0.05 < threshold <= 1.0:
+    if not MIN_THRESHOLD <= threshold <= 1.0:
         raise Invalid(
-            "the threshold must be more than 0.05 and at most 1", code="invalid_threshold"
+            f"the threshold must be from {MIN_THRESHOLD} to 1 (below, nearly every pair of a "
+            "corpus shares some words)",
+            code="invalid_threshold",
         )
-    if not 0.0 <= near < threshold:
-        raise Invalid("near must be at least 0 and below the threshold", code="invalid_near")
+    if not 0.0 <= near <= threshold - MIN_LOW + 1e-9:
+        raise Invalid(
+            f"near must be from 0 to {threshold - MIN_LOW:.2f}: pairs are kept down to "
+            f"threshold - near, at least {MIN_LOW}",
+            code="invalid_near",
+        )
     if not 1 <= per_band <= 1000:
         raise Invalid("per_band must be from 1 to 1000", code="invalid_per_band")
     params = DedupParams(threshold=threshold, near=near, seed=seed)
     start = time.perf_counter()
     documents = list(_texts(session, golden))
     result = detect(documents, params)
-    table = cal.bands(max(threshold - near, cal.BAND_WIDTH))
+    table = cal.bands(threshold - near)
     low = table[0].low
     kept = [p for p in result.pairs if p.similarity >= low - 1e-12]
     found = {(p.doc_a, p.doc_b) for p in kept}
