@@ -10,6 +10,7 @@ and bounded: the same requests every run, in well under a minute.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,12 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
+#: Two copies of one text (and a third, truncated): the detection has pairs to review.
+_TEXT = " ".join(f"word{i} filler{i % 7}" for i in range(60))
+COPIES = "".join(
+    json.dumps({"_id": doc_id, "title": "Copy", "text": text}) + "\n"
+    for doc_id, text in (("c1", _TEXT), ("c2", _TEXT), ("c3", _TEXT[: len(_TEXT) * 9 // 10]))
+)
 #: examples per operation and way of generating (seeded ids, generated ids, invalid data)
 EXAMPLES = 10
 OFFLINE = "http://127.0.0.1:9"  # the discard port: nothing leaves the machine
@@ -81,7 +88,7 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             files={
                 "qrels": ("q.qrels", QRELS),
                 "queries": ("q.jsonl", QUERIES),
-                "corpus": ("c.jsonl", CORPUS),
+                "corpus": ("c.jsonl", CORPUS + COPIES),
             },
         ).json()["id"]
         runs = [
@@ -103,6 +110,17 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             json={"category": "not-indexed", "note": "", "version": miss["version"]},
         )
         assert labelled.status_code == 200, labelled.text
+        # a detection with a pair on its review queue, one pair judged
+        detector = client.post(
+            f"/api/v1/golden-sets/{golden}/detector-runs", headers=lead.headers, json={}
+        ).json()["id"]
+        pair = client.post(f"/api/v1/detector-runs/{detector}/claim", headers=lead.headers).json()
+        judged = client.post(
+            f"/api/v1/pairs/{pair['id']}/label",
+            headers=lead.headers,
+            json={"same": True, "version": pair["version"]},
+        )
+        assert judged.status_code == 200, judged.text
         spare = client.post("/api/v1/tokens", headers=admin.headers, json={"name": "spare"})
         lead_id = client.get("/api/v1/me", headers=lead.headers).json()["id"]
     yield Seeded(
@@ -112,6 +130,8 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             "run_id": runs[1],
             "triage_id": triage,
             "miss_id": miss["id"],
+            "detector_run_id": detector,
+            "pair_id": pair["id"],
             "token_id": spare.json()["id"],
             "user_id": lead_id,
         },
