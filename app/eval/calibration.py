@@ -7,7 +7,8 @@ The verified candidate pairs of a detection (``app.eval.dedup``) fall into simil
 samples the same pairs) goes to reviewers, who say whether the two texts are the same content.
 
 Per band the table gives the pairs found, sampled and reviewed, and the share judged the
-same with its Wilson 95% interval (``statsmodels``' ``proportion_confint(method="wilson")``).
+same with its Wilson 95% interval (``wilson_at``, written here: importing statsmodels for it
+took 3 s of every process's start; tests/eval/test_calibration.py holds it to statsmodels').
 
 At a threshold t (a band's lower edge), the clusters are the connected components of the
 pairs with similarity >= t. Their pair **precision** is estimated by stratification: the
@@ -28,8 +29,6 @@ import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from statsmodels.stats.proportion import proportion_confint
 
 #: The width of a similarity band.
 BAND_WIDTH = 0.05
@@ -122,8 +121,8 @@ def wilson(successes: int, trials: int) -> Share:
     """The share ``successes / trials`` with its Wilson 95% interval; [0, 1] for no trials."""
     if trials <= 0:
         return Share(None, 0.0, 1.0)
-    lo, hi = proportion_confint(successes, trials, alpha=0.05, method="wilson")
-    return Share(successes / trials, float(lo), float(hi))
+    lo, hi = wilson_at(successes / trials, trials)
+    return Share(successes / trials, lo, hi)
 
 
 _Z = 1.959963984540054  # the normal quantile of a two-sided 95% interval
