@@ -95,7 +95,7 @@ def detect_duplicates(
     """Find the corpus's near-duplicates (nothing applied yet), then show the run."""
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     fields = Fields()
-    at = fields.number("threshold", threshold, default=DEFAULT_THRESHOLD, minimum=0.5, below=1.0001)
+    at = fields.number("threshold", threshold, default=DEFAULT_THRESHOLD, minimum=0.5, maximum=1.0)
     per = fields.integer("per_band", per_band, default=DEFAULT_PER_BAND, minimum=1, maximum=1000)
     try:
         if fields.errors:
@@ -240,7 +240,7 @@ def apply_threshold(
     run = detector_service.get_detector_run(session=session, detector_run_id=detector_run_id)
     here = request.url_for("detector_run_page", detector_run_id=detector_run_id).path
     fields = Fields()
-    at = fields.number("threshold", threshold, default=None, minimum=0.0, below=1.0001)
+    at = fields.number("threshold", threshold, default=None, minimum=0.0, maximum=1.0)
     try:
         if fields.errors or at is None:
             raise Invalid(

@@ -59,9 +59,17 @@ class Fields:
         return value
 
     def number(
-        self, name: str, raw: str | None, *, default: N, minimum: float, below: float
+        self,
+        name: str,
+        raw: str | None,
+        *,
+        default: N,
+        minimum: float,
+        below: float | None = None,
+        maximum: float | None = None,
     ) -> float | N:
-        """A finite number in ``minimum <= value < below``; empty means ``default``."""
+        """A finite number in ``minimum <= value < below`` (or ``<= maximum``); empty means
+        ``default``."""
         text = (raw or "").strip()
         if not text:
             return default
@@ -70,7 +78,11 @@ class Fields:
         except ValueError:
             self.refuse(name, f"{name} must be a number, not {_echo(text)!r}")
             return default
-        if not math.isfinite(value) or not minimum <= value < below:
+        if maximum is not None:
+            if not math.isfinite(value) or not minimum <= value <= maximum:
+                self.refuse(name, f"{name} must be from {minimum:g} to {maximum:g}")
+                return default
+        elif below is not None and (not math.isfinite(value) or not minimum <= value < below):
             self.refuse(name, f"{name} must be at least {minimum:g} and below {below:g}")
             return default
         return value
