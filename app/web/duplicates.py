@@ -65,7 +65,7 @@ def duplicates_section(
     return DuplicatesSection(
         golden_set_id=golden_set_id,
         applied=None if ref is None else ref.sentence,
-        runs=[detector_service.public(session=session, run=r) for r in runs],
+        runs=[detector_service.public(session=session, run=r, thresholds=False) for r in runs],
         who=emails(session),
         can_detect=principal.role.allows(Role.LEAD),
         threshold=DEFAULT_THRESHOLD,

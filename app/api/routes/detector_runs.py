@@ -70,7 +70,10 @@ def list_detector_runs(
     """The golden set's detector runs, newest first (the applied one says ``applied``)."""
     golden = get_golden_set(session=session, golden_set_id=golden_set_id)
     runs = service.list_detector_runs(session=session, golden=golden)
-    return paged([service.public(session=session, run=r) for r in runs], page, per_page)
+    shown = paged(runs, page, per_page)  # the calibration tables of this page's runs only
+    return PageOf[DetectorRunPublic](
+        items=[service.public(session=session, run=r) for r in shown.items], total=shown.total
+    )
 
 
 @router.post(

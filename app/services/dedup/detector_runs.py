@@ -254,16 +254,23 @@ def ref_by_id(*, session: Session, detector_run_id: int | None) -> DetectorRunRe
     return live_ref(session=session, detector_run_id=detector_run_id)
 
 
-def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
+def public(*, session: Session, run: DetectorRun, thresholds: bool = True) -> DetectorRunPublic:
+    """The run with its calibration table; with ``thresholds``, also what each threshold
+    would give (its pairs read and clustered: the run's page and answer, not a list of runs,
+    which leaves the list empty)."""
     golden = session.get(GoldenSet, run.golden_set_id)
     assert golden is not None
     assert run.id is not None
     rows = band_rows(session=session, run=run)
-    counted = clusters_at_thresholds(_similarities(session, run), [r.band.low for r in rows])
-    thresholds: list[ThresholdPublic] = []
+    counted = (
+        clusters_at_thresholds(_similarities(session, run), [r.band.low for r in rows])
+        if thresholds
+        else []
+    )
+    per_threshold: list[ThresholdPublic] = []
     for at in counted:
         precision, recall = estimates(run, rows, at.threshold)
-        thresholds.append(
+        per_threshold.append(
             ThresholdPublic(
                 threshold=at.threshold,
                 pairs=at.pairs,
@@ -314,7 +321,7 @@ def public(*, session: Session, run: DetectorRun) -> DetectorRunPublic:
         candidate_recall=None
         if not c
         else CandidateRecall(value=c.get("value"), ci=c["ci"], how=c["how"], pairs=c["pairs"]),
-        thresholds=thresholds,
+        thresholds=per_threshold,
         sampled=sum(r.sampled for r in rows),
         reviewed=sum(r.reviewed for r in rows),
         sentence=sentence(run)

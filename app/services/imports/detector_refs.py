@@ -5,7 +5,9 @@ made before the sample was reviewed says what the sample says now."""
 
 from __future__ import annotations
 
-from sqlmodel import Session, select
+from sqlalchemy import func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col
 
 from app.eval import calibration as cal
 from app.models import DetectorRun, DocPair
@@ -18,16 +20,24 @@ def band_rows(*, session: Session, run: DetectorRun) -> list[cal.BandRow]:
         return []
     table = cal.bands(run.low)
     counts: dict[int, list[int]] = {b.index: [0, 0, 0, 0] for b in table}
-    for band, sampled, labelled, same in session.exec(
-        select(DocPair.band, DocPair.sampled, DocPair.labelled, DocPair.same).where(
-            DocPair.detector_run_id == run.id
+    # counted by the database, a row per (band, sampled, labelled, same): every figure resting
+    # on the run asks this, and a detection may keep a hundred thousand pairs
+    for band, sampled, labelled, same, n in session.connection().execute(
+        sa_select(
+            col(DocPair.band),
+            col(DocPair.sampled),
+            col(DocPair.labelled),
+            col(DocPair.same),
+            func.count(),
         )
+        .where(col(DocPair.detector_run_id) == run.id)
+        .group_by(col(DocPair.band), col(DocPair.sampled), col(DocPair.labelled), col(DocPair.same))
     ):
         row = counts.setdefault(band, [0, 0, 0, 0])
-        row[0] += 1
-        row[1] += int(sampled)
-        row[2] += int(labelled)
-        row[3] += int(bool(labelled and same))
+        row[0] += n
+        row[1] += n if sampled else 0
+        row[2] += n if labelled else 0
+        row[3] += n if labelled and same else 0
     recall = (run.candidate_recall or {}).get("bands") or []
     return [
         cal.BandRow(
