@@ -33,6 +33,7 @@ COMMANDS = {
     "export": "app.cli.service:export",
     "agreement": "app.cli.agreement:agreement",
     "backup": "app.cli.backup:backup",
+    "gate": "app.cli.gate:gate_command",
 }
 
 #: command name -> its help's first paragraph, for ``misstriage --help``: the list of commands
@@ -71,6 +72,11 @@ SUMMARIES = {
     "export": (
         "Push the triage's backlog to an issue tracker: one issue per cause, updated on the "
         "next export. Credentials come from the MISSTRIAGE_<TRACKER>_* settings."
+    ),
+    "gate": (
+        "Gate a new run against a baseline on a golden set: R@depth and nDCG@k before and "
+        "after with a paired randomisation test, and the relevant documents that left or "
+        "entered the top depth."
     ),
     "import-golden-set": "Import a golden set (all or nothing).",
     "import-run": "Import a run into a golden set (all or nothing).",
