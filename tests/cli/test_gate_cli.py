@@ -1,0 +1,63 @@
+"""misstriage gate: exit codes, JSON shape, markdown, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from app.cli import main
+
+QRELS = "q1 0 a 1\nq1 0 b 1\nq2 0 c 1\n"
+GOOD = "q1 Q0 a 1 3.0 t\nq1 Q0 b 2 2.0 t\nq2 Q0 c 1 1.0 t\n"
+WORSE = "q1 Q0 a 1 3.0 t\nq2 Q0 x 1 1.0 t\n"
+
+
+def _run(tmp_path: Path, base: str, new: str, *extra: str) -> tuple[int, str, str]:
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "b.trec").write_text(base)
+    (tmp_path / "n.trec").write_text(new)
+    (tmp_path / "queries.tsv").write_text("q1\tfirst | query\nq2\tsecond\n")
+    args = ["gate", "--qrels", str(tmp_path / "q.txt"), "--baseline", str(tmp_path / "b.trec")]
+    args += ["--run", str(tmp_path / "n.trec"), "--queries", str(tmp_path / "queries.tsv")]
+    done = CliRunner().invoke(main, [*args, "--depth", "5", "--k", "2", *extra])
+    return done.exit_code, done.stdout, done.stderr
+
+
+def test_passes_and_json_shape(tmp_path: Path) -> None:
+    code, out, _ = _run(tmp_path, WORSE, GOOD, "--format", "json", "--permutations", "200")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {
+        "left", "entered", "measures", "permutations", "seed", "passed", "reasons",
+        "depth", "k", "queries",
+    }  # fmt: skip
+    assert data["passed"] is True
+    assert set(data["measures"]) == {"R@5", "nDCG@2"}
+    assert set(data["measures"]["R@5"]) == {"before", "after", "delta", "p_value"}
+    assert {(d["qid"], d["doc_id"]) for d in data["entered"]} == {("q1", "b"), ("q2", "c")}
+    assert data["entered"][0]["text"] == "first | query"
+    assert data["entered"][0]["rank_before"] is None
+
+
+def test_fails_with_markdown(tmp_path: Path) -> None:
+    code, out, _ = _run(tmp_path, GOOD, WORSE, "--format", "markdown", "--permutations", "200")
+    assert code == 1
+    assert "FAILED" in out
+    assert "| measure | before | after | change | p |" in out
+    assert "first \\| query" in out
+
+
+def test_max_new_misses(tmp_path: Path) -> None:
+    code, out, _ = _run(tmp_path, GOOD, GOOD, "--max-new-misses", "0")
+    assert code == 0
+    assert "PASSED" in out
+
+
+def test_bad_file_names_file_and_line(tmp_path: Path) -> None:
+    code, _, err = _run(tmp_path, GOOD, "q1 Q0 a 1 abc t\n")
+    assert code == 2
+    assert "n.trec, line 1" in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
