@@ -61,3 +61,16 @@ def test_bad_file_names_file_and_line(tmp_path: Path) -> None:
     assert "n.trec, line 1" in err
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_defaults_equal_the_cores() -> None:
+    from app.cli import gate as cli
+    from app.eval import conventions
+    from app.eval import gate as core
+
+    assert (cli.DEFAULT_DEPTH, cli.DEFAULT_K) == (conventions.DEFAULT_DEPTH, conventions.DEFAULT_K)
+    assert (cli.DEFAULT_MAX_DROP, cli.DEFAULT_PERMUTATIONS, cli.DEFAULT_SEED) == (
+        core.DEFAULT_MAX_DROP,
+        core.DEFAULT_PERMUTATIONS,
+        core.DEFAULT_SEED,
+    )
