@@ -40,6 +40,7 @@ from app.web import pair_review as web_pair_review
 from app.web import progress as web_progress
 from app.web import review as web_review
 from app.web import runs as web_runs
+from app.web import series as web_series
 from app.web import triage as web_triage
 
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
@@ -92,6 +93,7 @@ def create_app(
     app.include_router(web_duplicates.router)
     app.include_router(web_lookup.router)
     app.include_router(web_pair_review.router)
+    app.include_router(web_series.router)
     app.include_router(web_golden_set.router)
     app.include_router(web_pages.router)
     app.include_router(web_progress.router)

@@ -298,6 +298,18 @@ def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
     help="A log run: production query-log results without judgments (every query kept; "
     "cluster measures only).",
 )
+@click.option(
+    "--series",
+    default=None,
+    help="The configuration this run is one evaluation of (e.g. bm25-main): its series.",
+)
+@click.option(
+    "--meta",
+    "meta_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Provenance, repeatable: --meta commit=abc123 --meta branch=main --meta time=...",
+)
 @output_option
 def import_run(
     golden_ref: str,
@@ -306,6 +318,8 @@ def import_run(
     run_format: str | None,
     order: str,
     log_run: bool,
+    series: str | None,
+    meta_pairs: tuple[str, ...],
     output: str,
 ) -> None:
     """Import a run into a golden set (all or nothing)."""
@@ -313,6 +327,7 @@ def import_run(
     from app.models import JUDGED, LOG
     from app.models.runs import RunPublic
     from app.services.imports import runs as run_service
+    from app.services.imports.series import parse_meta_pairs
     from app.settings import get_settings
 
     with database() as session:
@@ -327,6 +342,8 @@ def import_run(
             order=Order(order),
             keep_depth=get_settings().keep_depth,
             kind=LOG if log_run else JUDGED,
+            series=series,
+            meta=parse_meta_pairs(meta_pairs),
         )
     _emit(
         RunPublic.of(run).model_dump(mode="json"),

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Form, Path, Query, Request
 
+from app.eval.conventions import MAX_CUTOFF
 from app.eval.jsonl import MAX_JSON_DEPTH, nesting_depth
 from app.eval.values import INT32_MAX
 from app.services.errors import BadInput, Invalid
@@ -23,6 +24,8 @@ FormId = Annotated[int, Form(ge=1, le=INT32_MAX)]
 Page = Annotated[int, Query(ge=1, le=INT32_MAX)]
 #: Rows per page of every list (API lists and paged pages).
 PerPage = Annotated[int, Query(ge=1, le=MAX_PER_PAGE)]
+#: A cutoff (k, depth) of a measure.
+Cutoff = Annotated[int, Query(ge=1, le=MAX_CUTOFF)]
 
 
 def _has_nul(value: Any) -> bool:

@@ -17,12 +17,14 @@ from sqlalchemy import (
     Boolean,
     Column,
     ForeignKey,
+    Index,
     Integer,
     PrimaryKeyConstraint,
     String,
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlmodel import Field, SQLModel
 
@@ -43,7 +45,10 @@ def _run_fk() -> Column[int]:
 
 class Run(SQLModel, table=True):
     __tablename__ = "run"
-    __table_args__ = (UniqueConstraint("golden_set_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("golden_set_id", "name"),
+        Index("ix_run_series", "golden_set_id", "series", "id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     golden_set_id: int = Field(
@@ -71,6 +76,14 @@ class Run(SQLModel, table=True):
     created_by_id: int | None = Field(
         default=None,
         sa_column=Column(Integer, ForeignKey("user_account.id", ondelete="SET NULL")),
+    )
+    #: the configuration this run is one evaluation of ("bm25-main"), commit after commit;
+    #: none for a run of its own
+    series: str | None = Field(default=None, sa_column=Column(String(200), nullable=True))
+    #: its provenance: ``commit``, ``branch``, ``time`` and free key-values, all strings
+    meta: dict[str, str] = Field(
+        default_factory=dict,
+        sa_column=Column(JSON, nullable=False, default=dict, server_default=text("'{}'")),
     )
 
 
@@ -187,6 +200,10 @@ class RunPublic(ReadModel):
     #: What importing the run found (nothing dropped silently), the file's name as ``source``.
     report: RunReport
     created_at: IsoDateTime
+    #: the series the run belongs to (null: none)
+    series: str | None = None
+    #: its provenance (``commit``, ``branch``, ``time``, free key-values)
+    meta: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, run: Run) -> RunPublic:

@@ -156,3 +156,50 @@ def clusters_chart(
         x_ticks=[Tick(x(k), str(k), (notes or {}).get(k, "")) for k in ks],
         y_ticks=[Tick(y(i * step), f"{i * step:g}") for i in range(ticks + 1)],
     )
+
+
+def series_chart(
+    lines: dict[str, list[tuple[str, float]]], *, width: int = 680, height: int = 300
+) -> LineChart:
+    """Measures over a series' runs, oldest on the left: one line per measure, one point per
+    run (``(run label, value)``, the label under its tick). The y axis starts at the lowest
+    value rounded down to a tenth, as the depth curve's."""
+    left, right, top, bottom = 56, width - 24, 16, height - 48
+    count = max((len(points) for points in lines.values()), default=0)
+    values = [v for points in lines.values() for _, v in points]
+    if not count or not values:
+        return LineChart(width, height, left, right, top, bottom, [])
+    low_y = min(math.floor(min(values) * 10) / 10, 0.9)
+
+    def x(index: int) -> float:
+        if count == 1:
+            return (left + right) / 2
+        return left + index / (count - 1) * (right - left)
+
+    def y(value: float) -> float:
+        return bottom - (value - low_y) / (1.0 - low_y) * (bottom - top)
+
+    series = [
+        Series(
+            name=name,
+            color=PALETTE[i % len(PALETTE)],
+            points=[
+                Point(x(j), y(v), f"{label}: {name} = {v:.4f}")
+                for j, (label, v) in enumerate(points)
+            ],
+        )
+        for i, (name, points) in enumerate(lines.items())
+    ]
+    labels = next(iter(lines.values()))
+    steps = round((1.0 - low_y) * 10)
+    return LineChart(
+        width,
+        height,
+        left,
+        right,
+        top,
+        bottom,
+        series,
+        x_ticks=[Tick(x(j), label) for j, (label, _) in enumerate(labels)],
+        y_ticks=[Tick(y(low_y + i / 10), f"{low_y + i / 10:.1f}") for i in range(steps + 1)],
+    )

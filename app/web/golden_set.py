@@ -21,6 +21,7 @@ from app.models.runs import RunPublic
 from app.services.delivery import events
 from app.services.imports import golden_sets as golden_service
 from app.services.imports import runs as run_service
+from app.services.imports.series import series_names
 from app.services.views import comparisons
 from app.web.charts import LineChart, depth_curve_chart
 from app.web.duplicates import DuplicatesSection, duplicates_section
@@ -63,6 +64,8 @@ class GoldenSetPage:
     import_id: str
     #: The "Duplicates" section: detector runs and the lead's forms.
     duplicates: DuplicatesSection
+    #: The golden set's series (name, runs), each linked to its page.
+    series: list[tuple[str, int]]
 
 
 def _golden_set_page(
@@ -124,6 +127,7 @@ def _golden_set_page(
         duplicates=duplicates_section(
             session=session, golden_set_id=golden_set_id, principal=principal
         ),
+        series=series_names(session=session, golden=golden),
     )
     return render(
         request,

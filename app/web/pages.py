@@ -27,6 +27,7 @@ from app.services.delivery import events
 from app.services.errors import Invalid, ServiceError
 from app.services.imports import golden_sets as golden_service
 from app.services.imports import runs as run_service
+from app.services.imports.series import parse_meta_pairs
 from app.services.triage import triages as triage_service
 from app.web.forms import Fields
 from app.web.progress import new_import_id, tracking
@@ -181,9 +182,18 @@ def import_run(
     order: Annotated[str, Form()] = "",
     kind: Annotated[str, Form()] = "",
     import_id: Annotated[str, Form()] = "",
+    series: Annotated[str, Form()] = "",
+    meta: Annotated[str, Form()] = "",
 ) -> Response:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
-    form = {"name": name[:200], "format": format[:20], "order": order[:20], "kind": kind[:20]}
+    form = {
+        "name": name[:200],
+        "format": format[:20],
+        "order": order[:20],
+        "kind": kind[:20],
+        "series": series[:200],
+        "meta": meta[:10000],
+    }
     fields = Fields()
     fmt = fields.choice("format", format, RunFormat, default=RunFormat.DETECT)
     run_order = fields.choice("order", order, Order, default=Order.TREC_EVAL)
@@ -210,6 +220,8 @@ def import_run(
                 keep_depth=settings.keep_depth,
                 user=principal.user,
                 kind=run_kind.value,
+                series=series,
+                meta=parse_meta_pairs(meta.splitlines()),
             )
     except ServiceError as exc:
         return _back_to_golden_set(

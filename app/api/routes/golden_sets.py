@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Form, Response, UploadFile
+from fastapi import APIRouter, Form, Path, Response, UploadFile
 from pydantic import BaseModel
 
-from app.eval import Order
+from app.eval import Gain, Order
+from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K
 from app.http.deps import LeadDep, ReviewerDep, SessionDep, SettingsDep
-from app.http.params import Id, Page, PerPage
+from app.http.params import Cutoff, Id, Page, PerPage
 from app.http.uploads import saved_uploads
 from app.models.golden import GoldenSetPublic
 from app.models.runs import RunPublic
@@ -18,7 +19,9 @@ from app.services.delivery import events
 from app.services.errors import Invalid
 from app.services.imports import golden_sets as service
 from app.services.imports import runs as run_service
+from app.services.imports import series as series_service
 from app.services.paging import DEFAULT_PER_PAGE
+from app.services.views.series import SeriesHistory, series_history
 
 router = APIRouter(prefix="/golden-sets", tags=["golden-sets"])
 
@@ -94,10 +97,14 @@ def import_run(
     order: Annotated[Order, Form()] = Order.TREC_EVAL,
     description: Annotated[str, Form()] = "",
     kind: Annotated[Literal["judged", "log"], Form()] = "judged",
+    series: Annotated[str, Form(max_length=1000)] = "",
+    meta: Annotated[str, Form(max_length=20000)] = "",
 ) -> RunPublic:
     """Import a run (TREC or JSONL, plain or gzip; format detected when absent). ``kind=log``:
     production query-log results without judgments for their queries (every query kept;
-    cluster measures only, ``GET /api/v1/runs/{id}/clusters``)."""
+    cluster measures only, ``GET /api/v1/runs/{id}/clusters``). ``series`` names the
+    configuration it is one evaluation of ("bm25-main"), ``meta`` its provenance as a JSON
+    object of strings (``{"commit": "abc123", "branch": "main", "time": "..."}``)."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     with saved_uploads(run) as saved:
         (path,) = saved.paths
@@ -115,6 +122,8 @@ def import_run(
             keep_depth=settings.keep_depth,
             user=principal.user,
             kind=kind,
+            series=series,
+            meta=series_service.meta_from_json(meta),
         )
     return RunPublic.of(stored)
 
@@ -130,6 +139,42 @@ def list_runs(
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     runs = run_service.list_runs(session=session, golden=golden)
     return paged([RunPublic.of(r) for r in runs], page, per_page)
+
+
+class SeriesSummary(BaseModel):
+    name: str
+    runs: int
+
+
+@router.get("/{golden_set_id}/series")
+def list_series(
+    session: SessionDep,
+    principal: ReviewerDep,
+    golden_set_id: Id,
+    page: Page = 1,
+    per_page: PerPage = DEFAULT_PER_PAGE,
+) -> PageOf[SeriesSummary]:
+    """The golden set's series, by name, with their number of runs."""
+    golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    found = series_service.series_names(session=session, golden=golden)
+    return paged([SeriesSummary(name=name, runs=runs) for name, runs in found], page, per_page)
+
+
+@router.get("/{golden_set_id}/series/{name}")
+def get_series(
+    session: SessionDep,
+    principal: ReviewerDep,
+    golden_set_id: Id,
+    name: Annotated[str, Path(max_length=200)],
+    k: Cutoff = DEFAULT_K,
+    depth: Cutoff = DEFAULT_DEPTH,
+    gain: Gain = Gain.EXP,
+) -> SeriesHistory:
+    """A series' runs oldest first (import order), each with R@k, R@depth and nDCG@k and its
+    misses by cause (its latest triage at ``depth``, null when it has none); 404
+    ``series_not_found``."""
+    golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    return series_history(session=session, golden=golden, series=name, k=k, depth=depth, gain=gain)
 
 
 class CausesBody(BaseModel):

@@ -18,7 +18,7 @@ from app.eval.conventions import (
 )
 from app.eval.depth_cost import DEFAULT_TOLERANCE, parse_retrieval_p95
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
-from app.http.params import Id, Page, PerPage
+from app.http.params import Cutoff, Id, Page, PerPage
 from app.models import RunClustersPublic
 from app.models.runs import RunPublic
 from app.models.triage_public import Overlap, TriagePublic
@@ -32,7 +32,6 @@ from app.services.triage import triages as triage_service
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
-Cutoff = Annotated[int, Query(ge=1, le=MAX_CUTOFF)]
 #: Reranking cost per candidate, ms (the depth advisor); 0 or absent: no advisor.
 CostMs = Annotated[float | None, Query(ge=0, lt=1e6)]
 #: How close to the best recall on the curve the advised depth must be.

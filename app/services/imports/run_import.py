@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert, copy_rows
 from app.services.imports.clusters import corpus_source, store_traces
 from app.services.imports.golden_sets import ID_LIMITS, bad_input, eval_golden_set
+from app.services.imports.series import check_meta, check_series
 from app.services.names import check_name
 from app.settings import DEFAULT_KEEP_DEPTH
 
@@ -85,14 +86,19 @@ def import_run(
     user: User | None = None,
     progress: ProgressFn | None = None,
     kind: str = JUDGED,
+    series: str | None = None,
+    meta: Mapping[str, str] | None = None,
 ) -> Run:
     """Import the run file at ``path`` in one transaction: a bad file leaves no rows. Keeps
     the rank of every judged document and the first ``keep_depth`` results, the cluster
     traces of every query the run answers and the judged documents' cluster ranks (cluster
     measures at any k). A ``log`` run (production query-log results, no judgments) keeps
     every query and only its cluster traces. ``progress`` is called with the bytes read as
-    the file is read."""
+    the file is read. ``series`` names the configuration the run is one evaluation of, and
+    ``meta`` its provenance (app.services.imports.series checks both)."""
     name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
+    series_name = check_series(series)
+    provenance = check_meta(meta or {})
     if fmt is not None and fmt not in RUN_FORMATS:
         raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
     if kind not in RUN_KINDS:
@@ -113,6 +119,8 @@ def import_run(
         "source_name": source_name[-column_width(Run, "source_name") :],
         "keep_depth": keep_depth if kind != LOG else 0,  # a log run has no review, no head
         "created_by_id": user.id if user else None,
+        "series": series_name,
+        "meta": provenance,
     }
     job = _Import(session, row, path, fmt, order, progress, corpus)
     job.detector_run_id = golden.detector_run_id

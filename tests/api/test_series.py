@@ -1,0 +1,168 @@
+"""Series (issue 28, part 1): runs of one configuration carry their series and provenance; the
+series answers its runs in import order with the same measures as each run's own metrics, and
+the misses by cause of each run's latest triage. Both databases."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.models import Role
+from tests.support.lead_runs import FIRST, HYBRID, QRELS, QUERIES, RERANKED
+from tests.support.service import Account
+
+
+def _golden_set(client: TestClient, lead: Account) -> int:
+    answer = client.post(
+        "/api/v1/golden-sets",
+        headers=lead.headers,
+        data={"name": "lead-runs"},
+        files={"qrels": ("qrels.txt", QRELS), "queries": ("queries.tsv", QUERIES)},
+    )
+    assert answer.status_code == 201, answer.text
+    return int(answer.json()["id"])
+
+
+def _run(
+    client: TestClient, lead: Account, golden_id: int, name: str, body: str, **data: str
+) -> Any:
+    answer = client.post(
+        f"/api/v1/golden-sets/{golden_id}/runs",
+        headers=lead.headers,
+        data={"name": name, **data},
+        files={"run": (f"{name}.trec", body)},
+    )
+    return answer
+
+
+@pytest.fixture
+def series_set(client: TestClient, accounts: dict[Role, Account]) -> tuple[int, list[int]]:
+    """Three runs of series "bm25-main" (commits c1..c3) and one run of no series."""
+    lead = accounts[Role.LEAD]
+    golden_id = _golden_set(client, lead)
+    ids = []
+    for number, body in enumerate((FIRST, RERANKED, HYBRID), start=1):
+        meta = {"commit": f"c{number}abcdef", "branch": "main", "time": f"2026-12-0{number}"}
+        answer = _run(
+            client,
+            lead,
+            golden_id,
+            f"commit-{number}",
+            body,
+            series="bm25-main",
+            meta=json.dumps(meta),
+        )
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["series"] == "bm25-main"
+        assert answer.json()["meta"] == meta
+        ids.append(answer.json()["id"])
+    alone = _run(client, lead, golden_id, "alone", FIRST)
+    assert alone.status_code == 201, alone.text
+    assert alone.json()["series"] is None
+    assert alone.json()["meta"] == {}
+    return golden_id, ids
+
+
+def test_the_series_answers_its_runs_in_order_with_their_own_measures(
+    client: TestClient, accounts: dict[Role, Account], series_set: tuple[int, list[int]]
+) -> None:
+    golden_id, ids = series_set
+    reviewer = accounts[Role.REVIEWER]
+    listed = client.get(f"/api/v1/golden-sets/{golden_id}/series", headers=reviewer.headers)
+    assert listed.status_code == 200
+    assert listed.json() == {"items": [{"name": "bm25-main", "runs": 3}], "total": 1}
+    answer = client.get(
+        f"/api/v1/golden-sets/{golden_id}/series/bm25-main?k=1&depth=3", headers=reviewer.headers
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert [p["run"]["id"] for p in body["runs"]] == ids
+    assert [p["run"]["meta"]["commit"] for p in body["runs"]] == [
+        "c1abcdef",
+        "c2abcdef",
+        "c3abcdef",
+    ]
+    for point in body["runs"]:
+        own = client.get(
+            f"/api/v1/runs/{point['run']['id']}/metrics?k=1&depth=3", headers=reviewer.headers
+        ).json()
+        assert point["measures"] == {m: own["measures"][m] for m in ("R@1", "R@3", "nDCG@1")}
+        assert point["misses"] == own["misses"]
+        assert point["triage"] is None
+    # Recounted by hand from tests/support/lead_runs.py at depth 3: FIRST keeps a, b (q1) and
+    # misses c (rank 4) and d; RERANKED keeps b, a and c; HYBRID keeps a, b and d, misses c.
+    assert [p["misses"] for p in body["runs"]] == [2, 1, 1]
+    assert [p["measures"]["R@3"] for p in body["runs"]] == pytest.approx([1 / 3, 2 / 3, 2 / 3])
+
+
+def test_a_triage_of_a_series_run_gives_its_misses_by_cause(
+    client: TestClient, accounts: dict[Role, Account], series_set: tuple[int, list[int]]
+) -> None:
+    golden_id, ids = series_set
+    lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
+    made = client.post(
+        f"/api/v1/runs/{ids[0]}/triages", headers=lead.headers, json={"depth": 3, "k": 1}
+    )
+    assert made.status_code == 201, made.text
+    triage_id = made.json()["id"]
+    miss = client.post(f"/api/v1/triages/{triage_id}/claim", headers=reviewer.headers).json()
+    labelled = client.post(
+        f"/api/v1/misses/{miss['id']}/label",
+        headers=reviewer.headers,
+        json={"category": "vocabulary-mismatch", "version": miss["version"]},
+    )
+    assert labelled.status_code == 200, labelled.text
+    body = client.get(
+        f"/api/v1/golden-sets/{golden_id}/series/bm25-main?k=1&depth=3", headers=reviewer.headers
+    ).json()
+    first = body["runs"][0]["triage"]
+    assert first["id"] == triage_id
+    assert first["counts"]["vocabulary-mismatch"] == 1
+    assert sum(first["counts"].values()) == 1
+    assert first["unlabelled"] == 1
+    assert first["closes"] is False
+    assert body["runs"][1]["triage"] is None
+    # A triage at another depth is not this depth's.
+    other_depth = client.get(
+        f"/api/v1/golden-sets/{golden_id}/series/bm25-main?k=1&depth=2", headers=reviewer.headers
+    ).json()
+    assert other_depth["runs"][0]["triage"] is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "series"),
+    [
+        ('{"commit": ["a"]}', "s"),
+        ("[1, 2]", "s"),
+        ("{not json", "s"),
+        (json.dumps({"bad key!": "x"}), "s"),
+        (json.dumps({"commit": "x" * 501}), "s"),
+        (json.dumps({f"k{i}": "v" for i in range(21)}), "s"),
+        ("{}", "bad\u202eseries"),
+    ],
+)
+def test_bad_series_or_meta_is_refused_and_imports_nothing(
+    client: TestClient, accounts: dict[Role, Account], meta: str, series: str
+) -> None:
+    lead = accounts[Role.LEAD]
+    golden_id = _golden_set(client, lead)
+    answer = _run(client, lead, golden_id, "r", FIRST, series=series, meta=meta)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["code"] in {"invalid_meta", "control_character"}
+    assert len(answer.text) < 2000  # never echoes a long value
+    runs = client.get(f"/api/v1/golden-sets/{golden_id}/runs", headers=lead.headers).json()
+    assert runs["total"] == 0
+
+
+def test_an_unknown_series_is_404(
+    client: TestClient, accounts: dict[Role, Account], series_set: tuple[int, list[int]]
+) -> None:
+    golden_id, _ = series_set
+    answer = client.get(
+        f"/api/v1/golden-sets/{golden_id}/series/nope", headers=accounts[Role.REVIEWER].headers
+    )
+    assert answer.status_code == 404
+    assert answer.json()["error"]["code"] == "series_not_found"
