@@ -19,6 +19,13 @@ DESCRIPTION = (
 LEAD = ("lead@demo.example.com", "demo-lead-pass")
 REVIEWER = ("reviewer@demo.example.com", "demo-review-pass")
 RUNS = ("bm25", "bm25-expanded", "rrf")
+#: The three runs are one configuration's history: three commits of the help centre's search.
+SERIES = "helpcentre-search"
+COMMITS = {
+    "bm25": {"commit": "3f9a2c1", "branch": "main", "message": "BM25 over the chunks"},
+    "bm25-expanded": {"commit": "8be41d0", "branch": "main", "message": "query expansion"},
+    "rrf": {"commit": "c07d5e9", "branch": "main", "message": "RRF with whole-article BM25"},
+}
 DEPTH, K = 50, 10
 #: The demo's detection: pairs kept down to J 0.3 (0.8 - 0.5: the demo's chunks are short,
 #: and an edited paste of 40 words shares few 5-shingles with its article), two per band to
@@ -95,6 +102,8 @@ def seed(database_url: str, data: Path) -> tuple[int, int]:
                         name=name,
                         path=data / "runs" / f"{name}.trec",
                         source_name=f"{name}.trec",
+                        series=SERIES,
+                        meta=COMMITS[name],
                     )
                 found = detector_runs.detect_duplicates(
                     session=session,

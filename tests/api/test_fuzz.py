@@ -95,7 +95,7 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             client.post(
                 f"/api/v1/golden-sets/{golden}/runs",
                 headers=lead.headers,
-                data={"name": name},
+                data={"name": name, "series": "main"},
                 files={"run": (f"{name}.trec", RUN)},
             ).json()["id"]
             for name in ("bm25", "dense")
@@ -134,6 +134,7 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             "pair_id": pair["id"],
             "token_id": spare.json()["id"],
             "user_id": lead_id,
+            "name": "main",  # the series both runs belong to
         },
         auth=admin.headers,
     )

@@ -68,6 +68,8 @@ class DemoSite:
     noted_miss_id: int = 0
     #: The demo's detection (its copies found by the detector, its sample to review).
     detector_run_id: int = 0
+    #: The series the demo's runs belong to (three commits of one configuration).
+    series: str = ""
 
 
 class DemoProcess:
@@ -167,6 +169,7 @@ def describe(demo: DemoProcess) -> DemoSite:
         doc_id=miss["doc_id"],
         admin=Account(*ADMIN),
         detector_run_id=detector["id"],
+        series=run["series"],
     )
 
 

@@ -105,6 +105,7 @@ class ProductPage:
             "other_run_id": site.other_run_id,
             "noted_miss_id": site.noted_miss_id,
             "detector_run_id": site.detector_run_id,
+            "name": site.series,
         }
 
         def fill(match: re.Match[str]) -> str:
@@ -129,6 +130,7 @@ PAGES = [
     ),
     ProductPage("run", "run_page", swap=_type_search),
     ProductPage("run-clusters", "run_clusters_page", swap=_cluster_ks),
+    ProductPage("series", "series_page", ready="#series-table"),
     ProductPage("compare", "compare_page", query="a={run_id}&b={other_run_id}"),
     ProductPage("triage", "triage_page", ready="#closure"),
     ProductPage(
