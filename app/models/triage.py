@@ -44,6 +44,10 @@ class MissState(StrEnum):
     #: Every reviewer of an overlap miss has labelled it and they disagree (or one could not
     #: tell): it waits in the adjudication queue for its final label.
     DISPUTED = "disputed"
+    #: The run is in a series and the series' latest earlier triage gave the same (query,
+    #: document) pair a final label in a named cause: the miss carries that label
+    #: (``Miss.carried_from``), off the queue until a lead sends it back.
+    CARRIED = "carried"
 
 
 class Resolution(StrEnum):
@@ -86,6 +90,8 @@ class LabelAction(StrEnum):
     #: A lead put a miss covered by a duplicate on the queue, or took it back off it.
     INCLUDE = "include"
     EXCLUDE = "exclude"
+    #: A lead sent a miss carrying an earlier triage's label back to the queue.
+    REQUEUE = "requeue"
     #: Refused attempts, kept so no label is silently lost: a stale version (409), or no
     #: lease / no lead role (403).
     CONFLICT = "conflict"
@@ -131,6 +137,12 @@ class Triage(SQLModel, table=True):
     detector_run_id: int | None = None
     #: ... and the threshold its clusters were applied at then.
     detector_threshold: float | None = None
+    #: The triage whose final labels this one carries (its run's series' latest earlier
+    #: triage when it was made); None: it carries nothing.
+    carried_from_id: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("triage.id", ondelete="SET NULL")),
+    )
 
 
 class Miss(SQLModel, table=True):
@@ -232,6 +244,11 @@ class Miss(SQLModel, table=True):
     #: some is waiting for another reviewer (``lifecycle.Stage.REVIEWING``).
     reviewed: int = Field(
         default=0, sa_column=Column(Integer, nullable=False, server_default=text("0"))
+    )
+    #: A carried miss (``MissState.CARRIED``): the triage its label comes from.
+    carried_from: int | None = Field(
+        default=None,
+        sa_column=Column(Integer, ForeignKey("triage.id", ondelete="SET NULL")),
     )
 
 

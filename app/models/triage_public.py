@@ -58,6 +58,8 @@ class MissPublic(ReadModel):
     #: How many distinct reviewers label the miss (more than one: double review, where
     #: ``cant-tell`` is a label too); its ``category`` is the final label only.
     reviewers: int = 1
+    #: A carried miss (state ``carried``): the triage whose final label it carries.
+    carried_from: int | None = None
 
     @property
     def cause(self) -> str:
@@ -82,6 +84,7 @@ class MissPublic(ReadModel):
             lease_holder=miss.lease_holder_id,
             lease_expires_at=miss.lease_expires_at,
             reviewers=miss.reviewers,
+            carried_from=miss.carried_from,
         )
 
 
@@ -94,6 +97,8 @@ class LabelSnapshot(ReadModel):
     version: int
     #: Written by a release only: whose lease was given back.
     lease_holder: int | None = PydanticField(default=None, exclude_if=absent_when_none)
+    #: Written by a requeue only: the triage the carried label came from.
+    carried_from: int | None = PydanticField(default=None, exclude_if=absent_when_none)
 
     @property
     def cause(self) -> str:
@@ -138,6 +143,9 @@ class TriagePublic(ReadModel):
     misses: int
     created_at: IsoDateTime
     overlap: Overlap
+    #: The triage whose final labels this one carries (its run's series' latest earlier
+    #: triage when it was made); None: it carries none.
+    carried_from: int | None = None
 
     @classmethod
     def of(cls, triage: Triage) -> TriagePublic:
@@ -154,6 +162,7 @@ class TriagePublic(ReadModel):
                 fraction=triage.overlap_fraction,
                 seed=triage.overlap_seed,
             ),
+            carried_from=triage.carried_from_id,
         )
 
 
@@ -186,6 +195,11 @@ class ClosureReport(ReadModel):
     states: dict[str, int] = PydanticField(default_factory=dict)
     #: What keeps the categories open, exactly: the unlabelled and those in "other".
     residue: int = 0
+    #: Of ``counts``, the labels carried from the triage ``carried_from`` (per cause in
+    #: ``carried_counts``): counted apart from the labels given here.
+    carried: int = 0
+    carried_counts: dict[str, int] = PydanticField(default_factory=dict)
+    carried_from: int | None = None
     closes: bool
     #: The closure sentence (``app.services.triage.closure.closure_sentence``).
     closure: str
@@ -207,6 +221,10 @@ class TriageDetail(TriagePublic):
     states: dict[str, int]
     #: What keeps the categories open, exactly (``ClosureReport.residue``).
     residue: int
+    #: Of ``counts``, the labels carried from the triage ``carried_from``
+    #: (``ClosureReport.carried``, per cause ``carried_counts``).
+    carried: int
+    carried_counts: dict[str, int]
     closes: bool
     closure: str
     covered_from: DetectorRunRef | None = PydanticField(default=None, exclude_if=absent_when_none)
@@ -221,6 +239,8 @@ class TriageDetail(TriagePublic):
             final=report.final,
             states=report.states,
             residue=report.residue,
+            carried=report.carried,
+            carried_counts=report.carried_counts,
             closes=report.closes,
             closure=report.closure,
             covered_from=report.covered_from,
@@ -231,6 +251,13 @@ class CoveredMoved(ReadModel):
     """How many covered misses a lead put on (or took off) the queue, and the new counts."""
 
     moved: int
+    triage: TriageDetail
+
+
+class CarriedMoved(ReadModel):
+    """How many carried misses a lead sent back to the queue, and the new counts."""
+
+    requeued: int
     triage: TriageDetail
 
 

@@ -21,6 +21,7 @@ from app.models.agreement_public import AgreementPublic
 from app.models.exports import ExportOutcome
 from app.models.triage_public import (
     AdjudicationCase,
+    CarriedMoved,
     CoveredMoved,
     HintReport,
     MissPublic,
@@ -30,8 +31,9 @@ from app.models.triage_public import (
 from app.readmodel import PageOf
 from app.services import queue
 from app.services.delivery import exports as export_service
+from app.services.errors import Invalid
 from app.services.paging import DEFAULT_PER_PAGE
-from app.services.triage import agreement, closure, dashboard
+from app.services.triage import agreement, carry, closure, dashboard
 from app.services.triage import backlog as backlog_service
 from app.services.triage import triages as service
 from app.settings import Settings
@@ -65,6 +67,38 @@ def include_covered(
     )
     return CoveredMoved(
         moved=moved, triage=closure.triage_detail(session=session, triage_id=triage_id)
+    )
+
+
+class CarriedBody(BaseModel):
+    #: Must be true: the one thing a lead does with carried labels is send them back.
+    requeue: bool
+    #: Only the misses carried in this cause.
+    category: str | None = Field(default=None, max_length=100)
+    #: Only this miss.
+    miss_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
+
+
+@router.post("/{triage_id}/carried", response_model=CarriedMoved)
+def requeue_carried(
+    session: SessionDep, clock: ClockDep, principal: LeadDep, triage_id: Id, body: CarriedBody
+) -> CarriedMoved:
+    """Send the misses carrying a label from the series' earlier triage back to the queue,
+    unlabelled: all of them, those of one ``category``, or one ``miss_id`` (a ``requeue``
+    event each, keeping the carried label). Answers how many went and the new summary."""
+    if not body.requeue:
+        raise Invalid('nothing to do: send {"requeue": true}', code="requeue_required")
+    ctx = service.triage_context(session=session, triage_id=triage_id)
+    moved = carry.send_back(
+        session=session,
+        ctx=ctx,
+        user=principal.user,
+        now=clock.now(),
+        category=body.category,
+        miss_id=body.miss_id,
+    )
+    return CarriedMoved(
+        requeued=moved, triage=closure.triage_detail(session=session, triage_id=triage_id)
     )
 
 

@@ -227,6 +227,15 @@ def _refusal(
                 code="not_on_queue",
             ),
         )
+    if stage is Stage.CARRIED:
+        return Refusal(
+            LabelAction.REFUSED,
+            Conflict(
+                f"this miss carries the label of triage {miss.carried_from} and is off the "
+                "queue: a lead sends it back to the queue first",
+                code="carried",
+            ),
+        )
     holds = miss.lease_holder_id == user.id
     if adjudicating:
         if stage is not Stage.DISPUTED:

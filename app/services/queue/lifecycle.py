@@ -3,11 +3,11 @@ and which stages keep its triage open. Every writer checks its step here, every 
 and filters by these stages (``tally``), and the SQL forms below are derived from the same
 tables, so a page, an answer and a download can never count one thing two ways.
 
-A miss is stored as ``Miss.state`` (open, disputed, labelled, covered), its ``category`` and,
-with double review, how many blind labels are in (``Miss.reviewed``); its stage follows from
-those alone (``stage_of``). Two things cross the stages without being one: a **lease** (a
-person has the miss in front of them: open, reviewing or disputed) and a **skip** (a
-reviewer passed it on: it goes to the others).
+A miss is stored as ``Miss.state`` (open, disputed, labelled, carried, covered), its
+``category`` and, with double review, how many blind labels are in (``Miss.reviewed``); its
+stage follows from those alone (``stage_of``). Two things cross the stages without being
+one: a **lease** (a person has the miss in front of them: open, reviewing or disputed) and a
+**skip** (a reviewer passed it on: it goes to the others).
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ class Stage(StrEnum):
     FINAL = "final"
     #: A final label "other" (its note says what): it keeps the categories open.
     OTHER = "other"
+    #: A named cause carried from the series' latest earlier triage (``Miss.carried_from``):
+    #: the same (query, document) pair's final label there. In its cause, off the queue,
+    #: counted apart from the labels given here; a lead sends it back to the queue.
+    CARRIED = "carried"
     #: A copy of the document (same cluster) is in the candidates: the run delivered its
     #: evidence. Off the queue until a lead includes it.
     COVERED = "covered"
@@ -48,6 +52,8 @@ UNLABELLED: frozenset[Stage] = frozenset({Stage.OPEN, Stage.REVIEWING, Stage.DIS
 KEEPS_OPEN: frozenset[Stage] = UNLABELLED | {Stage.OTHER}
 #: A final label is in force.
 LABELLED: frozenset[Stage] = frozenset({Stage.FINAL, Stage.OTHER})
+#: In a named cause: a final label given here, or one carried from an earlier triage.
+IN_NAMED_CAUSE: frozenset[Stage] = frozenset({Stage.FINAL, Stage.CARRIED})
 #: Where each queue takes its misses from.
 REVIEW_QUEUE: frozenset[Stage] = frozenset({Stage.OPEN, Stage.REVIEWING})
 ADJUDICATION_QUEUE: frozenset[Stage] = frozenset({Stage.DISPUTED})
@@ -68,6 +74,7 @@ TRANSITIONS: dict[LabelAction, tuple[frozenset[Stage], frozenset[Stage]]] = {
     LabelAction.UNDO: (LABELLED | frozenset({Stage.REVIEWING}), LABELLED | REVIEW_QUEUE),
     LabelAction.INCLUDE: (frozenset({Stage.COVERED}), frozenset({Stage.OPEN})),
     LabelAction.EXCLUDE: (frozenset({Stage.OPEN}), frozenset({Stage.COVERED})),
+    LabelAction.REQUEUE: (frozenset({Stage.CARRIED}), frozenset({Stage.OPEN})),
 }
 
 
@@ -93,6 +100,8 @@ def stage_of(state: str, category: str | None, reviewed: int) -> Stage:
         return Stage.COVERED
     if state == MissState.DISPUTED.value:
         return Stage.DISPUTED
+    if state == MissState.CARRIED.value:
+        return Stage.CARRIED
     if state == MissState.LABELLED.value:
         return Stage.OTHER if category == OTHER else Stage.FINAL
     return Stage.REVIEWING if reviewed > 0 else Stage.OPEN
@@ -109,6 +118,7 @@ _STORED = {
     Stage.DISPUTED: MissState.DISPUTED,
     Stage.FINAL: MissState.LABELLED,
     Stage.OTHER: MissState.LABELLED,
+    Stage.CARRIED: MissState.CARRIED,
     Stage.COVERED: MissState.COVERED,
 }
 
@@ -122,6 +132,7 @@ def stage_sql(miss: Any) -> ColumnElement[str]:
     return case(
         (c.state == MissState.COVERED.value, literal(Stage.COVERED.value)),
         (c.state == MissState.DISPUTED.value, literal(Stage.DISPUTED.value)),
+        (c.state == MissState.CARRIED.value, literal(Stage.CARRIED.value)),
         (
             and_(c.state == MissState.LABELLED.value, c.category == OTHER),
             literal(Stage.OTHER.value),
@@ -141,6 +152,8 @@ def in_stages(miss: Any, stages: frozenset[Stage]) -> ColumnElement[bool]:
         terms.append(c.state == MissState.COVERED.value)
     if Stage.DISPUTED in stages:
         terms.append(c.state == MissState.DISPUTED.value)
+    if Stage.CARRIED in stages:
+        terms.append(c.state == MissState.CARRIED.value)
     if LABELLED.issubset(stages):
         terms.append(c.state == MissState.LABELLED.value)
     elif Stage.OTHER in stages:

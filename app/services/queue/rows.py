@@ -104,6 +104,7 @@ COLUMNS = (
     MISS.c.reviewed,
     MISS.c.resolution,
     MISS.c.position,
+    MISS.c.carried_from,
 )
 
 P_TRIAGE = bindparam("p_triage", type_=MISS.c.triage_id.type)
@@ -135,6 +136,7 @@ class MissRow:
     reviewed: int
     resolution: str | None
     position: int
+    carried_from: int | None
 
     @property
     def stage(self) -> Stage:
@@ -157,6 +159,7 @@ class MissRow:
             lease_holder=self.lease_holder_id,
             lease_expires_at=self.lease_expires_at,
             reviewers=self.reviewers,
+            carried_from=self.carried_from,
         )
 
 

@@ -13,7 +13,14 @@ from sqlalchemy import and_, case, exists, func, literal, or_, select
 from sqlmodel import Session
 
 from app.models import MissState, Resolution
-from app.services.queue.lifecycle import KEEPS_OPEN, LABELLED, UNLABELLED, Stage, stage_of
+from app.services.queue.lifecycle import (
+    IN_NAMED_CAUSE,
+    KEEPS_OPEN,
+    LABELLED,
+    UNLABELLED,
+    Stage,
+    stage_of,
+)
 from app.services.queue.rows import (
     MISS,
     REVIEW,
@@ -29,11 +36,14 @@ class Tally:
 
     misses: int
     stages: dict[Stage, int]
-    #: Final labels per named cause (the golden set's causes first, in taxonomy order).
+    #: Misses per named cause (the golden set's causes first, in taxonomy order): final
+    #: labels given here and labels carried from an earlier triage.
     causes: dict[str, int]
     #: The final labels (named causes and other) by what they rest on: ``single`` (one
     #: reviewer), ``agreed``, ``adjudicated``.
     rests_on: dict[str, int]
+    #: Of ``causes``, the labels carried from an earlier triage (``Stage.CARRIED``).
+    carried: dict[str, int] = field(default_factory=dict)
     #: What changes whenever a label does (``kept``): the rows the tally was counted from.
     fingerprint: tuple[Any, ...] = field(default=(), compare=False)
 
@@ -53,6 +63,11 @@ class Tally:
     @property
     def labelled(self) -> int:
         return self.count(LABELLED)
+
+    @property
+    def labelled_here(self) -> int:
+        """Final labels in a named cause given in this triage (not carried)."""
+        return self.stages[Stage.FINAL]
 
     @property
     def queued(self) -> int:
@@ -83,20 +98,24 @@ def triage_tally(*, session: Session, triage_id: int, causes: list[str]) -> Tall
     )
     stages = dict.fromkeys(Stage, 0)
     by_cause = dict.fromkeys(causes, 0)
+    carried = dict.fromkeys(causes, 0)
     rests = {r.value: 0 for r in Resolution}
     for state, category, resolution, reviewed, n in rows:
         stage = stage_of(state, category, reviewed)
         stages[stage] += n
         if stage in LABELLED:
             rests[resolution or Resolution.SINGLE.value] += n
-        if stage is Stage.FINAL and category is not None:
+        if stage in IN_NAMED_CAUSE and category is not None:
             by_cause[category] = by_cause.get(category, 0) + n
+        if stage is Stage.CARRIED and category is not None:
+            carried[category] = carried.get(category, 0) + n
     fingerprint = tuple(sorted((tuple(map(str, row[:4])), int(row[4])) for row in rows))
     return Tally(
         misses=sum(stages.values()),
         stages=stages,
         causes=by_cause,
         rests_on=rests,
+        carried=carried,
         fingerprint=fingerprint,
     )
 

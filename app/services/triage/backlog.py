@@ -71,6 +71,7 @@ FIELDS = (
     "where",
     "skipped",
     "stage",
+    "carried_from",
 )
 
 
@@ -197,6 +198,7 @@ def _page(
                 "retrieved": retrieved or 0,
                 "where": where_the_run_put_it(miss.rank, retrieved, triage.depth),
                 "skipped": skipped.get(miss.id or 0, []),
+                "carried_from": miss.carried_from,
             }
         )
     return page, (batch[-1][0].position if len(batch) == BATCH else 0)

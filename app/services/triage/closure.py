@@ -23,15 +23,21 @@ def tally_of(*, session: Session, triage: Triage, causes: list[str]) -> Tally:
     return triage_tally(session=session, triage_id=triage.id, causes=causes)
 
 
-def closure_sentence(tally: Tally, *, agreement: str = "") -> str:
+def closure_sentence(tally: Tally, *, agreement: str = "", carried_from: int | None = None) -> str:
     """ "12 + 9 + 8 = 29 of 29 misses accounted for: the categories close", or what is left
     ("does not close: 1 other, 4 unlabelled (3 waiting for another reviewer, 1 awaiting
     adjudication)"); misses covered by a duplicate and not queued are counted apart. With
-    double review, what the final labels rest on and ``agreement`` (``kappa_phrase``) after
-    them. The only wording of it."""
+    labels carried from the triage ``carried_from``, the sum is of the labels given here and
+    those carried ("4 labelled here + 19 carried from triage 3 = 23 of 23 misses accounted
+    for"). With double review, what the final labels rest on and ``agreement``
+    (``kappa_phrase``) after them. The only wording of it."""
     named = sum(tally.causes.values())
     total = tally.queued
     terms = " + ".join(str(n) for n in tally.causes.values()) or "0"
+    carried = tally.stages[Stage.CARRIED]
+    if carried:
+        origin = f"triage {carried_from}" if carried_from is not None else "an earlier triage"
+        terms = f"{named - carried} labelled here + {carried} carried from {origin}"
     misses = "miss" if total == 1 else "misses"
     covered = tally.stages[Stage.COVERED]
     apart = f" ({covered} more covered by a duplicate, not queued)" if covered else ""
@@ -100,8 +106,11 @@ def closure_report(
         final=FinalCounts(**tally.rests_on),
         states={stage.value: n for stage, n in tally.stages.items()},
         residue=tally.residue,
+        carried=tally.stages[Stage.CARRIED],
+        carried_counts=dict(tally.carried),
+        carried_from=triage.carried_from_id,
         closes=tally.closes,
-        closure=closure_sentence(tally, agreement=kappa),
+        closure=closure_sentence(tally, agreement=kappa, carried_from=triage.carried_from_id),
         covered_from=live_ref(
             session=session,
             detector_run_id=triage.detector_run_id,

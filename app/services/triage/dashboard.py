@@ -42,13 +42,15 @@ STATE_FILTERS: dict[str, frozenset[Stage]] = {
 
 def cause_filter(cause: str) -> list[Any]:
     """The backlog's (and its download's) cause filter: a named cause, other, "unlabelled"
-    (no final label: ``lifecycle.UNLABELLED``) or "covered"."""
+    (no final label: ``lifecycle.UNLABELLED``) or "covered". A named cause holds the labels
+    given here and those carried from an earlier triage."""
     if cause == UNLABELLED_NAME:
         return [in_stages(_MISS, UNLABELLED)]
     if cause == MissState.COVERED.value:
         return [in_stages(_MISS, frozenset({Stage.COVERED}))]
     if cause:
-        return [col(Miss.category) == cause, col(Miss.state) == MissState.LABELLED.value]
+        named = [MissState.LABELLED.value, MissState.CARRIED.value]
+        return [col(Miss.category) == cause, col(Miss.state).in_(named)]
     return []
 
 

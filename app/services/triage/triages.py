@@ -22,6 +22,7 @@ from app.services.imports.golden_sets import eval_golden_set
 from app.services.imports.runs import stored_ranking
 from app.services.paging import DEFAULT_PER_PAGE, page_rows
 from app.services.queue.lifecycle import Stage, stage_of
+from app.services.triage.carry import Carry, labels_to_carry
 from app.services.triage.hints import context_for, hint_columns
 
 
@@ -43,7 +44,9 @@ def create_triage(
     reviewers each; the others one.
 
     Each miss gets its cause hints (app/eval/hints.py); a miss whose duplicate-cluster mate is
-    in the candidates is "covered" and stays off the queue until a lead includes it."""
+    in the candidates is "covered" and stays off the queue until a lead includes it. In a
+    series, a miss whose pair has a final label in a named cause in the series' latest
+    earlier triage carries that label (app/services/triage/carry.py) and is not queued."""
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
@@ -79,6 +82,8 @@ def create_triage(
         .replace_strict({True: overlap.reviewers, False: 1}, return_dtype=pl.Int64)
         .alias("reviewers")
     )
+    carry = labels_to_carry(session=session, run=run, causes=list(golden.causes))
+    misses = _with_carried(misses, carry)
     triage = Triage(
         run_id=run.id,  # type: ignore[arg-type]
         depth=depth,
@@ -90,6 +95,7 @@ def create_triage(
         overlap_seed=overlap.seed,
         detector_run_id=golden.detector_run_id,
         detector_threshold=_applied_threshold(session, golden),
+        carried_from_id=carry.origin if carry is not None else None,
     )
     with writing(session):
         session.add(triage)
@@ -104,11 +110,10 @@ def create_triage(
                 "grade",
                 pl.col("rank").cast(pl.Int64),
                 pl.col("position").cast(pl.Int64),
-                pl.when(pl.col("covered_by").is_null())
-                .then(pl.lit(MissState.OPEN.value))
-                .otherwise(pl.lit(MissState.COVERED.value))
-                .alias("state"),
-                pl.lit("").alias("note"),
+                "state",
+                "category",
+                "note",
+                "carried_from",
                 pl.lit(1, dtype=pl.Int64).alias("version"),
                 "hint",
                 "hint_not_indexed",
@@ -121,6 +126,37 @@ def create_triage(
         )
     session.refresh(triage)
     return triage
+
+
+def _with_carried(misses: pl.DataFrame, carry: Carry | None) -> pl.DataFrame:
+    """The misses' state, category, note and origin: covered (a copy was retrieved), carried
+    (its pair's label in ``carry``; one reviewer, off the queue) or open."""
+    labels = pl.DataFrame(
+        {
+            "qid": [q for q, _ in (carry.labels if carry else {})],
+            "doc_id": [d for _, d in (carry.labels if carry else {})],
+            "category": [c.category for c in (carry.labels.values() if carry else [])],
+            "note": [c.note for c in (carry.labels.values() if carry else [])],
+        },
+        schema={"qid": pl.String, "doc_id": pl.String, "category": pl.String, "note": pl.String},
+    )
+    joined = misses.join(labels, on=["qid", "doc_id"], how="left")
+    carried = pl.col("covered_by").is_null() & pl.col("category").is_not_null()
+    return joined.with_columns(
+        pl.when(pl.col("covered_by").is_not_null())
+        .then(pl.lit(MissState.COVERED.value))
+        .when(carried)
+        .then(pl.lit(MissState.CARRIED.value))
+        .otherwise(pl.lit(MissState.OPEN.value))
+        .alias("state"),
+        pl.when(carried).then(pl.col("category")).otherwise(None).alias("category"),
+        pl.when(carried).then(pl.col("note")).otherwise(pl.lit("")).alias("note"),
+        pl.when(carried)
+        .then(pl.lit(carry.origin if carry else None, dtype=pl.Int64))
+        .otherwise(None)
+        .alias("carried_from"),
+        pl.when(carried).then(1).otherwise(pl.col("reviewers")).alias("reviewers"),
+    )
 
 
 def causes_of_miss(*, session: Session, miss_id: int) -> list[str]:
