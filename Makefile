@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/helpcentre
 
-.PHONY: demo demo-evaluate test lint format install screenshots bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-bomb bench-suite clean
+.PHONY: demo demo-evaluate demo-gate test lint format install screenshots bench bench-evaluate bench-import bench-queue bench-dashboard bench-load-fault bench-bomb bench-suite clean
 
 $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(PYTHON) scripts/bootstrap_venv.py $(VENV)
@@ -31,6 +31,17 @@ demo-evaluate: $(STAMP)
 		--run bm25-expanded=$(EXAMPLE)/runs/bm25-expanded.trec \
 		--run rrf=$(EXAMPLE)/runs/rrf.trec \
 		--k 10 --depth 50
+
+# The CI gate on the demo's series: commit 3 (rrf) against commit 2 (bm25-expanded), as a CI
+# job would run it on a push, printed as the markdown of a pull-request comment. Commit 3 drops
+# R@50: the gate fails (exit 1) and names the documents that left the candidates; this target
+# reports that and succeeds (it fails on exit 2, bad input).
+demo-gate: $(STAMP)
+	@$(BIN)/misstriage gate --qrels $(EXAMPLE)/qrels.tsv --queries $(EXAMPLE)/queries.jsonl \
+		--baseline $(EXAMPLE)/runs/bm25-expanded.trec --run $(EXAMPLE)/runs/rrf.trec \
+		--depth 50 --k 10 --format markdown; status=$$?; echo; \
+	echo "misstriage gate exited $$status (0 passed, 1 failed: a CI job stops here, 2 bad input)"; \
+	test $$status -le 1
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

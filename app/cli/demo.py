@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -120,7 +121,8 @@ def seed(database_url: str, data: Path) -> tuple[int, int]:
                     user=lead,
                     now=utcnow(),
                 )
-            first = runs.list_runs(session=session, golden=golden)[0]
+            listed = runs.list_runs(session=session, golden=golden)
+            first = listed[0]
             triage = session.exec(
                 select(Triage).where(
                     Triage.run_id == first.id, Triage.depth == DEPTH, Triage.k == K
@@ -130,11 +132,50 @@ def seed(database_url: str, data: Path) -> tuple[int, int]:
                 triage = triages.create_triage(
                     session=session, run=first, golden=golden, depth=DEPTH, k=K, user=None
                 )
+            _series_history(session, golden, listed, lead)
             assert golden.id is not None
             assert triage.id is not None
             return golden.id, triage.id
     finally:
         engine.dispose()
+
+
+def _series_history(session: Any, golden: Any, listed: list[Any], lead: Any) -> None:
+    """The series' history after commit 1's triage (left for the visitor to label): commit
+    2's triage, labelled a week ago by accepting each miss's hint, and commit 3's, which
+    carries those labels where commit 3 misses the same pairs. Made once."""
+    from datetime import timedelta
+
+    from sqlmodel import col, select
+
+    from app.clock import utcnow
+    from app.models import Miss, MissState, Triage
+    from app.services import queue
+    from app.services.triage import triages
+
+    second, third = listed[1], listed[2]
+    made = session.exec(select(Triage).where(Triage.run_id == second.id)).first()
+    if made is not None:
+        return
+    history = triages.create_triage(
+        session=session, run=second, golden=golden, depth=DEPTH, k=K, user=lead
+    )
+    week_ago = utcnow() - timedelta(days=7)
+    for miss in session.exec(
+        select(Miss)
+        .where(Miss.triage_id == history.id, Miss.state == MissState.OPEN.value)
+        .order_by(col(Miss.position))
+    ).all():
+        queue.label(
+            session=session,
+            miss_id=miss.id,
+            user=lead,
+            category=miss.hint or "other",
+            note="" if miss.hint else "no hint",
+            version=miss.version,
+            now=week_ago,
+        )
+    triages.create_triage(session=session, run=third, golden=golden, depth=DEPTH, k=K, user=lead)
 
 
 @click.command()
@@ -174,6 +215,10 @@ misstriage demo: {database}
 Click {base}/golden-sets/{golden_id} and log in as the lead (runs, depth curve, run
 comparison, the triage dashboard); in a private window, {base}/triages/{triage_id}/review as
 the reviewer: keys 1/2/3 label a miss, a accepts the hint.
+The three runs are three commits of one configuration: the series page
+{base}/golden-sets/{golden_id}/series/{SERIES} shows their history; commit 2's triage
+was labelled a week ago and commit 3's carries those labels. `make demo-gate` prints the CI
+gate of commit 3 against commit 2.
 Stop with Ctrl+C; `misstriage demo --reset` starts again from scratch.
 """
     )

@@ -143,6 +143,11 @@ TERMS: dict[str, Term] = {
         "Disputed",
         "Its reviewers disagree (or one could not tell): it waits for an adjudicator.",
     ),
+    "carried": Term(
+        "Carried",
+        "The series' previous triage gave this (query, document) pair its cause: the label "
+        "carries forward, off the queue, until a lead sends it back.",
+    ),
     "unlabelled": Term("Unlabelled", "No reviewer has labelled this miss yet."),
     # the default causes and the fallback
     "not-indexed": Term(
@@ -174,6 +179,10 @@ TERMS: dict[str, Term] = {
     "agree": Term("Agreed", "The reviewers gave the same label: it is final."),
     "dispute": Term("Disputed", "The reviewers disagreed (or one could not tell)."),
     "adjudicate": Term("Adjudicated", "An adjudicator gave the miss its final label."),
+    "requeue": Term(
+        "Sent back to the queue",
+        "A lead sent a miss carrying an earlier triage's label back to the queue.",
+    ),
     "include": Term(
         "Put on the queue", "A lead put this miss, covered by a duplicate, on the queue."
     ),

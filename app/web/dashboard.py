@@ -22,7 +22,7 @@ from app.models.triage_public import ClosureReport, HintReport, TriageContext
 from app.services.delivery import exports as export_service
 from app.services.queue.lifecycle import Stage
 from app.services.queue.skips import Skip
-from app.services.triage import agreement, closure, dashboard, dashboard_lists, kept
+from app.services.triage import agreement, carry, closure, dashboard, dashboard_lists, kept
 from app.services.triage.dashboard import BacklogRow, Lease, Throughput
 from app.settings import Settings
 from app.web.render import context_of, is_fragment_request, path_for, read_flash, render
@@ -188,6 +188,8 @@ class DashboardPage:
     agreement: AgreementPublic | None
     agreement_current: bool
     covered_on_queue: int
+    #: The triage whose labels this one carries (with its run), when it carries some.
+    carried_origin: TriageContext | None
     leases: list[Lease]
     labelled: int
     queued: int
@@ -276,6 +278,9 @@ def dashboard_context(
         agreement=measured if principal.role.allows(Role.LEAD) else None,
         agreement_current=current,
         covered_on_queue=panels.covered_on_queue,
+        carried_origin=carry.origin_context(session=session, triage=triage)
+        if summary.carried
+        else None,
         leases=dashboard.live_leases(session=session, triage=triage, now=now),
         labelled=tally.labelled,
         queued=tally.queued,

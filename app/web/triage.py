@@ -23,10 +23,11 @@ from app.services.delivery import exports as export_service
 from app.services.errors import ServiceError
 from app.services.imports import golden_sets as golden_service
 from app.services.imports.detector_refs import live_ref
-from app.services.triage import dashboard
+from app.services.triage import carry, dashboard
 from app.services.triage import triages as triage_service
 from app.services.views.review import build_card
 from app.settings import Settings
+from app.web import copy
 from app.web.dashboard import ExportPanel, dashboard_page, export_flash, export_panel
 from app.web.render import is_fragment_request, path_for, redirect, render
 
@@ -274,6 +275,34 @@ def covered_form(
         session=session, triage_id=triage_id, user=principal.user, include=include, now=clock.now()
     )
     said = "covered misses put on the queue" if include else "covered misses taken off the queue"
+    return redirect(request, request.url_for("triage_page", triage_id=triage_id).path, flash=said)
+
+
+@router.post("/triages/{triage_id}/carried", name="carried_form")
+def carried_form(
+    request: Request,
+    session: SessionDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    triage_id: Id,
+    category: Annotated[str, Form(max_length=100)] = "",
+    miss_id: Annotated[int | None, Form(ge=1, le=2**63 - 1)] = None,
+) -> Response:
+    """Send the carried misses (all, those of one cause, or one miss) back to the queue."""
+    ctx = triage_service.triage_context(session=session, triage_id=triage_id)
+    moved = carry.send_back(
+        session=session,
+        ctx=ctx,
+        user=principal.user,
+        now=clock.now(),
+        category=category or None,
+        miss_id=miss_id,
+    )
+    which = f" in {copy.label(category)}" if category else ""
+    said = f"{copy.count(moved, 'carried miss')}{which} sent back to the queue"
+    if miss_id is not None:
+        back = request.url_for("miss_page", miss_id=miss_id).path
+        return redirect(request, back, flash=said)
     return redirect(request, request.url_for("triage_page", triage_id=triage_id).path, flash=said)
 
 

@@ -17,99 +17,39 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.models import Role
+from tests.support.carried import (
+    LABELS,
+    NOTE,
+    carried_series,
+    label_every_miss,
+    make_triage,
+    misses_by_pair,
+    post_run,
+    triage_detail,
+)
 from tests.support.lead_runs import FIRST, QRELS, QUERIES, RERANKED
 from tests.support.service import Account
-
-LABELS = {("q1", "b"): "vocabulary-mismatch", ("q2", "c"): "chunk-boundary"}
-
-
-def _post_run(
-    client: TestClient, lead: Account, golden: int, name: str, body: str, **data: str
-) -> int:
-    answer = client.post(
-        f"/api/v1/golden-sets/{golden}/runs",
-        headers=lead.headers,
-        data={"name": name, **data},
-        files={"run": (f"{name}.trec", body)},
-    )
-    assert answer.status_code == 201, answer.text
-    return int(answer.json()["id"])
-
-
-def _triage(client: TestClient, lead: Account, run: int, **extra: Any) -> dict[str, Any]:
-    answer = client.post(
-        f"/api/v1/runs/{run}/triages", headers=lead.headers, json={"depth": 2, "k": 1, **extra}
-    )
-    assert answer.status_code == 201, answer.text
-    return dict(answer.json())
-
-
-def _misses(client: TestClient, who: Account, triage: int) -> dict[tuple[str, str], Any]:
-    answer = client.get(f"/api/v1/triages/{triage}/misses?per_page=100", headers=who.headers)
-    assert answer.status_code == 200, answer.text
-    return {(m["qid"], m["doc_id"]): m for m in answer.json()["items"]}
-
-
-def _label_all(client: TestClient, lead: Account, triage: int, labels: dict[Any, Any]) -> None:
-    for pair, miss in _misses(client, lead, triage).items():
-        category, note = labels[pair] if isinstance(labels[pair], tuple) else (labels[pair], "")
-        answer = client.post(
-            f"/api/v1/misses/{miss['id']}/label",
-            headers=lead.headers,
-            json={"category": category, "note": note, "version": miss["version"]},
-        )
-        assert answer.status_code == 200, answer.text
-
-
-def _detail(client: TestClient, who: Account, triage: int) -> dict[str, Any]:
-    answer = client.get(f"/api/v1/triages/{triage}", headers=who.headers)
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json())
 
 
 @pytest.fixture
 def series(client: TestClient, accounts: dict[Role, Account]) -> dict[str, int]:
-    """A golden set, three runs of series "main" and one outside it; commit-1's triage
-    labelled in full (q3, d "not indexed" with a note)."""
-    lead = accounts[Role.LEAD]
-    answer = client.post(
-        "/api/v1/golden-sets",
-        headers=lead.headers,
-        data={"name": "carried"},
-        files={"qrels": ("qrels.txt", QRELS), "queries": ("queries.tsv", QUERIES)},
-    )
-    assert answer.status_code == 201, answer.text
-    golden = int(answer.json()["id"])
-    ids = {"golden": golden}
-    for name, body in (("commit-1", FIRST), ("commit-2", RERANKED), ("commit-3", RERANKED)):
-        ids[name] = _post_run(client, lead, golden, name, body, series="main")
-    ids["alone"] = _post_run(client, lead, golden, "alone", RERANKED)
-    first = _triage(client, lead, ids["commit-1"])
-    assert first["carried_from"] is None
-    ids["t1"] = first["id"]
-    _label_all(
-        client,
-        lead,
-        first["id"],
-        {**LABELS, ("q3", "d"): ("not-indexed", "PDF only: the manifest leaves it out")},
-    )
-    return ids
+    return carried_series(client, accounts[Role.LEAD])
 
 
 def test_a_triage_in_the_series_carries_the_earlier_final_labels(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
-    second = _triage(client, lead, series["commit-2"])
+    second = make_triage(client, lead, series["commit-2"])
     assert second["carried_from"] == series["t1"]
-    misses = _misses(client, reviewer, second["id"])
+    misses = misses_by_pair(client, reviewer, second["id"])
     assert list(misses) == [("q3", "d")]
     carried = misses[("q3", "d")]
     assert carried["state"] == "carried"
     assert carried["category"] == "not-indexed"
-    assert carried["note"] == "PDF only: the manifest leaves it out"
+    assert carried["note"] == NOTE
     assert carried["carried_from"] == series["t1"]
-    detail = _detail(client, reviewer, second["id"])
+    detail = triage_detail(client, reviewer, second["id"])
     assert detail["carried"] == 1
     assert detail["carried_counts"] == {
         "not-indexed": 1,
@@ -131,14 +71,14 @@ def test_a_triage_in_the_series_carries_the_earlier_final_labels(
     assert claim.status_code == 204
 
 
-def test_a_carried_label_carries_on_and_its_origin_is_the_latest_earlier_triage(
+def test_a_carried_label_carries_on_and_its_origin_is_the_latest_earliertriage(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead = accounts[Role.LEAD]
-    second = _triage(client, lead, series["commit-2"])
-    third = _triage(client, lead, series["commit-3"])
+    second = make_triage(client, lead, series["commit-2"])
+    third = make_triage(client, lead, series["commit-3"])
     assert third["carried_from"] == second["id"]
-    carried = _misses(client, lead, third["id"])[("q3", "d")]
+    carried = misses_by_pair(client, lead, third["id"])[("q3", "d")]
     assert (carried["state"], carried["category"]) == ("carried", "not-indexed")
     assert carried["carried_from"] == second["id"]
 
@@ -147,11 +87,11 @@ def test_a_run_outside_the_series_carries_nothing(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead = accounts[Role.LEAD]
-    alone = _triage(client, lead, series["alone"])
+    alone = make_triage(client, lead, series["alone"])
     assert alone["carried_from"] is None
-    miss = _misses(client, lead, alone["id"])[("q3", "d")]
+    miss = misses_by_pair(client, lead, alone["id"])[("q3", "d")]
     assert (miss["state"], miss["category"], miss["carried_from"]) == ("open", None, None)
-    detail = _detail(client, lead, alone["id"])
+    detail = triage_detail(client, lead, alone["id"])
     assert detail["carried"] == 0
     assert detail["closes"] is False
     assert "carried" not in detail["closure"]
@@ -166,14 +106,16 @@ def test_other_is_not_carried(client: TestClient, accounts: dict[Role, Account])
         files={"qrels": ("qrels.txt", QRELS), "queries": ("queries.tsv", QUERIES)},
     )
     golden = int(answer.json()["id"])
-    one = _post_run(client, lead, golden, "one", FIRST, series="s")
-    two = _post_run(client, lead, golden, "two", RERANKED, series="s")
-    first = _triage(client, lead, one)
-    _label_all(client, lead, first["id"], {**LABELS, ("q3", "d"): ("other", "stale judgment")})
-    second = _triage(client, lead, two)
+    one = post_run(client, lead, golden, "one", FIRST, series="s")
+    two = post_run(client, lead, golden, "two", RERANKED, series="s")
+    first = make_triage(client, lead, one)
+    label_every_miss(
+        client, lead, first["id"], {**LABELS, ("q3", "d"): ("other", "stale judgment")}
+    )
+    second = make_triage(client, lead, two)
     # the earlier triage is its origin, but "other" names no cause: the pair is queued
     assert second["carried_from"] == first["id"]
-    miss = _misses(client, lead, second["id"])[("q3", "d")]
+    miss = misses_by_pair(client, lead, second["id"])[("q3", "d")]
     assert (miss["state"], miss["category"]) == ("open", None)
 
 
@@ -181,8 +123,8 @@ def test_a_carried_miss_is_not_labelled_until_a_lead_sends_it_back(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead = accounts[Role.LEAD]
-    second = _triage(client, lead, series["commit-2"])
-    miss = _misses(client, lead, second["id"])[("q3", "d")]
+    second = make_triage(client, lead, series["commit-2"])
+    miss = misses_by_pair(client, lead, second["id"])[("q3", "d")]
     refused = client.post(
         f"/api/v1/misses/{miss['id']}/label",
         headers=lead.headers,
@@ -192,14 +134,14 @@ def test_a_carried_miss_is_not_labelled_until_a_lead_sends_it_back(
     assert refused.json()["error"]["code"] == "carried"
     trail = client.get(f"/api/v1/misses/{miss['id']}/events", headers=lead.headers).json()
     assert [e["action"] for e in trail["items"]] == ["refused"]
-    assert _misses(client, lead, second["id"])[("q3", "d")]["state"] == "carried"
+    assert misses_by_pair(client, lead, second["id"])[("q3", "d")]["state"] == "carried"
 
 
 def test_a_lead_sends_carried_misses_back_by_cause_and_the_trail_keeps_the_label(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
-    second = _triage(client, lead, series["commit-2"])
+    second = make_triage(client, lead, series["commit-2"])
     url = f"/api/v1/triages/{second['id']}/carried"
     # another cause: nothing moves
     none = client.post(
@@ -216,7 +158,7 @@ def test_a_lead_sends_carried_misses_back_by_cause_and_the_trail_keeps_the_label
     assert body["triage"]["carried"] == 0
     assert body["triage"]["unlabelled"] == 1
     assert body["triage"]["closes"] is False
-    miss = _misses(client, lead, second["id"])[("q3", "d")]
+    miss = misses_by_pair(client, lead, second["id"])[("q3", "d")]
     assert (miss["state"], miss["category"], miss["note"], miss["carried_from"]) == (
         "open",
         None,
@@ -240,7 +182,7 @@ def test_a_lead_sends_carried_misses_back_by_cause_and_the_trail_keeps_the_label
         json={"category": "vocabulary-mismatch", "note": "", "version": claimed.json()["version"]},
     )
     assert labelled.status_code == 200, labelled.text
-    detail = _detail(client, reviewer, second["id"])
+    detail = triage_detail(client, reviewer, second["id"])
     assert detail["closure"] == "0 + 1 + 0 = 1 of 1 miss accounted for: the categories close"
     # nothing left to send back
     again = client.post(url, headers=lead.headers, json={"requeue": True})
@@ -251,9 +193,9 @@ def test_sending_back_one_miss_and_all(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead = accounts[Role.LEAD]
-    second = _triage(client, lead, series["commit-2"])
+    second = make_triage(client, lead, series["commit-2"])
     url = f"/api/v1/triages/{second['id']}/carried"
-    miss = _misses(client, lead, second["id"])[("q3", "d")]
+    miss = misses_by_pair(client, lead, second["id"])[("q3", "d")]
     one = client.post(url, headers=lead.headers, json={"requeue": True, "miss_id": miss["id"]})
     assert one.status_code == 200
     assert one.json()["requeued"] == 1
@@ -261,9 +203,9 @@ def test_sending_back_one_miss_and_all(
     twice = client.post(url, headers=lead.headers, json={"requeue": True, "miss_id": miss["id"]})
     assert twice.status_code == 409
     assert twice.json()["error"]["code"] == "not_carried"
-    third = _triage(client, lead, series["commit-3"])
+    third = make_triage(client, lead, series["commit-3"])
     # commit-3 carries from commit-2's triage, where the pair is open now: nothing
-    assert _misses(client, lead, third["id"])[("q3", "d")]["state"] == "open"
+    assert misses_by_pair(client, lead, third["id"])[("q3", "d")]["state"] == "open"
     stranger = client.post(url, headers=lead.headers, json={"requeue": True, "miss_id": 10**9})
     assert stranger.status_code == 404
     assert stranger.json()["error"]["code"] == "miss_not_found"
@@ -287,20 +229,20 @@ def test_bad_requeue_requests_are_refused_with_a_code(
     code: str | None,
 ) -> None:
     lead = accounts[Role.LEAD]
-    second = _triage(client, lead, series["commit-2"])
+    second = make_triage(client, lead, series["commit-2"])
     answer = client.post(f"/api/v1/triages/{second['id']}/carried", headers=lead.headers, json=body)
     assert answer.status_code == status, answer.text
     if code:
         assert answer.json()["error"]["code"] == code
     assert len(answer.text) < 2000  # never echoes a huge value
-    assert _misses(client, lead, second["id"])[("q3", "d")]["state"] == "carried"
+    assert misses_by_pair(client, lead, second["id"])[("q3", "d")]["state"] == "carried"
 
 
 def test_only_a_lead_sends_carried_misses_back(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
-    second = _triage(client, lead, series["commit-2"])
+    second = make_triage(client, lead, series["commit-2"])
     url = f"/api/v1/triages/{second['id']}/carried"
     assert client.post(url, headers=reviewer.headers, json={"requeue": True}).status_code == 403
     assert client.post(url, json={"requeue": True}).status_code == 401
@@ -315,7 +257,7 @@ def test_the_backlog_lists_carried_misses_in_their_cause_with_their_origin(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead = accounts[Role.LEAD]
-    second = _triage(client, lead, series["commit-2"])
+    second = make_triage(client, lead, series["commit-2"])
     answer = client.get(
         f"/api/v1/triages/{second['id']}/backlog?format=csv&category=not-indexed",
         headers=lead.headers,
@@ -331,12 +273,14 @@ def test_the_backlog_lists_carried_misses_in_their_cause_with_their_origin(
     assert row["carried_from"] == str(series["t1"])
 
 
-def test_agreement_counts_only_labels_given_in_the_triage(
+def test_agreement_counts_only_labels_given_in_thetriage(
     client: TestClient, accounts: dict[Role, Account], series: dict[str, int]
 ) -> None:
     lead = accounts[Role.LEAD]
-    second = _triage(client, lead, series["commit-2"], overlap={"reviewers": 2, "fraction": 1.0})
-    miss = _misses(client, lead, second["id"])[("q3", "d")]
+    second = make_triage(
+        client, lead, series["commit-2"], overlap={"reviewers": 2, "fraction": 1.0}
+    )
+    miss = misses_by_pair(client, lead, second["id"])[("q3", "d")]
     # carried: not sampled for double review, no unit of agreement
     assert miss["reviewers"] == 1
     assert miss["state"] == "carried"

@@ -26,7 +26,7 @@ from app.services import queue
 OTHER = "other"
 CANT_TELL = "cant-tell"
 #: The stages as the product names them (API ``states``, the download's ``stage``).
-STAGES = ("open", "reviewing", "disputed", "final", "other", "covered")
+STAGES = ("open", "reviewing", "disputed", "final", "other", "carried", "covered")
 KEEPS_OPEN = ("open", "reviewing", "disputed", "other")
 
 
@@ -81,6 +81,8 @@ def _stage(state: str, category: str | None, blind_labels: int) -> str:
         return "covered"
     if state == "disputed":
         return "disputed"
+    if state == "carried":  # made so: a label from the series' earlier triage
+        return "carried"
     if state == "labelled":
         return OTHER if category == OTHER else "final"
     return "reviewing" if blind_labels else "open"

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from app.models import OTHER, Miss, MissState, Run, Triage, User
+from app.models import OTHER, GoldenSet, Miss, MissState, Run, Triage, User
 from app.models.triage_public import TriageContext
 from app.services import queue
 from app.services.errors import Conflict, Invalid, NotFound
@@ -110,3 +110,17 @@ def send_back(
         if miss.state != MissState.CARRIED.value:
             raise Conflict(f"miss {miss_id} carries no label", code="not_carried")
     return moved
+
+
+def origin_context(*, session: Session, triage: Triage) -> TriageContext | None:
+    """The triage ``triage`` carries labels from, with its run and golden set (None: it
+    carries none, or that triage was deleted)."""
+    if triage.carried_from_id is None:
+        return None
+    origin = session.get(Triage, triage.carried_from_id)
+    run = session.get(Run, origin.run_id) if origin is not None else None
+    if origin is None or run is None:
+        return None
+    golden = session.get(GoldenSet, run.golden_set_id)
+    assert golden is not None
+    return TriageContext(triage=origin, run=run, golden=golden)

@@ -24,11 +24,14 @@ class SeriesTriage(ReadModel):
     depth: int
     k: int
     misses: int
-    #: final labels per named cause, the golden set's causes in taxonomy order
+    #: misses per named cause (labelled here or carried), the golden set's causes in
+    #: taxonomy order
     counts: dict[str, int]
     other: int
     unlabelled: int
     covered: int
+    #: of ``counts``, the labels carried from the series' earlier triage
+    carried: int = 0
     closes: bool
 
 
@@ -112,5 +115,6 @@ def _triage_point(session: Session, triage: Triage, causes: list[str]) -> Series
         other=tally.stages[Stage.OTHER],
         unlabelled=tally.unlabelled,
         covered=tally.stages[Stage.COVERED],
+        carried=tally.stages[Stage.CARRIED],
         closes=tally.closes,
     )
