@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.eval import Conventions, evaluate_run, load_golden, load_run
+from app.eval import Conventions, Gain, evaluate_run, load_golden, load_run
 from app.eval.gate import gate, moved_documents, randomisation_p_value
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact"
@@ -100,6 +100,43 @@ def test_lists_and_measures_match_a_recount(tmp_path: Path) -> None:
     assert result.measures[f"R@{depth}"].before == pytest.approx(evals[0].measures[f"R@{depth}"])
     assert not result.passed
     assert len(result.reasons) == 3  # both measures dropped, and 2 > --max-new-misses 0
+
+
+def _pytrec_inputs(
+    qrels: str, run_text: str
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    qrel: dict[str, dict[str, int]] = {}
+    for q, _, d, g in (line.split() for line in qrels.splitlines()):
+        qrel.setdefault(q, {})[d] = int(g)
+    run: dict[str, dict[str, float]] = {}
+    for line in run_text.splitlines():
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+    return qrel, run
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_ndcg_before_and_after_match_pytrec_eval(tmp_path: Path, k: int) -> None:
+    """nDCG@k of the gate, before and after, against pytrec_eval's ``ndcg_cut_k`` (trec_eval:
+    linear gain, the ideal from the qrels, score desc then docno desc) under the linear gain;
+    the traps of QRELS/BASE/NEW: graded b (grade 2), tied scores, q2 absent from the new run
+    (0 for it, still averaged), a judged non-relevant e."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels, base, new = _files(tmp_path)
+    golden = load_golden(qrels)
+    runs = [load_run(p, golden, name=p.stem) for p in (base, new)]
+    conventions = Conventions(gain=Gain.LINEAR)
+    evals = [evaluate_run(golden, r, k=k, depth=3, conventions=conventions) for r in runs]
+    result = gate(golden, runs[0], runs[1], *evals, permutations=200)
+    expected = []
+    for text in (BASE, NEW):
+        qrel, run = _pytrec_inputs(QRELS, text)
+        scores = pytrec_eval.RelevanceEvaluator(qrel, {f"ndcg_cut_{k}"}).evaluate(run)
+        per_query = [scores.get(q, {}).get(f"ndcg_cut_{k}", 0.0) for q in ("q1", "q2", "q3")]
+        expected.append(sum(per_query) / 3)
+    measure = result.measures[f"nDCG@{k}"]
+    assert (measure.before, measure.after) == pytest.approx(expected, abs=1e-12)
+    assert measure.delta == pytest.approx(expected[1] - expected[0], abs=1e-12)
 
 
 def test_p_value_matches_ranx_fisher() -> None:

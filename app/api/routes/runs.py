@@ -1,4 +1,4 @@
-"""/api/v1/runs: get, delete, metrics, per-query rows, triages."""
+"""/api/v1/runs: get, delete, metrics, per-query rows, the gate, triages."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from app.eval.conventions import (
     parse_depths,
 )
 from app.eval.depth_cost import DEFAULT_TOLERANCE, parse_retrieval_p95
+from app.eval.gate import DEFAULT_MAX_DROP
+from app.eval.values import INT32_MAX
 from app.http.deps import LeadDep, ReviewerDep, SessionDep
-from app.http.params import Cutoff, Id, Page, PerPage
+from app.http.params import Cutoff, Id, Page, PerPage, QueryId
 from app.models import RunClustersPublic
 from app.models.runs import RunPublic
 from app.models.triage_public import Overlap, TriagePublic
@@ -29,6 +31,7 @@ from app.services.imports import runs as service
 from app.services.imports.metrics import QueryRow, RunMetrics, query_rows
 from app.services.paging import DEFAULT_PER_PAGE
 from app.services.triage import triages as triage_service
+from app.services.views import gate as gate_service
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -141,6 +144,42 @@ def run_queries(
         all_judged_queries=all_judged_queries,
     )
     return paged(query_rows(evaluation), page, per_page)
+
+
+#: The largest drop of a measure the gate lets pass.
+MaxDrop = Annotated[float, Query(ge=0, le=1)]
+#: The most relevant documents that may leave the top depth (absent: no limit).
+MaxNewMisses = Annotated[int | None, Query(ge=0, le=INT32_MAX)]
+
+
+@router.get("/{run_id}/gate")
+def run_gate(
+    session: SessionDep,
+    principal: ReviewerDep,
+    run_id: Id,
+    baseline: QueryId | None = None,
+    k: Cutoff = DEFAULT_K,
+    depth: Cutoff = DEFAULT_DEPTH,
+    max_drop: MaxDrop = DEFAULT_MAX_DROP,
+    max_new_misses: MaxNewMisses = None,
+) -> gate_service.GateAnswer:
+    """``misstriage gate`` for a stored run: R@depth and nDCG@k of the run against
+    ``baseline`` (a run of the same golden set; by default the run imported before it in its
+    series, 409 ``no_baseline`` when there is none) with the p-value of a paired randomisation
+    test, and the relevant documents that left or entered the top depth. ``passed`` is false,
+    with ``reasons``, when a measure dropped by more than ``max_drop`` or more than
+    ``max_new_misses`` documents left."""
+    context = service.run_context(session=session, run_id=run_id)
+    return gate_service.run_gate(
+        session=session,
+        run=context.run,
+        golden=context.golden,
+        baseline=gate_service.gate_baseline(session=session, run=context.run, baseline_id=baseline),
+        k=k,
+        depth=depth,
+        max_drop=max_drop,
+        max_new_misses=max_new_misses,
+    )
 
 
 class TriageCreate(BaseModel):

@@ -143,18 +143,24 @@ def evaluate_stored_run(
     depths: tuple[int, ...] = DEFAULT_DEPTHS,
     thresholds: Thresholds | None = None,
     all_judged_queries: bool = False,
+    gold: Judgments | None = None,
+    ranked: RankedRun | None = None,
 ) -> RunEvaluation:
     """Every measure of a stored run, under the same conventions as ``misstriage evaluate``
     (``all_judged_queries``: also average the judged queries without a relevant document, as
-    trec_eval ``-c`` and ``evaluate --all-judged-queries``)."""
+    trec_eval ``-c`` and ``evaluate --all-judged-queries``). ``gold`` and ``ranked``: the
+    golden set and the run as app.eval sees them, when the caller rebuilt them already (the
+    gate needs both too); rebuilt here otherwise."""
     if k < 1 or depth < 1 or any(d < 1 for d in depths):
         raise Invalid("k, depth and depths must be positive integers", code="invalid_cutoff")
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
         raise Invalid(str(exc), code=exc.code) from None
-    gold = eval_golden_set(session=session, golden=golden)
-    ranked = stored_ranking(session=session, run=run, gold=gold)
+    if gold is None:
+        gold = eval_golden_set(session=session, golden=golden)
+    if ranked is None:
+        ranked = stored_ranking(session=session, run=run, gold=gold)
     conventions = Conventions(
         order=Order(run.order),
         gain=gain,
