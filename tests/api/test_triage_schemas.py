@@ -89,4 +89,6 @@ def test_a_miss_answer_has_the_fields_clients_read(document: dict[str, Any]) -> 
         "lease_holder",
         "lease_expires_at",
         "reviewers",
+        # a carried miss: the triage its label comes from (API.md, carried labels)
+        "carried_from",
     ]
