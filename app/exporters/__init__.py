@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.exporters.base import Draft, Exporter, Request, Sender, Tracker, TrackerError
+from app.exporters.base import Draft, Exporter, Follow, Request, Sender, Tracker, TrackerError
 from app.exporters.github import GitHubExporter
 from app.exporters.gitlab import GitLabExporter
 from app.exporters.jira import JiraExporter
@@ -124,6 +124,7 @@ __all__ = [
     "REGISTRY",
     "Draft",
     "Exporter",
+    "Follow",
     "NotConfigured",
     "Registration",
     "Request",

@@ -32,6 +32,19 @@ SECRET_HEADERS = frozenset({"authorization", "private-token", "x-misstriage-sign
 
 
 @dataclass(frozen=True)
+class Follow:
+    """A later triage of a series updating the issue an earlier triage's export made: which
+    run and triage it follows, and the earlier misses of the cause the new run fixed (their
+    pair is no miss of the new triage: ``{"qid", "doc_id", "query"}``)."""
+
+    series: str
+    run_name: str
+    earlier_run: str
+    earlier_triage: int
+    fixed: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Draft:
     """One tracker issue: the misses of one cause in one triage."""
 
@@ -46,6 +59,8 @@ class Draft:
     backlog_url: str = ""
     #: With double review, what the labels rest on ("8 agreed, 4 adjudicated"); else empty.
     rests_on: str = ""
+    #: When the issue follows an earlier triage of the run's series.
+    follows: Follow | None = None
 
 
 @dataclass(frozen=True)

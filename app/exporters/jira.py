@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from app.exporters.base import Draft, Request, Tracker
-from app.exporters.markup import one_line
+from app.exporters.markup import follow_sentences, one_line
 
 _PROJECT = re.compile(r"^[A-Z][A-Z0-9_]+$")
 ROWS_SHOWN = 100
@@ -64,6 +64,7 @@ def adf(draft: Draft) -> dict[str, Any]:
             if draft.rests_on
             else []
         ),
+        *(_followed(draft) if draft.follows else []),
         {"type": "table", "content": rows},
     ]
     if draft.count > ROWS_SHOWN:
@@ -74,6 +75,20 @@ def adf(draft: Draft) -> dict[str, Any]:
             )
         )
     return {"type": "doc", "version": 1, "content": content}
+
+
+def _followed(draft: Draft) -> list[dict[str, Any]]:
+    """A followed issue's series and the misses the new run fixed (``markup``'s words)."""
+    assert draft.follows is not None
+    said, fixed = follow_sentences(draft.follows, draft.triage_id)
+    items = [
+        {"type": "listItem", "content": [_paragraph(_text(f"{row['qid']}: {row['doc_id']}"))]}
+        for row in draft.follows.fixed[:ROWS_SHOWN]
+    ]
+    out = [_paragraph(_text(said)), _paragraph(_text(fixed))]
+    if items:
+        out.append({"type": "bulletList", "content": items})
+    return out
 
 
 class JiraExporter:

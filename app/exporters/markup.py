@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from app.exporters.base import Follow
+
 #: U+2060 WORD JOINER: invisible, not a space, breaks the trackers' reference patterns.
 JOINER = "\u2060"
 ROWS_SHOWN = 100
@@ -118,6 +120,26 @@ class Body:
     rows: list[dict[str, Any]]
     #: With double review, what the labels rest on ("8 agreed, 4 adjudicated"); else empty.
     rests_on: str = ""
+    #: When the issue follows an earlier triage of the run's series.
+    follows: Follow | None = None
+
+
+def follow_sentences(follow: Follow, triage_id: int) -> tuple[str, str]:
+    """What a followed issue says of its series, in plain text (each markup escapes it):
+    the runs and triages, and how many earlier misses of the cause the new run fixed."""
+    said = (
+        f"Series {follow.series}: run {follow.run_name} (triage #{triage_id}) follows "
+        f"run {follow.earlier_run} (triage #{follow.earlier_triage}); this issue is "
+        "updated, not made again."
+    )
+    n = len(follow.fixed)
+    fixed = (
+        f"Fixed by {follow.run_name}: {n} earlier {'miss' if n == 1 else 'misses'} of this "
+        "cause, no longer missed:"
+        if n
+        else f"Fixed by {follow.run_name}: none of the earlier misses of this cause."
+    )
+    return said, fixed
 
 
 def _markdown(body: Body, family: str) -> str:
@@ -132,6 +154,7 @@ def _markdown(body: Body, family: str) -> str:
         f"What it usually means: {text(body.meaning)}",
         "",
         *([f"These labels rest on: {text(body.rests_on)}.", ""] if body.rests_on else []),
+        *(_followed(body, text) if body.follows else []),
         "| Query | Document | Grade | Rank | Note | Link |",
         "|---|---|---|---|---|---|",
     ]
@@ -155,6 +178,21 @@ def _markdown(body: Body, family: str) -> str:
         f"[backlog](<{body.backlog_url}>)"
     )
     return "\n".join(lines)
+
+
+def _followed(body: Body, text: Any) -> list[str]:
+    """The lines of a followed issue: its series, then the fixed misses, one per line."""
+    assert body.follows is not None
+    said, fixed = follow_sentences(body.follows, body.triage_id)
+    lines = [text(said), "", f"**{text(fixed)}**"]
+    for row in body.follows.fixed[:ROWS_SHOWN]:
+        query = markdown_code(row["qid"])
+        if row.get("query"):
+            query += " " + text(row["query"])
+        lines.append(f"- {query}: {markdown_code(row['doc_id'])}")
+    if len(body.follows.fixed) > ROWS_SHOWN:
+        lines.append(f"- and {len(body.follows.fixed) - ROWS_SHOWN} more")
+    return [*lines, ""]
 
 
 def github_markdown(body: Body) -> str:

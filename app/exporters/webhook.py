@@ -58,6 +58,15 @@ class WebhookExporter:
             "body": draft.body,
             "labels": draft.labels,
             "misses": draft.rows,
+            # a later triage of the series: the run and triage it follows, the fixed misses
+            "follows": None
+            if draft.follows is None
+            else {
+                "series": draft.follows.series,
+                "run": draft.follows.earlier_run,
+                "triage_id": draft.follows.earlier_triage,
+                "fixed": draft.follows.fixed,
+            },
         }
 
     def create(self, target: str, draft: Draft) -> Request:

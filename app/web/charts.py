@@ -164,7 +164,7 @@ def series_chart(
     """Measures over a series' runs, oldest on the left: one line per measure, one point per
     run (``(run label, value)``, the label under its tick). The y axis starts at the lowest
     value rounded down to a tenth, as the depth curve's."""
-    left, right, top, bottom = 56, width - 24, 16, height - 48
+    left, right, top, bottom = 56, width - 48, 16, height - 48
     count = max((len(points) for points in lines.values()), default=0)
     values = [v for points in lines.values() for _, v in points]
     if not count or not values:

@@ -15,6 +15,7 @@ from app.db import end_reading, writing
 from app.exporters import (
     Draft,
     Exporter,
+    Follow,
     NotConfigured,
     Sender,
     Tracker,
@@ -33,6 +34,7 @@ from app.models.exports import (
 )
 from app.models.triage_public import FinalCounts, TriageContext
 from app.security import shown_url
+from app.services.delivery.follow import Followed, series_follows
 from app.services.errors import Invalid
 from app.services.names import check_name
 from app.services.triage import backlog
@@ -67,8 +69,10 @@ def make_draft(
     rows: list[dict[str, Any]],
     base_url: str,
     family: str = "github",
+    follows: Follow | None = None,
 ) -> Draft:
-    """The issue of one cause, its body in ``family``'s markup (``markup.RENDERERS``)."""
+    """The issue of one cause, its body in ``family``'s markup (``markup.RENDERERS``);
+    ``follows``: the earlier triage of the series whose issue it updates."""
     count = len(rows)
     word = "miss" if count == 1 else "misses"
     title = markup.title_text(
@@ -91,6 +95,7 @@ def make_draft(
         backlog_url=backlog_url,
         rows=rows,
         rests_on=rests_on,
+        follows=follows,
     )
     render = markup.RENDERERS.get(family, markup.github_markdown)
     return Draft(
@@ -104,6 +109,7 @@ def make_draft(
         meaning=meaning,
         backlog_url=backlog_url,
         rests_on=rests_on,
+        follows=follows,
     )
 
 
@@ -113,9 +119,17 @@ def payload_hash(draft: Draft) -> str:
 
 
 def drafts(
-    *, session: Session, ctx: TriageContext, base_url: str, family: str = "github"
+    *,
+    session: Session,
+    ctx: TriageContext,
+    base_url: str,
+    family: str = "github",
+    follows: dict[str, Followed] | None = None,
 ) -> list[Draft]:
-    """One draft per cause with at least one labelled miss (named causes, then other)."""
+    """One draft per cause with at least one labelled miss (named causes, then other), and
+    per cause of ``follows`` (the series' earlier issues this export updates: ``follow``),
+    with its misses, none left included."""
+    follows = follows or {}
     triage, run, golden = ctx.triage, ctx.run, ctx.golden
     by_cause: dict[str, list[dict[str, Any]]] = {}
     for row in backlog.rows(session=session, ctx=ctx, base_url=base_url):
@@ -123,6 +137,8 @@ def drafts(
         if row["cause"] and row["cause"] != backlog.COVERED:
             row["url"] = markup.url_path(base_url, "misses", row["miss_id"])
             by_cause.setdefault(row["cause"], []).append(row)
+    for category in follows:
+        by_cause.setdefault(category, [])
     order = [*golden.causes, OTHER]
     return [
         make_draft(
@@ -133,6 +149,7 @@ def drafts(
             rows=by_cause[c],
             base_url=base_url,
             family=family,
+            follows=follows[c].follow if c in follows else None,
         )
         for c in sorted(by_cause, key=lambda c: order.index(c) if c in order else len(order))
     ]
@@ -190,7 +207,8 @@ def export(
     requests: list[ExportRequest] = []
     family = getattr(exporter, "markup", "github")
     base_url = settings.public_url.rstrip("/")
-    plans = drafts(session=session, ctx=ctx, base_url=base_url, family=family)
+    follows = series_follows(session=session, ctx=ctx, tracker=tracker, target=target)
+    plans = drafts(session=session, ctx=ctx, base_url=base_url, family=family, follows=follows)
     earlier = {
         row.category: _Stored(row.external_id, issue_link(row), row.payload_hash)
         for row in session.exec(
@@ -199,6 +217,9 @@ def export(
             )
         )
     }
+    # a cause first exported from this triage updates the series' earlier issue of it
+    for category, followed in follows.items():
+        earlier.setdefault(category, _Stored(followed.external_id, followed.url, ""))
     end_reading(session)  # no transaction is open while a tracker answers
     with outbound.client(allow_local=settings.allow_local_network) as client:
         for draft in plans:
