@@ -90,7 +90,9 @@ def test_a_later_triage_of_the_series_updates_the_same_github_issues(
     assert fixed["title"] == (
         "[misstriage] 0 vocabulary-mismatch misses in commit-2 @2 (golden set carried)"
     )
-    assert "Fixed by commit-2: 1 earlier miss of this cause, no longer missed:" in plain(fixed["body"])
+    assert "Fixed by commit-2: 1 earlier miss of this cause, no longer missed:" in plain(
+        fixed["body"]
+    )
     fixed_lines = [line for line in fixed["body"].splitlines() if line.startswith("- ")]
     assert fixed_lines == ["- `q1` throttling errors: `b`"]
     chunk = tracker.issues[f"github:acme/search#{numbers['chunk-boundary']}"]
