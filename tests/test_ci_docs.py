@@ -3,6 +3,7 @@ check-jsonschema vendors (offline: ``--builtin-schema``)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -23,11 +24,15 @@ def test_two_yaml_blocks() -> None:
     assert len(_yaml_blocks()) == 2
 
 
-@pytest.mark.skipif(CHECK is None, reason="check-jsonschema is not installed")
 @pytest.mark.parametrize(
     ("index", "schema"), [(0, "vendor.github-workflows"), (1, "vendor.gitlab-ci")]
 )
 def test_yaml_block_is_valid(tmp_path: Path, index: int, schema: str) -> None:
+    if CHECK is None:
+        # a dev dependency: absent only where the extras were not installed; never in CI
+        if os.environ.get("CI"):
+            pytest.fail("check-jsonschema is not installed in CI")
+        pytest.skip("check-jsonschema is not installed")
     path = tmp_path / f"block{index}.yml"
     path.write_text(_yaml_blocks()[index])
     assert CHECK is not None
