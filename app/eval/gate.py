@@ -227,14 +227,15 @@ def gate(
     left, entered = moved_documents(golden, baseline, new, depth)
     reasons = [
         f"{m.name} dropped by {-m.delta:.4f} ({m.before:.4f} -> {m.after:.4f}), "
-        f"more than --max-drop {max_drop:g}"
+        f"more than the allowed drop of {max_drop:g} (max drop)"
         for m in measures.values()
         if m.delta < -max_drop
     ]
     if max_new_misses is not None and len(left) > max_new_misses:
+        documents = "document" if len(left) == 1 else "documents"
         reasons.append(
-            f"{len(left)} relevant documents left the top {depth}, more than "
-            f"--max-new-misses {max_new_misses}"
+            f"{len(left)} relevant {documents} left the top {depth}, more than the "
+            f"{max_new_misses} allowed (max new misses)"
         )
     return GateResult(
         depth=depth,

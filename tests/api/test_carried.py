@@ -24,10 +24,10 @@ from tests.support.carried import (
     label_every_miss,
     make_triage,
     misses_by_pair,
-    post_run,
     triage_detail,
 )
-from tests.support.lead_runs import FIRST, QRELS, QUERIES, RERANKED
+from tests.support.lead_runs import FIRST, RERANKED
+from tests.support.series import post_golden_set, post_run
 from tests.support.service import Account
 
 
@@ -99,13 +99,7 @@ def test_a_run_outside_the_series_carries_nothing(
 
 def test_other_is_not_carried(client: TestClient, accounts: dict[Role, Account]) -> None:
     lead = accounts[Role.LEAD]
-    answer = client.post(
-        "/api/v1/golden-sets",
-        headers=lead.headers,
-        data={"name": "other"},
-        files={"qrels": ("qrels.txt", QRELS), "queries": ("queries.tsv", QUERIES)},
-    )
-    golden = int(answer.json()["id"])
+    golden = post_golden_set(client, lead, "other")
     one = post_run(client, lead, golden, "one", FIRST, series="s")
     two = post_run(client, lead, golden, "two", RERANKED, series="s")
     first = make_triage(client, lead, one)

@@ -17,6 +17,7 @@ from app.cli import main
 from app.eval.gate import DEFAULT_MAX_DROP, DEFAULT_PERMUTATIONS, DEFAULT_SEED
 from app.models import Role
 from tests.support.lead_runs import FIRST, HYBRID, QRELS, QUERIES, RERANKED
+from tests.support.series import post_golden_set, post_run
 from tests.support.service import Account
 
 #: What the API adds to the CLI's JSON: the two runs and the limits.
@@ -24,42 +25,18 @@ ADDED = {"run", "baseline", "max_drop", "max_new_misses"}
 QUERY_TEXT = dict(line.split("\t") for line in QUERIES.splitlines())
 
 
-def _post_golden_set(client: TestClient, lead: Account, name: str, qrels: str) -> int:
-    answer = client.post(
-        "/api/v1/golden-sets",
-        headers=lead.headers,
-        data={"name": name},
-        files={"qrels": ("qrels.txt", qrels), "queries": ("queries.tsv", QUERIES)},
-    )
-    assert answer.status_code == 201, answer.text
-    return int(answer.json()["id"])
-
-
-def _post_run(
-    client: TestClient, lead: Account, golden_id: int, name: str, body: str, **data: str
-) -> int:
-    answer = client.post(
-        f"/api/v1/golden-sets/{golden_id}/runs",
-        headers=lead.headers,
-        data={"name": name, **data},
-        files={"run": (f"{name}.trec", body)},
-    )
-    assert answer.status_code == 201, answer.text
-    return int(answer.json()["id"])
-
-
 @pytest.fixture
 def pushed(client: TestClient, accounts: dict[Role, Account]) -> dict[str, int]:
     """A CI job's pushes: FIRST, RERANKED, HYBRID in series "bm25-main", and FIRST alone (no
     series); another golden set with a run of its own."""
     lead = accounts[Role.LEAD]
-    golden_id = _post_golden_set(client, lead, "lead-runs", QRELS)
+    golden_id = post_golden_set(client, lead, "lead-runs", QRELS)
     ids = {"golden": golden_id}
     for name, body in (("first", FIRST), ("reranked", RERANKED), ("hybrid", HYBRID)):
-        ids[name] = _post_run(client, lead, golden_id, name, body, series="bm25-main")
-    ids["alone"] = _post_run(client, lead, golden_id, "alone", FIRST)
-    other = _post_golden_set(client, lead, "other-set", QRELS)
-    ids["other"] = _post_run(client, lead, other, "other-run", FIRST, series="bm25-main")
+        ids[name] = post_run(client, lead, golden_id, name, body, series="bm25-main")
+    ids["alone"] = post_run(client, lead, golden_id, "alone", FIRST)
+    other = post_golden_set(client, lead, "other-set", QRELS)
+    ids["other"] = post_run(client, lead, other, "other-run", FIRST, series="bm25-main")
     return ids
 
 
@@ -229,7 +206,7 @@ def test_the_limits_fail_the_gate_with_their_reasons(
     assert strict["passed"] is False
     assert strict["max_new_misses"] == 0
     assert strict["reasons"] == [
-        "1 relevant documents left the top 3, more than --max-new-misses 0"
+        "1 relevant document left the top 3, more than the 0 allowed (max new misses)"
     ]
     _, cli = _cli_gate(
         tmp_path, RERANKED, HYBRID, "--k", "3", "--depth", "3", "--max-drop", "1",

@@ -11,25 +11,13 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.support.lead_runs import FIRST, QRELS, QUERIES, RERANKED
+from tests.support.lead_runs import FIRST, RERANKED
+from tests.support.series import post_golden_set, post_run
 from tests.support.service import Account
 
 NOTE = "PDF only: the manifest leaves it out"
 
 LABELS = {("q1", "b"): "vocabulary-mismatch", ("q2", "c"): "chunk-boundary"}
-
-
-def post_run(
-    client: TestClient, lead: Account, golden: int, name: str, body: str, **data: str
-) -> int:
-    answer = client.post(
-        f"/api/v1/golden-sets/{golden}/runs",
-        headers=lead.headers,
-        data={"name": name, **data},
-        files={"run": (f"{name}.trec", body)},
-    )
-    assert answer.status_code == 201, answer.text
-    return int(answer.json()["id"])
 
 
 def make_triage(client: TestClient, lead: Account, run: int, **extra: Any) -> dict[str, Any]:
@@ -68,14 +56,7 @@ def triage_detail(client: TestClient, who: Account, triage: int) -> dict[str, An
 def carried_series(client: TestClient, lead: Account) -> dict[str, int]:
     """The golden set, the runs and commit-1's triage ``t1``, labelled in full by ``lead``
     ((q3, d) "not indexed" with ``NOTE``): the ids by name."""
-    answer = client.post(
-        "/api/v1/golden-sets",
-        headers=lead.headers,
-        data={"name": "carried"},
-        files={"qrels": ("qrels.txt", QRELS), "queries": ("queries.tsv", QUERIES)},
-    )
-    assert answer.status_code == 201, answer.text
-    golden = int(answer.json()["id"])
+    golden = post_golden_set(client, lead, "carried")
     ids = {"golden": golden}
     for name, body in (("commit-1", FIRST), ("commit-2", RERANKED), ("commit-3", RERANKED)):
         ids[name] = post_run(client, lead, golden, name, body, series="main")
