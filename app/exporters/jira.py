@@ -56,8 +56,9 @@ def adf(draft: Draft) -> dict[str, Any]:
                 ],
             }
         )
+    misses = "miss" if draft.count == 1 else "misses"
     content: list[dict[str, Any]] = [
-        _paragraph(_text(f"{draft.count} misses labelled {draft.category}.")),
+        _paragraph(_text(f"{draft.count} {misses} labelled {draft.category}.")),
         _paragraph(_text(draft.meaning)),
         *(
             [_paragraph(_text(f"These labels rest on: {draft.rests_on}."))]
@@ -65,7 +66,7 @@ def adf(draft: Draft) -> dict[str, Any]:
             else []
         ),
         *(_followed(draft) if draft.follows else []),
-        {"type": "table", "content": rows},
+        *([{"type": "table", "content": rows}] if draft.rows else []),
     ]
     if draft.count > ROWS_SHOWN:
         content.append(
@@ -88,6 +89,8 @@ def _followed(draft: Draft) -> list[dict[str, Any]]:
     out = [_paragraph(_text(said)), _paragraph(_text(fixed))]
     if items:
         out.append({"type": "bulletList", "content": items})
+    if len(draft.follows.fixed) > ROWS_SHOWN:
+        out.append(_paragraph(_text(f"And {len(draft.follows.fixed) - ROWS_SHOWN} more.")))
     return out
 
 

@@ -146,17 +146,25 @@ def _markdown(body: Body, family: str) -> str:
     def text(value: object) -> str:
         return markdown_text(value, family)
 
-    lines = [
+    summary = (
         f"**{body.count}** relevant documents of golden set **{text(body.golden_name)}** are "
         f"missing from the top {body.depth} of run **{text(body.run_name)}**, and reviewers "
-        f"labelled them **{text(body.category)}**.",
+        f"labelled them **{text(body.category)}**."
+        if body.count
+        # a followed issue whose cause the new run left empty
+        else f"No relevant document of golden set **{text(body.golden_name)}** missing from "
+        f"the top {body.depth} of run **{text(body.run_name)}** is labelled "
+        f"**{text(body.category)}** now."
+    )
+    table = ["| Query | Document | Grade | Rank | Note | Link |", "|---|---|---|---|---|---|"]
+    lines = [
+        summary,
         "",
         f"What it usually means: {text(body.meaning)}",
         "",
         *([f"These labels rest on: {text(body.rests_on)}.", ""] if body.rests_on else []),
         *(_followed(body, text) if body.follows else []),
-        "| Query | Document | Grade | Rank | Note | Link |",
-        "|---|---|---|---|---|---|",
+        *(table if body.rows else []),
     ]
     for row in body.rows[:ROWS_SHOWN]:
         query = markdown_code(row["qid"])

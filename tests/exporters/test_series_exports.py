@@ -21,7 +21,7 @@ from app.models import Role
 from app.models.exports import ExportOutcome
 from app.services.delivery import exports
 from app.settings import Settings
-from tests.support.carried import carried_series, make_triage
+from tests.support.carried import carried_series, label_every_miss, make_triage
 from tests.support.fake_tracker import Tracker
 from tests.support.service import Account
 
@@ -108,6 +108,8 @@ def test_a_later_triage_of_the_series_updates_the_same_github_issues(
 
 
 def test_a_run_outside_the_series_makes_its_own_issues(
+    client: TestClient,
+    accounts: dict[Role, Account],
     engine: Engine,
     tracker_settings: Settings,
     fake: tuple[str, Tracker],
@@ -115,14 +117,20 @@ def test_a_run_outside_the_series_makes_its_own_issues(
 ) -> None:
     _, tracker = fake
     first = _export(engine, tracker_settings, series["t1"], "github", "acme/search")
+    # the run outside the series: its one miss labelled, as in commit-1's triage
+    label_every_miss(
+        client, accounts[Role.LEAD], series["alone_triage"], {("q3", "d"): "not-indexed"}
+    )
     alone = _export(engine, tracker_settings, series["alone_triage"], "github", "acme/search")
-    # the run outside the series has one cause labelled? none: its misses are open
-    assert alone.results == []
+    assert [(r.category, r.action) for r in alone.results] == [("not-indexed", "create")]
+    assert alone.results[0].external_id not in {r.external_id for r in first.results}
+    body = tracker.issues[f"github:acme/search#{alone.results[0].external_id}"]["body"]
+    assert "follows" not in plain(body)
     # another target of the series: its own issues too
     other = _export(engine, tracker_settings, series["t2"], "github", "acme/other")
     assert [(r.category, r.action) for r in other.results] == [("not-indexed", "create")]
-    assert {r.external_id for r in other.results}.isdisjoint({r.external_id for r in first.results})
     assert len([k for k in tracker.issues if k.startswith("github:acme/other")]) == 1
+    assert len([k for k in tracker.issues if k.startswith("github:acme/search")]) == 4
 
 
 def test_a_dry_run_shows_the_update_of_the_earlier_issue(
@@ -160,8 +168,37 @@ def test_jira_issues_follow_the_series_too(
         (c, "update", keys[c]) for c in ("not-indexed", "vocabulary-mismatch", "chunk-boundary")
     ]
     assert len([k for k in tracker.issues if k.startswith("jira:")]) == 3
+    puts = sorted(r.path for r in tracker.requests if r.method == "PUT")
+    assert puts == sorted(f"/rest/api/3/issue/{k}" for k in keys.values())
     fields = tracker.issues[f"jira:{keys['vocabulary-mismatch']}"]
     assert fields["summary"].startswith("[misstriage] 0 vocabulary-mismatch misses in commit-2")
     lists = [n for n in fields["description"]["content"] if n["type"] == "bulletList"]
     items = [i["content"][0]["content"][0]["text"] for i in lists[0]["content"]]
     assert items == ["q1: b"]
+
+
+def test_gitlab_issues_follow_the_series_and_an_emptied_cause_says_so(
+    engine: Engine,
+    tracker_settings: Settings,
+    fake: tuple[str, Tracker],
+    series: dict[str, int],
+) -> None:
+    _, tracker = fake
+    first = _export(engine, tracker_settings, series["t1"], "gitlab", "acme/search")
+    iids = {r.category: r.external_id for r in first.results}
+    second = _export(engine, tracker_settings, series["t2"], "gitlab", "acme/search")
+    assert [(r.category, r.action, r.external_id) for r in second.results] == [
+        (c, "update", iids[c]) for c in ("not-indexed", "vocabulary-mismatch", "chunk-boundary")
+    ]
+    puts = sorted(r.path for r in tracker.requests if r.method == "PUT")
+    assert puts == sorted(f"/api/v4/projects/acme%2Fsearch/issues/{i}" for i in iids.values())
+    emptied = tracker.issues[f"gitlab:acme%2Fsearch!{iids['chunk-boundary']}"]
+    said = plain(emptied["description"])
+    assert said.startswith(
+        "No relevant document of golden set **carried** missing from the top 2 of run "
+        "**commit-2** is labelled **chunk-boundary** now."
+    )
+    assert "| Query |" not in said  # no empty table
+    assert [line for line in said.splitlines() if line.startswith("- ")] == [
+        "- `q2` sso login: `c`"
+    ]

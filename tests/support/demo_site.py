@@ -70,6 +70,8 @@ class DemoSite:
     detector_run_id: int = 0
     #: The series the demo's runs belong to (three commits of one configuration).
     series: str = ""
+    #: Commit 3's triage: it carries labels from commit 2's.
+    carried_triage_id: int = 0
 
 
 class DemoProcess:
@@ -152,6 +154,7 @@ def describe(demo: DemoProcess) -> DemoSite:
         triage = client.get(f"/runs/{run['id']}/triages").raise_for_status().json()["items"][0]
         misses = client.get(f"/triages/{triage['id']}/misses", params={"per_page": 1000})
         miss = next(m for m in misses.raise_for_status().json()["items"] if m["state"] == "open")
+        latest = client.get(f"/runs/{runs[-1]['id']}/triages").raise_for_status().json()
         detections = client.get(f"/golden-sets/{golden['id']}/detector-runs")
         detector = detections.raise_for_status().json()["items"][0]
     return DemoSite(
@@ -170,6 +173,7 @@ def describe(demo: DemoProcess) -> DemoSite:
         admin=Account(*ADMIN),
         detector_run_id=detector["id"],
         series=run["series"],
+        carried_triage_id=latest["items"][0]["id"],
     )
 
 

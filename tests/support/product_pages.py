@@ -106,6 +106,7 @@ class ProductPage:
             "noted_miss_id": site.noted_miss_id,
             "detector_run_id": site.detector_run_id,
             "name": site.series,
+            "carried_triage_id": site.carried_triage_id,
         }
 
         def fill(match: re.Match[str]) -> str:
@@ -133,6 +134,10 @@ PAGES = [
     ProductPage("series", "series_page", ready="#series-table"),
     ProductPage("compare", "compare_page", query="a={run_id}&b={other_run_id}"),
     ProductPage("triage", "triage_page", ready="#closure"),
+    # commit 3's triage: labels carried from commit 2's, and the lead's form to send them back
+    ProductPage(
+        "triage-carried", "triage_page", ids={"triage_id": "carried_triage_id"}, ready="#carried"
+    ),
     ProductPage(
         "export-preview", "export_preview", query="tracker=github&target=acme%2Fsearch",
         lead_only=True,
