@@ -64,7 +64,10 @@ SUMMARIES = {
         "its exact Jaccard similarity, clusters as connected components) and write the corpus "
         "again with a shared cluster_id on every document that has a copy."
     ),
-    "demo": "Set up the demo (accounts, a golden set, a series of three runs, their triages) and serve it.",
+    "demo": (
+        "Set up the demo (accounts, a golden set, a series of three runs, their triages) and "
+        "serve it."
+    ),
     "evaluate": (
         "Evaluate runs against a golden set: recall@k, recall@depth, nDCG@k, micro recall, "
         "the depth curve and the misses at the candidate depth."

@@ -191,7 +191,8 @@ def _series_history(session: Any, golden: Any, listed: list[Any], lead: Any) -> 
     help="Folder of the demo database.",
 )
 def demo(host: str, port: int, reset: bool, var_dir: Path) -> None:
-    """Set up the demo (accounts, a golden set, a series of three runs, their triages) and serve it."""
+    """Set up the demo (accounts, a golden set, a series of three runs, their triages) and
+    serve it."""
     import uvicorn
 
     var_dir.mkdir(parents=True, exist_ok=True)
