@@ -43,7 +43,8 @@ class GitHubExporter:
             "PATCH",
             f"{self.api}/repos/{target}/issues/{external_id}",
             dict(self.headers),
-            json=self._fields(draft) | {"state": "open"},
+            # open while the cause has misses; a series' later run that left it none closes it
+            json=self._fields(draft) | {"state": "open" if draft.count else "closed"},
             idempotent=True,
         )
 

@@ -36,7 +36,8 @@ class GitLabExporter:
             "PUT",
             f"{self._project(target)}/{external_id}",
             dict(self.headers),
-            json=self._fields(draft) | {"state_event": "reopen"},
+            # open while the cause has misses; a series' later run that left it none closes it
+            json=self._fields(draft) | {"state_event": "reopen" if draft.count else "close"},
             idempotent=True,
         )
 

@@ -93,6 +93,8 @@ def test_a_later_triage_of_the_series_updates_the_same_github_issues(
     assert "Fixed by commit-2: 1 earlier miss of this cause, no longer missed:" in plain(
         fixed["body"]
     )
+    # the cause has no miss left: its issue is closed; the one still missed stays open
+    assert (fixed["state"], still["state"]) == ("closed", "open")
     fixed_lines = [line for line in fixed["body"].splitlines() if line.startswith("- ")]
     assert fixed_lines == ["- `q1` throttling errors: `b`"]
     chunk = tracker.issues[f"github:acme/search#{numbers['chunk-boundary']}"]
@@ -193,6 +195,9 @@ def test_gitlab_issues_follow_the_series_and_an_emptied_cause_says_so(
     puts = sorted(r.path for r in tracker.requests if r.method == "PUT")
     assert puts == sorted(f"/api/v4/projects/acme%2Fsearch/issues/{i}" for i in iids.values())
     emptied = tracker.issues[f"gitlab:acme%2Fsearch!{iids['chunk-boundary']}"]
+    assert emptied["state_event"] == "close"
+    kept = tracker.issues[f"gitlab:acme%2Fsearch!{iids['not-indexed']}"]
+    assert kept["state_event"] == "reopen"
     said = plain(emptied["description"])
     assert said.startswith(
         "No relevant document of golden set **carried** missing from the top 2 of run "

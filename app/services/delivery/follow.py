@@ -8,8 +8,9 @@ there (then its latest export). "Fixed" is a pair labelled in that cause in the 
 triage that is no miss of the new triage at all (the new run put the document within its
 depth). A pair still missed under another cause has moved, not been fixed: the other cause's
 issue counts it. A cause with an issue but no miss left in the new triage gets its issue
-updated to say 0 (trackers differ in how an issue closes; the body says every earlier miss
-is fixed, and the team closes it).
+updated to say 0 and list every earlier miss as fixed; GitHub and GitLab close it (and open it
+again when a later run misses the cause again); Jira and Linear close through workflows of
+their own, which the team runs.
 """
 
 from __future__ import annotations
