@@ -74,3 +74,27 @@ def test_defaults_equal_the_cores() -> None:
         core.DEFAULT_PERMUTATIONS,
         core.DEFAULT_SEED,
     )
+
+
+def test_the_markdown_lists_fifty_documents_and_counts_the_rest(tmp_path: Path) -> None:
+    """60 judged documents of one query leave the top 60: a pull-request comment shows the
+    first 50 rows and says how many more there are; the JSON keeps all 60."""
+    docs = [f"d{i:02d}" for i in range(60)]
+    (tmp_path / "q.txt").write_text("".join(f"q1 0 {d} 1\n" for d in docs))
+    (tmp_path / "b.trec").write_text(
+        "".join(f"q1 Q0 {d} {i + 1} {100 - i} t\n" for i, d in enumerate(docs))
+    )
+    (tmp_path / "n.trec").write_text("q1 Q0 other 1 1.0 t\n")
+    args = ["gate", "--qrels", str(tmp_path / "q.txt"), "--baseline", str(tmp_path / "b.trec")]
+    args += ["--run", str(tmp_path / "n.trec"), "--depth", "60", "--k", "10"]
+    args += ["--permutations", "50"]
+    markdown = CliRunner().invoke(main, [*args, "--format", "markdown"])
+    assert markdown.exit_code == 1
+    lines = markdown.stdout.splitlines()
+    start = lines.index("### Left the top 60: 60")
+    rows = [line for line in lines[start:] if line.startswith("| q1 |")]
+    assert len(rows) == 50
+    assert rows[0].startswith("| q1 |  | d00 | 1 | 1 → — |")
+    assert "and 10 more" in lines[start:]
+    data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert [d["doc_id"] for d in data["left"]] == docs
