@@ -11,7 +11,7 @@ import polars as pl
 
 from app.cli import evaluate_output
 from app.cli import evaluate_setup as setup
-from app.cli.params import FiniteFloatRange
+from app.cli.params import FiniteFloatRange, convention_options
 from app.eval import (
     Conventions,
     Gain,
@@ -181,29 +181,7 @@ def _check_computable(measures: list[tuple[Measure, float]], k: int) -> None:
     show_default=True,
     help="With --cost-ms: the advised depth is the smallest within this of the best recall.",
 )
-@click.option(
-    "--gain",
-    type=click.Choice([g.value for g in Gain]),
-    default="exp",
-    show_default=True,
-    help="nDCG gain: exp = 2^grade-1, linear = grade (trec_eval).",
-)
-@click.option(
-    "--min-grade", type=int, default=1, show_default=True, help="Relevant means grade >= this."
-)
-@click.option(
-    "--all-judged-queries",
-    is_flag=True,
-    help="Also average judged queries without a relevant document, as trec_eval -c "
-    "(R = 0; nDCG from their positive grades). Off: such queries are not averaged.",
-)
-@click.option(
-    "--order",
-    type=click.Choice([o.value for o in Order]),
-    default="trec_eval",
-    show_default=True,
-    help="How run lines become a ranking.",
-)
+@convention_options
 @click.option(
     "--format",
     "output_format",

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from app.cli.params import convention_options
+
 if TYPE_CHECKING:
     from app.eval.gate import GateResult, MovedDocument
 
@@ -168,9 +170,7 @@ def table(result: GateResult) -> str:
     type=click.IntRange(min=0),
     help="Fail when more relevant documents than this left the top depth.",
 )
-@click.option(
-    "--min-grade", type=int, default=1, show_default=True, help="Relevant means grade >= this."
-)
+@convention_options
 @click.option(
     "--format",
     "output_format",
@@ -201,7 +201,10 @@ def gate_command(
     k: int,
     max_drop: float,
     max_new_misses: int | None,
+    gain: str,
     min_grade: int,
+    all_judged_queries: bool,
+    order: str,
     output_format: str,
     permutations: int,
     seed: int,
@@ -221,14 +224,19 @@ def gate_command(
         load_run,
         resolve_golden,
     )
-    from app.eval.conventions import CutoffError, check_cutoffs
+    from app.eval.conventions import CutoffError, Gain, Order, check_cutoffs
     from app.eval.gate import gate
 
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
         raise click.BadParameter(str(exc), param_hint="--k") from None
-    conventions = Conventions(min_grade=min_grade)
+    conventions = Conventions(
+        order=Order(order),
+        gain=Gain(gain),
+        min_grade=min_grade,
+        all_judged_queries=all_judged_queries,
+    )
     try:
         paths = resolve_golden(qrels_path, queries=queries_path)
         golden = load_golden(paths.qrels, queries=paths.queries, min_grade=min_grade)

@@ -3,9 +3,50 @@
 from __future__ import annotations
 
 import math
-from typing import cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def convention_options(command: F) -> F:
+    """The evaluation conventions every command that computes measures takes: ``--gain``,
+    ``--min-grade``, ``--all-judged-queries`` and ``--order`` (DESIGN.md's table)."""
+    for option in reversed(
+        (
+            click.option(
+                "--gain",
+                type=click.Choice(GAINS),
+                default="exp",
+                show_default=True,
+                help="nDCG gain: exp = 2^grade-1, linear = grade (trec_eval).",
+            ),
+            click.option(
+                "--min-grade",
+                type=int,
+                default=1,
+                show_default=True,
+                help="Relevant means grade >= this.",
+            ),
+            click.option(
+                "--all-judged-queries",
+                is_flag=True,
+                help="Also average judged queries without a relevant document, as trec_eval -c "
+                "(R = 0; nDCG from their positive grades). Off: such queries are not averaged.",
+            ),
+            click.option(
+                "--order",
+                type=click.Choice(ORDERS),
+                default="trec_eval",
+                show_default=True,
+                help="How run lines become a ranking.",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -34,6 +75,8 @@ ROLES = ("reviewer", "lead", "admin")
 TRACKERS = ("github", "gitlab", "jira", "linear", "webhook")
 #: app.eval.Order's values
 ORDERS = ("trec_eval", "rank", "file")
+#: app.eval.Gain's values
+GAINS = ("exp", "linear")
 #: app.eval.conventions.DEFAULT_DEPTH and DEFAULT_K
 DEFAULT_DEPTH = 50
 DEFAULT_K = 10

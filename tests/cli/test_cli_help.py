@@ -140,7 +140,7 @@ def test_every_command_is_probed() -> None:
 
 def test_the_written_out_choices_and_defaults_are_their_sources() -> None:
     from app.cli import params
-    from app.eval import Order
+    from app.eval import Gain, Order
     from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K
     from app.eval.values import INT32_MAX
     from app.exporters import Tracker
@@ -149,6 +149,7 @@ def test_the_written_out_choices_and_defaults_are_their_sources() -> None:
     assert tuple(r.value for r in Role) == params.ROLES
     assert tuple(t.value for t in Tracker) == params.TRACKERS
     assert tuple(o.value for o in Order) == params.ORDERS
+    assert tuple(g.value for g in Gain) == params.GAINS
     assert params.DEFAULT_DEPTH == DEFAULT_DEPTH
     assert params.DEFAULT_K == DEFAULT_K
     assert params.INT32_MAX == INT32_MAX

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from app.cli import main
@@ -98,3 +99,33 @@ def test_the_markdown_lists_fifty_documents_and_counts_the_rest(tmp_path: Path) 
     assert "and 10 more" in lines[start:]
     data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
     assert [d["doc_id"] for d in data["left"]] == docs
+
+
+GRADED = "q1 0 a 2\nq1 0 b 1\nq2 0 c 1\nq3 0 z 0\n"
+# the rank column disagrees with the scores: trec_eval order puts b first, rank order a
+RANKS = "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 3.0 t\nq2 Q0 c 1 1.0 t\n"
+
+
+def _measures(tmp_path: Path, *extra: str) -> dict[str, dict[str, float]]:
+    (tmp_path / "g.txt").write_text(GRADED)
+    (tmp_path / "r.trec").write_text(RANKS)
+    args = ["gate", "--qrels", str(tmp_path / "g.txt"), "--baseline", str(tmp_path / "r.trec")]
+    args += ["--run", str(tmp_path / "r.trec"), "--depth", "5", "--k", "1"]
+    done = CliRunner().invoke(main, [*args, "--format", "json", "--permutations", "10", *extra])
+    assert done.exit_code == 0, done.output
+    return dict(json.loads(done.stdout)["measures"])
+
+
+def test_the_gate_takes_the_evaluation_conventions(tmp_path: Path) -> None:
+    """--gain, --order and --all-judged-queries change the gate's measures as they change
+    evaluate's: hand-computed nDCG@1 for q1 (ideal a, grade 2) and q2 (c first: 1)."""
+    # trec_eval order: b (grade 1) first. exp: (2^1-1)/(2^2-1) = 1/3; linear: 1/2
+    exp = _measures(tmp_path)["nDCG@1"]["before"]
+    assert exp == pytest.approx((1 / 3 + 1) / 2)
+    linear = _measures(tmp_path, "--gain", "linear")["nDCG@1"]["before"]
+    assert linear == pytest.approx((1 / 2 + 1) / 2)
+    # rank order: a (grade 2) first, ideal
+    assert _measures(tmp_path, "--order", "rank")["nDCG@1"]["before"] == pytest.approx(1.0)
+    # q3 has judgments but no relevant document: averaged as 0 only with the switch
+    assert _measures(tmp_path, "--all-judged-queries")["R@5"]["before"] == pytest.approx(2 / 3)
+    assert _measures(tmp_path)["R@5"]["before"] == pytest.approx(1.0)
