@@ -117,6 +117,38 @@ def test_the_gate_of_a_pushed_run_is_the_clis_on_the_same_files(
     assert body["reasons"][0].startswith("nDCG@3 dropped")
 
 
+@pytest.mark.parametrize(
+    ("query", "flags"),
+    [("&gain=linear", ["--gain", "linear"]), ("&gain=exp", ["--gain", "exp"])],
+)
+def test_the_gate_takes_the_gain_as_the_cli_does(
+    client: TestClient,
+    accounts: dict[Role, Account],
+    pushed: dict[str, int],
+    tmp_path: Path,
+    query: str,
+    flags: list[str],
+) -> None:
+    answer = _gate(client, accounts[Role.REVIEWER], pushed["hybrid"], f"?k=3&depth=3{query}")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    _, cli = _cli_gate(tmp_path, RERANKED, HYBRID, "--k", "3", "--depth", "3", *flags)
+    assert {key: value for key, value in body.items() if key not in ADDED} == cli
+
+
+def test_the_gains_differ_on_graded_judgments(
+    client: TestClient, accounts: dict[Role, Account], pushed: dict[str, int]
+) -> None:
+    reviewer = accounts[Role.REVIEWER]
+    exp = _gate(client, reviewer, pushed["hybrid"], "?k=3&depth=3&gain=exp").json()
+    linear = _gate(client, reviewer, pushed["hybrid"], "?k=3&depth=3&gain=linear").json()
+    # q3's d has grade 2: 2^2-1 = 3 against 2 changes nDCG, never recall
+    assert exp["measures"]["nDCG@3"]["after"] != linear["measures"]["nDCG@3"]["after"]
+    assert exp["measures"]["R@3"] == linear["measures"]["R@3"]
+    bad = _gate(client, reviewer, pushed["hybrid"], "?gain=cubic")
+    assert bad.status_code == 422
+
+
 def test_the_default_baseline_is_the_previous_run_of_the_series(
     client: TestClient,
     accounts: dict[Role, Account],

@@ -162,6 +162,8 @@ def run_gate(
     depth: Cutoff = DEFAULT_DEPTH,
     max_drop: MaxDrop = DEFAULT_MAX_DROP,
     max_new_misses: MaxNewMisses = None,
+    gain: Gain = Gain.EXP,
+    all_judged_queries: AllJudgedQueries = False,
 ) -> gate_service.GateAnswer:
     """``misstriage gate`` for a stored run: R@depth and nDCG@k of the run against
     ``baseline`` (a run of the same golden set; by default the run imported before it in its
@@ -179,6 +181,8 @@ def run_gate(
         depth=depth,
         max_drop=max_drop,
         max_new_misses=max_new_misses,
+        gain=gain,
+        all_judged_queries=all_judged_queries,
     )
 
 

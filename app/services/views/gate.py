@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field
 from sqlmodel import Session
 
-from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K
+from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K, Gain
 from app.eval.gate import DEFAULT_MAX_DROP, gate
 from app.models import GoldenSet, Run
 from app.readmodel import ReadModel, absent_when_none
@@ -123,6 +123,8 @@ def run_gate(
     depth: int = DEFAULT_DEPTH,
     max_drop: float = DEFAULT_MAX_DROP,
     max_new_misses: int | None = None,
+    gain: Gain = Gain.EXP,
+    all_judged_queries: bool = False,
 ) -> GateAnswer:
     """Gate ``run`` against ``baseline`` (same golden set) at k and depth: each run measured
     as its metrics are (``evaluate_stored_run``: the same numbers as its run page), the
@@ -137,7 +139,15 @@ def run_gate(
     ranked = [stored_ranking(session=session, run=r, gold=gold) for r in (baseline, run)]
     before, after = (
         evaluate_stored_run(
-            session=session, run=r, golden=golden, k=k, depth=depth, gold=gold, ranked=ranking
+            session=session,
+            run=r,
+            golden=golden,
+            k=k,
+            depth=depth,
+            gain=gain,
+            all_judged_queries=all_judged_queries,
+            gold=gold,
+            ranked=ranking,
         )
         for r, ranking in zip((baseline, run), ranked, strict=True)
     )
