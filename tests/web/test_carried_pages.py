@@ -47,6 +47,12 @@ def test_the_dashboard_shows_the_carried_labels_and_their_origin(
     bar = page.select_one("#counts tr[data-cause='not-indexed'] .carried-part")
     assert bar is not None
     assert bar["data-carried"] == "1"
+    backlog = get(client, f"/triages/{second['id']}/backlog?state=carried", mode)
+    rows = backlog.select("tr[data-miss]")
+    assert len(rows) == 1
+    origin_link = rows[0].select_one("a.carried-from")
+    assert origin_link is not None
+    assert origin_link["href"] == f"/triages/{ids['t1']}"
 
 
 def test_a_lead_sends_carried_misses_back_from_the_dashboard_and_the_miss_page(
