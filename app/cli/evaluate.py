@@ -11,7 +11,7 @@ import polars as pl
 
 from app.cli import evaluate_output
 from app.cli import evaluate_setup as setup
-from app.cli.params import FiniteFloatRange, convention_options
+from app.cli.params import FiniteFloatRange, convention_options, golden_options
 from app.eval import (
     Conventions,
     Gain,
@@ -94,19 +94,7 @@ def _check_computable(measures: list[tuple[Measure, float]], k: int) -> None:
 
 
 @click.command()
-@click.option(
-    "--qrels",
-    "qrels_path",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Judgments: TREC qrels, BEIR qrels TSV (plain or .gz), or a BEIR folder.",
-)
-@click.option(
-    "--queries",
-    "queries_path",
-    type=click.Path(path_type=Path),
-    help="Query texts: BEIR queries.jsonl or qid<TAB>text.",
-)
+@golden_options
 @click.option(
     "--corpus",
     "corpus_path",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from app.cli.params import convention_options
+from app.cli.params import convention_options, golden_options
 
 if TYPE_CHECKING:
     from app.eval.gate import GateResult, MovedDocument
@@ -116,13 +116,7 @@ def table(result: GateResult) -> str:
 
 
 @click.command()
-@click.option(
-    "--qrels",
-    "qrels_path",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Judgments: TREC qrels, BEIR qrels TSV (plain or .gz), or a BEIR folder.",
-)
+@golden_options
 @click.option(
     "--baseline",
     "baseline_path",
@@ -136,12 +130,6 @@ def table(result: GateResult) -> str:
     required=True,
     type=click.Path(path_type=Path),
     help="The new run (TREC or JSONL, plain or .gz).",
-)
-@click.option(
-    "--queries",
-    "queries_path",
-    type=click.Path(path_type=Path),
-    help="Query texts: BEIR queries.jsonl or qid<TAB>text.",
 )
 @click.option(
     "--depth",

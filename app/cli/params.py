@@ -4,11 +4,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import click
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def golden_options(command: F) -> F:
+    """``--qrels`` (required) and ``--queries``: the golden set of an offline command."""
+    command = click.option(
+        "--queries",
+        "queries_path",
+        type=click.Path(path_type=Path),
+        help="Query texts: BEIR queries.jsonl or qid<TAB>text.",
+    )(command)
+    return click.option(
+        "--qrels",
+        "qrels_path",
+        required=True,
+        type=click.Path(path_type=Path),
+        help="Judgments: TREC qrels, BEIR qrels TSV (plain or .gz), or a BEIR folder.",
+    )(command)
 
 
 def convention_options(command: F) -> F:
