@@ -43,7 +43,7 @@ def test_the_dashboard_shows_the_carried_labels_and_their_origin(
     assert carried.select_one("form") is None
     progress = page.select_one("#labelled")
     assert progress is not None
-    assert progress.get_text(strip=True) == "0 labelled here + 1 carried = 1 of 1"
+    assert progress.get_text(strip=True) == "1 of 1 labelled (1 of them carried)"
     bar = page.select_one("#counts tr[data-cause='not-indexed'] .carried-part")
     assert bar is not None
     assert bar["data-carried"] == "1"
@@ -130,6 +130,14 @@ def test_a_bad_send_back_answers_the_product_page(
     assert unknown.status_code == 422
     assert "text/html" in unknown.headers["content-type"]
     assert "nonsense" in unknown.text
+    # the class of bad fields: too long, not a number, a number out of range
+    for data in ({"category": "x" * 5000}, {"miss_id": "one"}, {"miss_id": str(2**70)}):
+        bad = client.post(
+            f"/triages/{second['id']}/carried", data=data, headers=ORIGIN, follow_redirects=False
+        )
+        assert bad.status_code == 422, data
+        assert "text/html" in bad.headers["content-type"]
+        assert "x" * 200 not in bad.text  # never echoes a huge value
     # without the Origin header: the CSRF check refuses it
     forged = client.post(f"/triages/{second['id']}/carried", data={}, follow_redirects=False)
     assert forged.status_code == 403

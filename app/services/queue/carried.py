@@ -40,7 +40,8 @@ def requeue_carried(
         if rows.lock_person(conn, triage_id=triage_id, user_id=user.id) is None:
             raise NotFound(f"no triage {triage_id}", code="triage_not_found")
         # the carried labels as they are, for the audit trail; the update below moves only
-        # those still carried (another lead may have sent some back meanwhile)
+        # those still carried (another lead may have sent some back meanwhile; nothing
+        # becomes carried after the triage is made, so it moves no miss not read here)
         before = {
             row.id: row
             for row in conn.execute(
@@ -53,7 +54,7 @@ def requeue_carried(
             return 0
         moved = (
             update(MISS)
-            .where(*which, MISS.c.id.in_(list(before)))
+            .where(*which)
             .values(
                 state=MissState.OPEN.value,
                 category=None,

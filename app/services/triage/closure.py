@@ -37,7 +37,7 @@ def closure_sentence(tally: Tally, *, agreement: str = "", carried_from: int | N
     carried = tally.stages[Stage.CARRIED]
     if carried:
         origin = f"triage {carried_from}" if carried_from is not None else "an earlier triage"
-        terms = f"{named - carried} labelled here + {carried} carried from {origin}"
+        terms = f"{tally.labelled_here} labelled here + {carried} carried from {origin}"
     misses = "miss" if total == 1 else "misses"
     covered = tally.stages[Stage.COVERED]
     apart = f" ({covered} more covered by a duplicate, not queued)" if covered else ""
