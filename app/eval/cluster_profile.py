@@ -248,15 +248,33 @@ def trace_ranking(
     )
     repeats = {qid: tuple(int(r) for r in ranks) for qid, ranks in repeated.iter_rows()}
     queries = {q: QueryTrace(n, repeats.get(q, ())) for q, n in returned.items()}
-    text = corpus.has_text
-    totals = RankTotals(
+    return ClusterTraces(queries, trace_totals(joined, has_text=corpus.has_text))
+
+
+def trace_totals(joined: pl.DataFrame, *, has_text: bool) -> RankTotals:
+    """The per-rank totals of results joined with the corpus (rank, cluster_id, tokens)."""
+    return RankTotals(
         clustered=_per_rank(joined, pl.col("cluster_id").is_not_null().cast(pl.Int64)),
-        known=_per_rank(joined, pl.col("tokens").is_not_null().cast(pl.Int64)) if text else [],
+        known=_per_rank(joined, pl.col("tokens").is_not_null().cast(pl.Int64)) if has_text else [],
         tokens=[float(v) for v in _per_rank(joined, pl.col("tokens").fill_null(0.0))]
-        if text
+        if has_text
         else None,
     )
-    return ClusterTraces(queries, totals)
+
+
+def add_totals(a: RankTotals, b: RankTotals) -> RankTotals:
+    """The totals of two sets of queries together (tokens: None unless both have them; an
+    empty RankTotals() adds nothing)."""
+    tokens = None
+    if a.tokens is not None and b.tokens is not None:
+        tokens = _plus(a.tokens, b.tokens)
+    elif a == RankTotals():
+        tokens = b.tokens
+    elif b == RankTotals():
+        tokens = a.tokens
+    return RankTotals(
+        clustered=_plus(a.clustered, b.clustered), known=_plus(a.known, b.known), tokens=tokens
+    )
 
 
 def _upto(values: Sequence[float], k: int) -> float:
@@ -278,7 +296,7 @@ class ClusterTally:
     (``add``) and the figures come out the same as from the traces of every query."""
 
     ks: tuple[int, ...]
-    #: None: the corpus has no text (no cost side)
+    #: False: the corpus has no text (no cost side: ``totals.tokens`` is None)
     has_text: bool
     queries: int = 0
     #: per k (in ``ks`` order): distinct count -> queries
@@ -306,14 +324,7 @@ class ClusterTally:
             mine.update(theirs)
         self.short = [a + b for a, b in zip(self.short, other.short, strict=True)]
         self.shown += other.shown
-        tokens = None
-        if self.totals.tokens is not None and other.totals.tokens is not None:
-            tokens = _plus(self.totals.tokens, other.totals.tokens)
-        self.totals = RankTotals(
-            clustered=_plus(self.totals.clustered, other.totals.clustered),
-            known=_plus(self.totals.known, other.totals.known),
-            tokens=tokens,
-        )
+        self.totals = add_totals(self.totals, other.totals)
 
 
 def tally_of_traces(traces: ClusterTraces, ks: Sequence[int], *, has_text: bool) -> ClusterTally:
@@ -373,15 +384,7 @@ def tally_of_joined(
         histograms=histograms,
         short=[int((n < k).sum()) for k in cutoffs],
         shown=int(n.sum()),
-        totals=RankTotals(
-            clustered=_per_rank(joined, pl.col("cluster_id").is_not_null().cast(pl.Int64)),
-            known=_per_rank(joined, pl.col("tokens").is_not_null().cast(pl.Int64))
-            if has_text
-            else [],
-            tokens=[float(v) for v in _per_rank(joined, pl.col("tokens").fill_null(0.0))]
-            if has_text
-            else None,
-        ),
+        totals=trace_totals(joined, has_text=has_text),
     )
 
 

@@ -15,7 +15,7 @@ A log whose queries are not contiguous, or a TREC file the fast reader refuses, 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -26,14 +26,25 @@ import polars as pl
 from app.eval.cluster_profile import (
     ClusterCorpus,
     ClusterTally,
+    CorpusSource,
+    RankTotals,
+    add_totals,
     tally_of_joined,
     tally_of_ranked,
+    trace_totals,
 )
 from app.eval.conventions import Order
+from app.eval.golden import IdLimits
 from app.eval.jsonl import jsonl_run_blocks
 from app.eval.parquet import RunColumns, parquet_blocks
-from app.eval.ranking import check_order_columns, effective_order, rank_every_query
-from app.eval.sources import detect_run_format, load_log_run
+from app.eval.ranking import (
+    RunReport,
+    check_order_columns,
+    effective_order,
+    rank_every_query,
+    repeat_warnings,
+)
+from app.eval.sources import check_ids, detect_run_format, load_log_run
 from app.eval.streaming import (
     RANKERS,
     QueriesNotContiguous,
@@ -42,7 +53,7 @@ from app.eval.streaming import (
     trec_blocks,
     whole_queries,
 )
-from app.eval.textio import plain_file
+from app.eval.textio import ProgressFn, plain_file
 
 _Block = tuple[pl.DataFrame, bool, int]
 
@@ -156,15 +167,17 @@ def _block_tally(
         begin=(pl.col("qid") != pl.col("qid").shift()).fill_null(True)
     ).with_columns(qidx=pl.col("begin").cum_sum().cast(pl.UInt64))
     check_order_columns(numbered, effective, source)
-    ordered = numbered.with_columns(ok=_in_order(effective).all().over("qidx"))
     tally = ClusterTally(ks=ks, has_text=corpus.has_text)
-    others = ordered.filter(~pl.col("ok"))
-    if others.height:
+    # the queries with a line out of order (none, in a log as a system writes it)
+    unordered = numbered.filter(~_in_order(effective)).get_column("qidx").unique().implode()
+    written = numbered
+    if unordered.list.len()[0]:
+        others = numbered.filter(pl.col("qidx").is_in(unordered))
         ranked = rank_every_query(
-            others.drop("begin", "qidx", "ok"), order=order, fmt=fmt, source=source, depth=ks[-1]
+            others.drop("begin", "qidx"), order=order, fmt=fmt, source=source, depth=ks[-1]
         )
         tally.add(tally_of_ranked(ranked, corpus, ks))
-    written = ordered.filter(pl.col("ok")) if others.height else ordered
+        written = numbered.filter(~pl.col("qidx").is_in(unordered))
     if written.height:
         first = _first_results(written.select("qidx", "doc_id"), ks[-1])
         joined = first.join(coded, on="doc_id", how="left").with_columns(
@@ -235,3 +248,90 @@ def _streamed(
     if not lines:
         raise WholeFile  # "the run is empty", worded by the whole-file path
     return LogTally(total, lines=lines, streamed=True)
+
+
+def _trace_rows(
+    ranked: pl.DataFrame, found: ClusterCorpus | None
+) -> tuple[pl.DataFrame, RankTotals]:
+    """The stored form of some whole queries' traces (``trace_ranking``'s, in columns): qid,
+    returned, repeats (the JSON text of the ranks at which a result repeats a cluster seen
+    higher), and their per-rank totals. ``found``: None when nothing depends on which
+    document sits where (no clusters, no text)."""
+    if found is None:
+        rows = ranked.group_by("qid").agg(pl.len().cast(pl.Int64).alias("returned"))
+        return rows.with_columns(repeats=pl.lit("[]")), RankTotals()
+    joined = ranked.select("qid", "rank", "doc_id").join(found.documents, on="doc_id", how="left")
+    repeated = pl.col("cluster_id").is_not_null() & (
+        pl.col("rank") > pl.col("rank").min().over("qid", "cluster_id")
+    )
+    rows = (
+        joined.with_columns(repeated=repeated)
+        .group_by("qid")
+        .agg(
+            pl.len().cast(pl.Int64).alias("returned"),
+            pl.col("rank").filter(pl.col("repeated")).sort().cast(pl.String).alias("repeats"),
+        )
+        .with_columns(repeats="[" + pl.col("repeats").list.join(",") + "]")
+    )
+    traced = trace_totals(joined, has_text=found.has_text)
+    return rows, traced
+
+
+def stream_log_traces(
+    path: Path,
+    corpus: CorpusSource,
+    *,
+    sink: Callable[[pl.DataFrame], None],
+    order: Order = Order.TREC_EVAL,
+    fmt: str | None = None,
+    columns: RunColumns | None = None,
+    progress: ProgressFn | None = None,
+    id_limits: IdLimits | None = None,
+) -> tuple[RunReport, RankTotals]:
+    """A log run's cluster traces, block by block of whole queries: ``sink`` gets the stored
+    rows (qid, returned, repeats) of some queries at a time, in this thread (it may write to
+    a database session); the report and the per-rank totals come back. The corpus is asked,
+    block by block, for the documents the block returned. WholeFile or QueriesNotContiguous
+    when the file needs the whole-file path (``load_log_traces``): the caller undoes what its
+    sink did and takes that path."""
+    fmt = fmt or detect_run_format(path)
+    source = str(path)
+    lines = queries = dropped = 0
+    totals = RankTotals()
+    with ExitStack() as stack:
+        plain = stack.enter_context(plain_file(path))
+        blocks, detail = _parsed_blocks(plain, source, fmt, order, columns or RunColumns())
+        parsed = stack.enter_context(ahead(blocks))
+        for block, read_lines, read in whole_queries(parsed):
+            if progress is not None and read:
+                progress(read)
+            lines += read_lines
+            if not block.height:
+                continue
+            check_ids(block, path, id_limits)
+            ranked = rank_every_query(block, order=order, fmt=detail, source=source, depth=None)
+            dropped += block.height - ranked.height
+            found = None
+            if corpus.matters:
+                found = corpus.lookup(ranked.get_column("doc_id").unique().to_list())
+            rows, traced = _trace_rows(ranked, found)
+            queries += rows.height
+            totals = add_totals(totals, traced)
+            sink(rows)
+    if not lines:
+        raise WholeFile  # "the run is empty", worded by the whole-file path
+    if not corpus.has_text:
+        totals = RankTotals(clustered=totals.clustered)
+    report = RunReport(
+        source=source,
+        format=detail,
+        order=effective_order(order, detail).value,
+        lines=lines,
+        queries=queries,
+        duplicates_dropped=dropped,
+        unknown_queries=0,
+        unknown_query_lines=0,
+        golden_queries_absent=0,
+        warnings=repeat_warnings(dropped),
+    )
+    return report, totals

@@ -62,12 +62,15 @@ def load_run(
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
     corpus: CorpusSource | None = None,
+    columns: RunColumns | None = None,
 ) -> RankedRun:
-    """Read a run file (TREC or JSONL, plain or gzip) and rank it under the conventions.
+    """Read a run file (TREC, JSONL or Parquet, plain or gzip) and rank it under the
+    conventions.
 
     With ``id_limits`` (a store's column widths), a longer id is an error naming its line.
-    With a ``corpus``, the cluster traces of every query of the run, judged or not."""
-    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
+    With a ``corpus``, the cluster traces of every query of the run, judged or not.
+    ``columns``: a Parquet file's columns of each field."""
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress, columns=columns)
     check_ids(frame, path, id_limits)
     return rank_run(
         frame,
@@ -98,10 +101,11 @@ def load_log_traces(
     fmt: str | None = None,
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
+    columns: RunColumns | None = None,
 ) -> tuple[RunReport, ClusterTraces]:
     """Read a log run (production query-log results, no judgments) and trace every query of
     it for the cluster measures, under the same conventions as ``load_run``."""
-    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress, columns=columns)
     check_ids(frame, path, id_limits)
     return rank_log_run(frame, order=order, source=str(path), fmt=detail, corpus=corpus)
 

@@ -35,6 +35,7 @@ from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.golden import IdLimits, Judgments
 from app.eval.in_order import known_qids, rank_in_order
+from app.eval.parquet import RunColumns
 from app.eval.ranking import (
     RankedPart,
     RankedRun,
@@ -91,6 +92,7 @@ def load_run_heads(
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
     corpus: CorpusSource | None = None,
+    columns: RunColumns | None = None,
 ) -> tuple[RankedRun, pl.DataFrame]:
     """``load_run(..., keep_results=True)`` and ``shape(top_candidates(run, keep_depth))``,
     sorted by qid, in bounded memory for a TREC file written query by query (see the module);
@@ -109,6 +111,7 @@ def load_run_heads(
         progress=progress,
         id_limits=id_limits,
         corpus=corpus,
+        columns=columns,
     )
     try:
         ranked = stream()
@@ -132,6 +135,7 @@ def stream_run_heads(
     id_limits: IdLimits | None = None,
     corpus: CorpusSource | None = None,
     streamed: bool = True,
+    columns: RunColumns | None = None,
 ) -> RankedRun:
     """``load_run(..., keep_results=True)`` without its results, ``sink`` called with
     ``shape(top_candidates(run, keep_depth))`` some queries at a time: block by block as the
@@ -171,6 +175,7 @@ def stream_run_heads(
         progress=progress,
         id_limits=id_limits,
         corpus=corpus,
+        columns=columns,
     )
     heads = shape(top_candidates(ranked, keep_depth))
     ranked = replace(ranked, results=None)  # the lines go before the heads are written
