@@ -27,6 +27,8 @@ grow by at most the results added (new repeats by at most the new clustered resu
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +46,7 @@ from app.eval.cluster_profile import (
 )
 from app.eval.conventions import MAX_CUTOFF
 from app.eval.errors import InputError, shorten
-from app.eval.textio import plain_file
+from app.eval.textio import BOM, GZIP_MAGIC, plain_file
 
 #: The columns of docs/sql/unique_clusters.sql's output, in its order.
 PROFILE_COLUMNS = ("qid", "k", "distinct_clusters", "results", "clustered")
@@ -77,9 +79,12 @@ def looks_like_profile(path: Path) -> bool:
     try:
         if is_parquet(path):
             return set(PROFILE_COLUMNS) <= set(pl.read_parquet_schema(path))
-        with plain_file(path) as plain, plain.open("rb") as handle:
-            header = handle.readline(4096).decode("utf-8", errors="replace")
-    except (OSError, InputError, pl.exceptions.PolarsError):
+        with path.open("rb") as handle:
+            gzipped = handle.read(2) == GZIP_MAGIC
+        # The first line alone: a gzip run is not inflated whole to be told from a profile.
+        with gzip.open(path, "rb") if gzipped else path.open("rb") as handle:
+            header = handle.readline(4096).removeprefix(BOM).decode("utf-8", errors="replace")
+    except (OSError, EOFError, zlib.error, pl.exceptions.PolarsError):
         return False
     names = {name.strip().strip('"').lower() for name in header.strip().split(",")}
     return set(PROFILE_COLUMNS) <= names

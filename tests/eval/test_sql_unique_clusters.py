@@ -13,6 +13,7 @@ that disagrees with the scores (trec_eval order ignores it).
 
 from __future__ import annotations
 
+import gzip
 import random
 from collections import defaultdict
 from dataclasses import dataclass
@@ -163,12 +164,16 @@ def test_sql_equals_the_product_per_query(written: Written) -> None:
 def test_the_profile_of_the_sql_rows_equals_cluster_profile(written: Written) -> None:
     sql, trec, clusters, tmp = written.sql, written.trec, written.clusters, written.tmp
     top = load_log_run(trec, depth=KS[-1])
-    for fmt in ("csv", "parquet"):
+    for fmt in ("csv", "csv.gz", "parquet"):
         path = tmp / f"profile.{fmt}"
-        sql.write_csv(path) if fmt == "csv" else sql.write_parquet(path)
+        if fmt == "parquet":
+            sql.write_parquet(path)
+        else:
+            text = "\ufeff" + sql.write_csv()  # a byte-order mark, as spreadsheets write
+            path.write_bytes(gzip.compress(text.encode()) if fmt == "csv.gz" else text.encode())
         assert looks_like_profile(path)
         rows = read_profile_rows(path)
-        assert (rows.ks, rows.rows, rows.format) == (KS, sql.height, fmt)
+        assert (rows.ks, rows.rows, rows.format) == (KS, sql.height, fmt.removesuffix(".gz"))
         for ks in (KS, (3,), (1, 20), (5, 10)):
             for threshold in (0, 2, 4):
                 assert profile_of_rows(rows, ks=ks, threshold=threshold) == cluster_profile(
