@@ -71,14 +71,17 @@ def make_log(seed: int = 29) -> tuple[list[tuple[str, str, float, int]], dict[st
     return lines, corpus
 
 
-def run_sql(results: Path, documents: Path, ks: tuple[int, ...]) -> pl.DataFrame:
-    """The SQL file's text, unchanged, on DuckDB with the tables as views over Parquet."""
+def run_sql(
+    results: Path, documents: Path, ks: tuple[int, ...], *, sql: str | None = None
+) -> pl.DataFrame:
+    """The SQL file's text (unchanged unless ``sql`` is given), on DuckDB with the tables as
+    views over Parquet."""
     connection = duckdb.connect()
     connection.execute(f"CREATE VIEW results AS SELECT * FROM read_parquet('{results}')")
     connection.execute(f"CREATE VIEW documents AS SELECT * FROM read_parquet('{documents}')")
     values = ", ".join(f"({k})" for k in ks)
     connection.execute(f"CREATE VIEW ks AS SELECT * FROM (VALUES {values}) AS t(k)")
-    relation = connection.execute(SQL.read_text())
+    relation = connection.execute(sql or SQL.read_text())
     names = [d[0] for d in relation.description]
     frame = pl.DataFrame(relation.fetchall(), schema=names, orient="row")
     connection.close()
@@ -134,22 +137,7 @@ def test_the_log_has_every_edge(written: Written) -> None:
 def test_sql_equals_the_product_per_query(written: Written) -> None:
     sql, trec, clusters = written.sql, written.trec, written.clusters
     assert tuple(sql.columns) == PROFILE_COLUMNS
-    ranked = load_log_run(trec, depth=MAX_CUTOFF)  # the product's ranking: qid, rank, doc_id
-    returned = {q: int(n) for q, n in ranked.group_by("qid").len().iter_rows()}
-    traces = trace_ranking(ranked, returned, ClusterCorpus.of(clusters))
-    ordered = {
-        q: [d for _, d in sorted(zip(g["rank"], g["doc_id"], strict=True))]
-        for (q,), g in ranked.group_by("qid")
-    }
-    expected = {
-        (qid, k): (
-            trace.distinct(k),
-            min(k, trace.returned),
-            sum(1 for d in ordered[qid][:k] if d in clusters),
-        )
-        for qid, trace in traces.queries.items()
-        for k in KS
-    }
+    expected = _per_query(trec, clusters)  # the product's ranking and traces
     got = {
         (qid, k): (distinct, results, clustered)
         for qid, k, distinct, results, clustered in sql.iter_rows()
@@ -232,3 +220,61 @@ def test_a_parquet_row_is_named_by_its_number(tmp_path: Path) -> None:
     ).write_parquet(path)
     with pytest.raises(InputError, match=r"row 2: distinct_clusters must be at most results"):
         read_profile_rows(path)
+
+
+def _per_query(trec: Path, clusters: dict[str, str]) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The product's (distinct, results, clustered) of every query at every k."""
+    ranked = load_log_run(trec, depth=MAX_CUTOFF)
+    returned = {q: int(n) for q, n in ranked.group_by("qid").len().iter_rows()}
+    traces = trace_ranking(ranked, returned, ClusterCorpus.of(clusters))
+    ordered = {
+        q: [d for _, d in sorted(zip(g["rank"], g["doc_id"], strict=True))]
+        for (q,), g in ranked.group_by("qid")
+    }
+    return {
+        (qid, k): (
+            trace.distinct(k),
+            min(k, trace.returned),
+            sum(1 for d in ordered[qid][:k] if d in clusters),
+        )
+        for qid, trace in traces.queries.items()
+        for k in KS
+    }
+
+
+def test_the_line_variant_of_the_readme_keeps_the_first_line(tmp_path: Path) -> None:
+    """docs/sql/README.md: with a ``line`` column, ordering the dedup by it keeps
+    misstriage's first occurrence even where a repeat scores higher than its first line
+    (where the query as written, keeping the best-ranked occurrence, differs)."""
+    lines, corpus = make_log(seed=7)
+    rng = random.Random(7)
+    shuffled = [
+        (q, d, s + (rng.choice([0.0, 3.0]) if i % 5 == 0 else 0.0), r)
+        for i, (q, d, s, r) in enumerate(lines)
+    ]
+    results = tmp_path / "results.parquet"
+    pl.DataFrame(
+        [(*row, i) for i, row in enumerate(shuffled)],
+        schema={"qid": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
+        | {"line": pl.Int64},
+        orient="row",
+    ).write_parquet(results)
+    documents = tmp_path / "documents.parquet"
+    pl.DataFrame(
+        {"doc_id": list(corpus), "cluster_id": list(corpus.values())},
+        schema={"doc_id": pl.String, "cluster_id": pl.String},
+    ).write_parquet(documents)
+    trec = tmp_path / "log.trec"
+    trec.write_text("".join(f"{q} Q0 {d} {r} {s!r} sql\n" for q, d, s, r in shuffled))
+    clusters = {d: c for d, c in corpus.items() if c}
+    expected = _per_query(trec, clusters)
+
+    def rows(sql: str) -> dict[tuple[str, int], tuple[int, ...]]:
+        frame = run_sql(results, documents, KS, sql=sql)
+        return {(q, k): (d, n, c) for q, k, d, n, c in frame.iter_rows()}
+
+    as_written = SQL.read_text()
+    by_line = as_written.replace("ORDER BY CAST(score AS DOUBLE) DESC NULLS LAST", "ORDER BY line")
+    assert by_line != as_written
+    assert rows(by_line) == expected
+    assert rows(as_written) != expected  # the log has repeats scored above their first line
