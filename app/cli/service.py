@@ -289,7 +289,12 @@ def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
 @click.option("--golden-set", "golden_ref", required=True, help="Golden set id or name.")
 @click.option("--name", required=True)
 @click.option("--run", "run_path", required=True, type=click.Path(path_type=Path))
-@click.option("--run-format", type=click.Choice(["trec", "jsonl", "parquet"]))
+@click.option(
+    "--run-format",
+    type=click.Choice(["trec", "jsonl", "parquet", "cluster_profile"]),
+    help="Detected when absent. cluster_profile (with --log): the per-query output of "
+    "docs/sql/unique_clusters.sql, CSV or Parquet.",
+)
 @click.option("--order", type=click.Choice(ORDERS), default="trec_eval", show_default=True)
 @click.option(
     "--columns",
@@ -333,12 +338,31 @@ def import_run(
     from app.eval import Order
     from app.models import JUDGED, LOG
     from app.models.runs import RunPublic
+    from app.services.imports import profile_import
     from app.services.imports import runs as run_service
     from app.services.imports.series import parse_meta_pairs
     from app.settings import get_settings
 
     with database() as session:
         golden = _golden_by_ref(session, golden_ref)
+        if profile_import.is_profile_upload(run_path, run_format):
+            run = profile_import.import_cluster_profile(
+                session=session,
+                golden=golden,
+                name=name,
+                path=run_path,
+                source_name=run_path.name,
+                kind=LOG if log_run else JUDGED,
+                series=series,
+                meta=parse_meta_pairs(meta_pairs),
+            )
+            _emit(
+                RunPublic.of(run).model_dump(mode="json"),
+                output,
+                f"run {run.id} {run.name!r}: {run.lines} rows, {run.queries} queries "
+                "(a per-query cluster profile)",
+            )
+            return
         run = run_service.import_run(
             session=session,
             golden=golden,

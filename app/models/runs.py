@@ -179,6 +179,9 @@ class RunClusterTotals(SQLModel, table=True):
     #: Traced again from the stored rankings when another detector run was applied: exact
     #: up to this rank (the kept head); None: traced at import, over the whole run.
     traced_depth: int | None = None
+    #: The only cutoffs the figures are known at: a log run imported as its per-query profile
+    #: (docs/sql/unique_clusters.sql's output, app.eval.profile_rows); None: any k.
+    exact_ks: list[int] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class RunPublic(ReadModel):
@@ -258,6 +261,9 @@ class RunClustersPublic(ReadModel):
     depths: list[ClusterDepthPublic]
     #: the detector run the cluster ids come from, with its error rates (null: no clusters)
     detector_run: DetectorRunRef | None = None
+    #: the only k the figures are known at: a log run imported as its per-query cluster
+    #: profile (the output of docs/sql/unique_clusters.sql); null: any k
+    exact_ks: list[int] | None = None
 
     @classmethod
     def of(
@@ -269,9 +275,11 @@ class RunClustersPublic(ReadModel):
         depth: int,
         token_estimate: str | None,
         detector_run: DetectorRunRef | None = None,
+        exact_ks: list[int] | None = None,
     ) -> RunClustersPublic:
         return cls(
             detector_run=detector_run,
+            exact_ks=exact_ks,
             run_id=run_id,
             kind=kind,
             queries=profile.queries,

@@ -27,6 +27,11 @@ from app.services.delivery import events
 from app.services.errors import Invalid, ServiceError
 from app.services.imports import golden_sets as golden_service
 from app.services.imports import runs as run_service
+from app.services.imports.profile_import import (
+    PROFILE_FORMAT,
+    import_cluster_profile,
+    is_profile_upload,
+)
 from app.services.imports.series import parse_meta_pairs
 from app.services.triage import triages as triage_service
 from app.web.forms import Fields
@@ -50,6 +55,8 @@ class RunFormat(StrEnum):
     TREC = "trec"
     JSONL = "jsonl"
     PARQUET = "parquet"
+    #: a log run's per-query cluster profile (docs/sql/unique_clusters.sql's output)
+    CLUSTER_PROFILE = PROFILE_FORMAT
 
 
 @router.get("/", name="home")
@@ -211,23 +218,35 @@ def import_run(
             (path,) = saved.paths
             if path is None:
                 raise ServiceError("Choose a run file.", code="run_required")
-            run_columns = run_service.parse_columns(columns[:2000])
-            imported = run_service.import_run(
-                columns=run_columns,
-                progress=progress,
-                session=session,
-                golden=golden,
-                name=name,
-                path=path,
-                source_name=run.filename or "run",
-                fmt=fmt.value or None,
-                order=run_order,
-                keep_depth=settings.keep_depth,
-                user=principal.user,
-                kind=run_kind.value,
-                series=series,
-                meta=parse_meta_pairs(meta.splitlines()),
-            )
+            if is_profile_upload(path, fmt.value or None):
+                imported = import_cluster_profile(
+                    session=session,
+                    golden=golden,
+                    name=name,
+                    path=path,
+                    source_name=run.filename or "run",
+                    kind=run_kind.value,
+                    user=principal.user,
+                    series=series,
+                    meta=parse_meta_pairs(meta.splitlines()),
+                )
+            else:
+                imported = run_service.import_run(
+                    columns=run_service.parse_columns(columns[:2000]),
+                    progress=progress,
+                    session=session,
+                    golden=golden,
+                    name=name,
+                    path=path,
+                    source_name=run.filename or "run",
+                    fmt=fmt.value or None,
+                    order=run_order,
+                    keep_depth=settings.keep_depth,
+                    user=principal.user,
+                    kind=run_kind.value,
+                    series=series,
+                    meta=parse_meta_pairs(meta.splitlines()),
+                )
     except ServiceError as exc:
         return _back_to_golden_set(
             request,

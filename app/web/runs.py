@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from app.eval.clusters import FEW
 from app.eval.conventions import DEFAULT_DEPTH, MAX_CUTOFF
 from app.eval.diagnosis import DIAGNOSIS_MEANING, Diagnosis, Thresholds
+from app.eval.profile_rows import unknown_ks
 from app.http.deps import ReviewerDep, SessionDep
 from app.http.params import Id, Page, PerPage, QueryId
 from app.models.golden import GoldenSetPublic
@@ -135,10 +136,20 @@ def run_clusters_page(
     answers 422 with the page: its message next to the field, the value entered kept in it,
     the defaults shown for it."""
     context = run_service.run_context(session=session, run_id=run_id)
+    # No k entered (or none usable): the run's own (a per-query profile's imported ks, the
+    # only ones it knows), not the page's default.
+    ks = view.ks
+    own = cluster_service.default_ks(session=session, run=context.run)
+    known = cluster_service.known_ks(session=session, run=context.run)
+    if not view.entered.get("k", "").strip() or "k" in view.errors:
+        ks = own
+    elif known is not None and (refused := unknown_ks(ks, known)) is not None:
+        view.errors["k"] = refused
+        ks = own
     profile = cluster_service.run_clusters(
         session=session,
         run=context.run,
-        ks=view.ks,
+        ks=ks,
         threshold=view.threshold,
         price_per_mtok=view.price_per_mtok,
         queries_per_day=view.queries_per_day,
@@ -162,7 +173,7 @@ def run_clusters_page(
             "golden": GoldenSetPublic.of(context.golden),
             "profile": profile,
             "chart": clusters_chart(curves, notes=notes),
-            "ks": ",".join(map(str, view.ks)),
+            "ks": ",".join(map(str, ks)),
             "threshold": view.threshold,
             "price_per_mtok": view.price_per_mtok,
             "queries_per_day": view.queries_per_day,

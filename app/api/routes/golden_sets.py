@@ -18,6 +18,7 @@ from app.readmodel import PageOf, paged
 from app.services.delivery import events
 from app.services.errors import Invalid
 from app.services.imports import golden_sets as service
+from app.services.imports import profile_import
 from app.services.imports import runs as run_service
 from app.services.imports import series as series_service
 from app.services.paging import DEFAULT_PER_PAGE
@@ -105,14 +106,34 @@ def import_run(
     ``columns`` names a Parquet file's column of each field, ``qid=query_id, doc_id=docid,
     score=bm25, rank=position``, where they are not qid, doc_id, score, rank). ``kind=log``:
     production query-log results without judgments for their queries (every query kept;
-    cluster measures only, ``GET /api/v1/runs/{id}/clusters``). ``series`` names the
-    configuration it is one evaluation of ("bm25-main"), ``meta`` its provenance as a JSON
-    object of strings (``{"commit": "abc123", "branch": "main", "time": "..."}``)."""
+    cluster measures only, ``GET /api/v1/runs/{id}/clusters``). A log run may also come as
+    its per-query cluster profile, the output of docs/sql/unique_clusters.sql (CSV, plain or
+    gzip, or Parquet, with the columns ``qid, k, distinct_clusters, results, clustered``;
+    ``format=cluster_profile``, or detected by those columns): its clusters are then known
+    at the file's ks only (``exact_ks``), without a cost side; ``kind=judged`` is refused
+    (422 ``profile_is_log``), a bad file answers 400 ``bad_input`` naming its line.
+    ``series`` names the configuration it is one evaluation of ("bm25-main"), ``meta`` its
+    provenance as a JSON object of strings
+    (``{"commit": "abc123", "branch": "main", "time": "..."}``)."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     with saved_uploads(run) as saved:
         (path,) = saved.paths
         if path is None:
             raise Invalid("a run file is needed", code="run_required")
+        if profile_import.is_profile_upload(path, format or None):
+            stored = profile_import.import_cluster_profile(
+                session=session,
+                golden=golden,
+                name=name,
+                path=path,
+                source_name=run.filename or "run",
+                kind=kind,
+                description=description,
+                user=principal.user,
+                series=series,
+                meta=series_service.meta_from_json(meta),
+            )
+            return RunPublic.of(stored)
         stored = run_service.import_run(
             session=session,
             golden=golden,

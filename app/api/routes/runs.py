@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from app.eval import Gain, Thresholds
-from app.eval.cluster_profile import DEFAULT_KS, DEFAULT_THRESHOLD
+from app.eval.cluster_profile import DEFAULT_THRESHOLD
 from app.eval.conventions import (
     DEFAULT_DEPTH,
     DEFAULT_DEPTHS,
@@ -242,15 +242,16 @@ def run_clusters(
 ) -> RunClustersPublic:
     """unique-clusters@k over every query the run answers, judged or not (a log run's too), at
     each k of ``k`` (comma-separated, default 10,20,30,40,50; any k, also deeper than the
-    kept head): the distribution (median, p10, p90, share at or below ``threshold``,
-    histogram), the mean distinct clusters, the distinct fraction and the marginal distinct
-    clusters per added slot; where the corpus has text, the prompt tokens of the top k and,
-    with ``price_per_mtok`` and ``queries_per_day``, their daily price."""
+    kept head; a run imported as its per-query cluster profile: its ``exact_ks``, the default
+    and the only k it answers): the distribution (median, p10, p90, share at or below
+    ``threshold``, histogram), the mean distinct clusters, the distinct fraction and the
+    marginal distinct clusters per added slot; where the corpus has text, the prompt tokens of
+    the top k and, with ``price_per_mtok`` and ``queries_per_day``, their daily price."""
     run = service.get_run(session=session, run_id=run_id)
     return cluster_service.run_clusters(
         session=session,
         run=run,
-        ks=cluster_service.parse_ks(k, DEFAULT_KS),
+        ks=cluster_service.parse_ks(k, ()),  # none: the run's own (default_ks)
         threshold=threshold,
         price_per_mtok=price_per_mtok,
         queries_per_day=queries_per_day,

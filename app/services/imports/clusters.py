@@ -20,6 +20,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from app.eval.cluster_profile import (
+    DEFAULT_KS,
     TOKEN_ESTIMATE,
     ClusterCorpus,
     ClusterTraces,
@@ -32,6 +33,7 @@ from app.eval.cluster_profile import (
 from app.eval.cluster_ranks import CLUSTER_RANKS_SCHEMA, evaluate_cluster_ranks
 from app.eval.clusters import ClusterEvaluation, evaluate_clusters
 from app.eval.conventions import MAX_CUTOFF, parse_depths
+from app.eval.profile_rows import unknown_ks
 from app.models import (
     LOG,
     Document,
@@ -238,10 +240,12 @@ def store_traces(
     traces: ClusterTraces,
     detector_run_id: int | None,
     traced_depth: int | None = None,
+    exact_ks: tuple[int, ...] | None = None,
 ) -> None:
     """Write a run's traces and, when traced, its judged documents' cluster ranks (inside the
     caller's ``writing`` block), with the detector run whose clusters they were made with
-    and, when traced again from the kept head, how deep they are exact."""
+    and, when traced again from the kept head, how deep they are exact; ``exact_ks``: the
+    only cutoffs they are exact at (traces made of per-query profile rows)."""
     queries = traces.queries
     store_query_traces(
         session,
@@ -276,6 +280,7 @@ def store_traces(
         cluster_ranks=traces.cluster_ranks is not None,
         detector_run_id=detector_run_id,
         traced_depth=traced_depth,
+        exact_ks=exact_ks,
     )
 
 
@@ -293,6 +298,7 @@ def store_totals(
     cluster_ranks: bool,
     detector_run_id: int | None,
     traced_depth: int | None = None,
+    exact_ks: tuple[int, ...] | None = None,
 ) -> None:
     """Write a run's per-rank totals: their row says the run's traces are stored."""
     session.add(
@@ -302,6 +308,7 @@ def store_totals(
             cluster_ranks=cluster_ranks,
             detector_run_id=detector_run_id,
             traced_depth=traced_depth,
+            exact_ks=None if exact_ks is None else list(exact_ks),
         )
     )
 
@@ -341,6 +348,21 @@ def parse_ks(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     return ks
 
 
+def known_ks(*, session: Session, run: Run) -> tuple[int, ...] | None:
+    """The only cutoffs a run's cluster figures are known at (a log run imported as its
+    per-query profile); None: any k."""
+    totals = session.get(RunClusterTotals, run.id)
+    if totals is None or totals.exact_ks is None:
+        return None
+    return tuple(int(k) for k in totals.exact_ks)
+
+
+def default_ks(*, session: Session, run: Run) -> tuple[int, ...]:
+    """The cutoffs a run's clusters are shown at when none are asked for: the imported ks of
+    a per-query profile, else ``DEFAULT_KS``."""
+    return known_ks(session=session, run=run) or DEFAULT_KS
+
+
 def run_clusters(
     *,
     session: Session,
@@ -352,7 +374,11 @@ def run_clusters(
 ) -> RunClustersPublic:
     """unique-clusters@k over every query the run answers at each k of ``ks`` (any k up to
     ``MAX_CUTOFF``; beyond a query's results, it counts what it returned), with the prompt
-    cost where the corpus has text."""
+    cost where the corpus has text. No ``ks``: the run's ``default_ks``; a run imported as
+    its per-query profile is measured at its imported ks alone (another: 422 ``invalid_k``)."""
+    exact_ks = known_ks(session=session, run=run)
+    if not ks:
+        ks = exact_ks or DEFAULT_KS
     if not ks or ks[0] < 1 or ks[-1] > MAX_CUTOFF:
         raise Invalid(f"every k must be between 1 and {MAX_CUTOFF}", code="invalid_k")
     traces = stored_traces(session=session, run=run)
@@ -365,6 +391,9 @@ def run_clusters(
             "the run again for deeper k",
             code="invalid_k",
         )
+    refused = None if exact_ks is None else unknown_ks(ks, exact_ks)
+    if refused is not None:
+        raise Invalid(refused, code="invalid_k")
     profile = profile_of_traces(
         traces,
         ks=ks,
@@ -380,4 +409,5 @@ def run_clusters(
         depth=traces.depth if exact_to is None else min(traces.depth, exact_to),
         token_estimate=TOKEN_ESTIMATE if traces.totals.tokens is not None else None,
         detector_run=detector_run_of(session=session, run=run),
+        exact_ks=None if exact_ks is None else list(exact_ks),
     )
