@@ -388,6 +388,37 @@ def tally_of_joined(
     )
 
 
+def tally_of_trace_rows(rows: pl.DataFrame, ks: Sequence[int], *, has_text: bool) -> ClusterTally:
+    """The tally of some queries' stored traces, in columns: ``returned`` and ``repeats``
+    (a list of ranks), one row a query; without the per-rank totals (a run's, added once).
+    u_q(k) = min(k, returned) - (repeats at rank <= k), as ``QueryTrace.distinct``."""
+    cutoffs = tuple(ks)
+    returned = pl.col("returned")
+    per_query = rows.select(
+        returned,
+        *[
+            (
+                pl.min_horizontal(returned, pl.lit(k))
+                - pl.col("repeats").list.eval(pl.element() <= k).list.sum().fill_null(0)
+            ).alias(f"u{k}")
+            for k in cutoffs
+        ],
+    )
+    n = per_query.get_column("returned")
+    histograms = []
+    for k in cutoffs:
+        counts = per_query.get_column(f"u{k}").value_counts()
+        histograms.append(Counter({int(u): int(c) for u, c in counts.iter_rows()}))
+    return ClusterTally(
+        ks=cutoffs,
+        has_text=has_text,
+        queries=per_query.height,
+        histograms=histograms,
+        short=[int((n < k).sum()) for k in cutoffs],
+        shown=int(n.clip(upper_bound=cutoffs[-1]).sum()),
+    )
+
+
 def quantile_of_counts(histogram: Mapping[int, int], p: float) -> float:
     """``quantile`` of the values a histogram counts (value -> how many), without listing
     them: the same order statistics, the same interpolation."""

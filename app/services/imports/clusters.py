@@ -5,14 +5,15 @@ unique-clusters@k and cluster-recall@k in the metrics answer); which runs have j
 What any k needs is traced at import (``app.eval.cluster_profile.trace_ranking``) and stored
 compactly: a row per query (its result count and the ranks at which a result repeats a cluster
 already seen) and one row of per-rank totals per run. The figures are then computed by the same
-pure code as ``misstriage clusters`` (``profile_of_traces``), at any k. For cluster-recall, the
-judged documents' cluster ranks (``app.eval.cluster_ranks``) are stored beside them, where they
+pure code as ``misstriage clusters`` (``profile_of_tally``), at any k, from the traces read
+some queries at a time (``stored_tally``: a log of millions of queries is never held whole).
+For cluster-recall, the judged documents' cluster ranks (``app.eval.cluster_ranks``) are stored beside them, where they
 differ from the documents' own ranks (``run_judged_cluster``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import polars as pl
@@ -23,11 +24,13 @@ from app.eval.cluster_profile import (
     DEFAULT_KS,
     TOKEN_ESTIMATE,
     ClusterCorpus,
+    ClusterTally,
     ClusterTraces,
     CorpusSource,
     QueryTrace,
     RankTotals,
-    profile_of_traces,
+    profile_of_tally,
+    tally_of_trace_rows,
     tokens_of_lengths,
 )
 from app.eval.cluster_ranks import CLUSTER_RANKS_SCHEMA, evaluate_cluster_ranks
@@ -313,8 +316,45 @@ def store_totals(
     )
 
 
-def stored_traces(*, session: Session, run: Run) -> ClusterTraces:
-    """A run's traces as stored; 409 ``clusters_not_stored`` for a run imported before."""
+#: Stored traces read at once to tally a run's clusters (a log of millions of queries is
+#: read in pieces this size, never held whole).
+TALLY_CHUNK = 50_000
+
+
+def stored_tally(*, session: Session, run: Run, ks: Sequence[int]) -> tuple[ClusterTally, int]:
+    """The tally of a run's stored traces at the cutoffs ``ks`` and its longest ranking,
+    read some queries at a time (in qid order, by key); 409 ``clusters_not_stored`` for a run
+    imported before."""
+    row = _totals_row(session=session, run=run)
+    stored = row.totals
+    totals = RankTotals(
+        clustered=list(stored.get("clustered") or []),
+        known=list(stored.get("known") or []),
+        tokens=None if stored.get("tokens") is None else list(stored["tokens"]),
+    )
+    tally = ClusterTally(ks=tuple(ks), has_text=totals.tokens is not None)
+    depth = 0
+    after: str | None = None
+    while True:
+        query = select(RunClusterQuery.qid, RunClusterQuery.returned, RunClusterQuery.repeats)
+        query = query.where(RunClusterQuery.run_id == run.id)
+        if after is not None:
+            query = query.where(col(RunClusterQuery.qid) > after)
+        rows = session.exec(query.order_by(col(RunClusterQuery.qid)).limit(TALLY_CHUNK)).all()
+        if not rows:
+            break
+        after = rows[-1][0]
+        frame = pl.DataFrame(
+            {"returned": [r[1] for r in rows], "repeats": [list(r[2]) for r in rows]},
+            schema={"returned": pl.Int64, "repeats": pl.List(pl.Int64)},
+        )
+        depth = max(depth, max(r[1] for r in rows))
+        tally.add(tally_of_trace_rows(frame, ks, has_text=tally.has_text))
+    tally.totals = totals
+    return tally, depth
+
+
+def _totals_row(*, session: Session, run: Run) -> RunClusterTotals:
     row = session.get(RunClusterTotals, run.id)
     if row is None:
         raise Conflict(
@@ -322,6 +362,12 @@ def stored_traces(*, session: Session, run: Run) -> ClusterTraces:
             "again to measure its clusters",
             code="clusters_not_stored",
         )
+    return row
+
+
+def stored_traces(*, session: Session, run: Run) -> ClusterTraces:
+    """A run's traces as stored; 409 ``clusters_not_stored`` for a run imported before."""
+    row = _totals_row(session=session, run=run)
     queries = _query_traces(session=session, run=run)
     totals = row.totals
     return ClusterTraces(
@@ -381,7 +427,7 @@ def run_clusters(
         ks = exact_ks or DEFAULT_KS
     if not ks or ks[0] < 1 or ks[-1] > MAX_CUTOFF:
         raise Invalid(f"every k must be between 1 and {MAX_CUTOFF}", code="invalid_k")
-    traces = stored_traces(session=session, run=run)
+    tally, run_depth = stored_tally(session=session, run=run, ks=ks)
     totals = session.get(RunClusterTotals, run.id)
     exact_to = None if totals is None else totals.traced_depth
     if exact_to is not None and ks[-1] > exact_to:
@@ -394,9 +440,8 @@ def run_clusters(
     refused = None if exact_ks is None else unknown_ks(ks, exact_ks)
     if refused is not None:
         raise Invalid(refused, code="invalid_k")
-    profile = profile_of_traces(
-        traces,
-        ks=ks,
+    profile = profile_of_tally(
+        tally,
         threshold=threshold,
         price_per_million=price_per_mtok,
         queries_per_day=queries_per_day,
@@ -406,8 +451,8 @@ def run_clusters(
         profile,
         run_id=run.id,
         kind=run.kind,
-        depth=traces.depth if exact_to is None else min(traces.depth, exact_to),
-        token_estimate=TOKEN_ESTIMATE if traces.totals.tokens is not None else None,
+        depth=run_depth if exact_to is None else min(run_depth, exact_to),
+        token_estimate=TOKEN_ESTIMATE if tally.has_text else None,
         detector_run=detector_run_of(session=session, run=run),
         exact_ks=None if exact_ks is None else list(exact_ks),
     )
