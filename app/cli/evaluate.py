@@ -293,7 +293,7 @@ def evaluate(
             results: list[RunEvaluation] = []
             by_cluster: dict[str, ClusterEvaluation] = {}
             missing: list[tuple[str, Any]] = []
-            setup.import_in_background(setup.later_modules(output_format))
+            setup.import_in_background(setup.later_modules(output_format, [p for _, p in runs]))
             for name, path in runs:
                 ranked = load_run(
                     path,

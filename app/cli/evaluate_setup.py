@@ -73,21 +73,29 @@ def parse_fail_under(specs: tuple[str, ...]) -> list[tuple[Measure, float]]:
     return thresholds
 
 
-#: Modules needed once a run is read (numpy to rank it, and for JSON or CSV the output's
-#: models): imported in a thread while the run is read, since the parser leaves the
+#: Modules needed once a run is read (numpy to rank a large one, and for JSON or CSV the
+#: output's models): imported in a thread while the run is read, since the parser leaves the
 #: interpreter free most of the time (about 40 ms less wall time at 7M lines on two cores,
 #: measured).
 LATER_MODULES = ("numpy",)
 OUTPUT_MODULES = ("app.services.imports.metrics",)
+#: Runs up to this size (about 50,000 TREC lines: app.eval.ranking.SMALL_PART_LINES) are
+#: ranked without numpy: it is not imported ahead for them.
+SMALL_RUNS_BYTES = 2 << 20
 
 
-def later_modules(output_format: str) -> tuple[str, ...]:
-    """What to import while the run is read: the text table needs no output model."""
-    return LATER_MODULES if output_format == "table" else LATER_MODULES + OUTPUT_MODULES
+def later_modules(output_format: str, runs: list[Path]) -> tuple[str, ...]:
+    """What to import while the runs are read: numpy for a large run, the output's models
+    for JSON or CSV (the text table needs none)."""
+    size = sum(p.stat().st_size for p in runs if p.is_file())
+    modules = LATER_MODULES if size > SMALL_RUNS_BYTES else ()
+    return modules if output_format == "table" else modules + OUTPUT_MODULES
 
 
 def import_in_background(modules: tuple[str, ...]) -> None:
     """Import ``modules`` in a daemon thread (see LATER_MODULES)."""
+    if not modules:
+        return
 
     def run() -> None:
         # evaluate multiplies no matrices: OpenBLAS need not start a thread per core
