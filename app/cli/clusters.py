@@ -13,7 +13,7 @@ from app import __version__
 from app.cli.params import CLUSTER_KS, CLUSTER_THRESHOLD, ORDERS, TABLE_OR_JSON, FiniteFloatRange
 
 if TYPE_CHECKING:
-    from app.eval.cluster_profile import ClusterProfile
+    from app.eval.cluster_profile import ClusterCorpus, ClusterProfile
 
 # The evaluation core (polars) is imported in the functions' bodies: --help loads click alone
 # (the defaults written out in app/cli/params.py, kept equal to app.eval's by the tests).
@@ -26,21 +26,27 @@ def _fail(message: str) -> NoReturn:
     sys.exit(EXIT_BAD_INPUT)
 
 
-def _read_corpus(path: Path) -> tuple[dict[str, str], dict[str, float] | None]:
-    """(doc_id -> cluster_id of clustered documents, doc_id -> estimated tokens or None when
-    no document of the corpus has any text)."""
-    from app.eval.cluster_profile import estimate_tokens
+def _read_corpus(path: Path) -> ClusterCorpus:
+    """The corpus as the cluster measures join it: every document's cluster (null for none)
+    and estimated tokens, and whether any document has text (the cost side)."""
+    import polars as pl
+
+    from app.eval.cluster_profile import CORPUS_SCHEMA, ClusterCorpus, estimate_tokens
     from app.eval.jsonl import read_corpus
 
-    clusters: dict[str, str] = {}
-    tokens: dict[str, float] = {}
+    ids: list[str] = []
+    clusters: list[str | None] = []
+    tokens: list[float] = []
     has_text = False
     for doc in read_corpus(path):
-        if doc.cluster_id:
-            clusters[doc.doc_id] = doc.cluster_id
-        tokens[doc.doc_id] = estimate_tokens(doc.title, doc.text)
+        ids.append(doc.doc_id)
+        clusters.append(doc.cluster_id or None)
+        tokens.append(estimate_tokens(doc.title, doc.text))
         has_text = has_text or bool(doc.text)
-    return clusters, tokens if has_text else None
+    documents = pl.DataFrame(
+        {"doc_id": ids, "cluster_id": clusters, "tokens": tokens}, schema=CORPUS_SCHEMA
+    )
+    return ClusterCorpus(documents=documents, has_text=has_text)
 
 
 def source_sentence(corpus: Path) -> str:
@@ -147,7 +153,8 @@ def render_profile(profile: ClusterProfile) -> str:
     "run_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="A run (TREC or JSONL, plain or .gz), e.g. a query log's results: no judgments needed.",
+    help="A run (TREC, JSONL or Parquet, plain or .gz), e.g. a query log's results: no "
+    "judgments needed; read block by block of whole queries.",
 )
 @click.option(
     "--corpus",
@@ -190,8 +197,32 @@ def render_profile(profile: ClusterProfile) -> str:
 )
 @click.option(
     "--run-format",
-    type=click.Choice(["trec", "jsonl"]),
+    type=click.Choice(["trec", "jsonl", "parquet"]),
     help="Run file format; detected when absent.",
+)
+@click.option(
+    "--qid-column",
+    default="qid",
+    show_default=True,
+    help="Parquet: the column of the query id.",
+)
+@click.option(
+    "--doc-column",
+    default="doc_id",
+    show_default=True,
+    help="Parquet: the column of the document id.",
+)
+@click.option(
+    "--score-column",
+    default="score",
+    show_default=True,
+    help="Parquet: the column of the score (order trec_eval).",
+)
+@click.option(
+    "--rank-column",
+    default="rank",
+    show_default=True,
+    help="Parquet: the column of the rank (order rank).",
 )
 @TABLE_OR_JSON
 def clusters(
@@ -203,6 +234,10 @@ def clusters(
     queries_per_day: float | None,
     order: str,
     run_format: str | None,
+    qid_column: str,
+    doc_column: str,
+    score_column: str,
+    rank_column: str,
     output_format: str,
 ) -> None:
     """unique-clusters@k over every query of a run, judged or not: per k the mean distinct
@@ -211,28 +246,38 @@ def clusters(
 
     Exit status: 0 ok, 2 bad options or input.
     """
-    from app.eval.cluster_profile import cluster_profile
+    from app.eval.cluster_profile import profile_of_tally
     from app.eval.conventions import Order, parse_depths
     from app.eval.errors import InputError
-    from app.eval.sources import load_log_run
 
     try:
         cutoffs = parse_depths(ks)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--k") from None
+    from app.eval.cluster_stream import tally_log
+    from app.eval.parquet import RunColumns
+
+    columns = RunColumns(qid=qid_column, doc_id=doc_column, score=score_column, rank=rank_column)
     try:
-        top = load_log_run(run_path, depth=cutoffs[-1], order=Order(order), fmt=run_format)
-        by_cluster, tokens = _read_corpus(corpus_path)
+        corpus = _read_corpus(corpus_path)
+        # The log is read block by block of whole queries: memory holds a few blocks, not
+        # the log (app.eval.cluster_stream).
+        tallied = tally_log(
+            run_path, corpus, cutoffs, order=Order(order), fmt=run_format, columns=columns
+        )
     except InputError as exc:
         _fail(str(exc))
     except OSError as exc:
         _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-    profile = cluster_profile(
-        top,
-        by_cluster,
-        ks=cutoffs,
+    if not tallied.streamed:
+        click.echo(
+            f"misstriage: note: {run_path} was read whole (its queries' lines are not "
+            "together, or a line needs the careful reader): memory grows with the file",
+            err=True,
+        )
+    profile = profile_of_tally(
+        tallied.tally,
         threshold=threshold,
-        tokens=tokens,
         price_per_million=price_per_million,
         queries_per_day=queries_per_day,
     )

@@ -289,8 +289,14 @@ def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
 @click.option("--golden-set", "golden_ref", required=True, help="Golden set id or name.")
 @click.option("--name", required=True)
 @click.option("--run", "run_path", required=True, type=click.Path(path_type=Path))
-@click.option("--run-format", type=click.Choice(["trec", "jsonl"]))
+@click.option("--run-format", type=click.Choice(["trec", "jsonl", "parquet"]))
 @click.option("--order", type=click.Choice(ORDERS), default="trec_eval", show_default=True)
+@click.option(
+    "--columns",
+    default="",
+    help="A Parquet run's column of each field where not qid, doc_id, score, rank: "
+    "'qid=query_id, doc_id=docid, score=bm25'.",
+)
 @click.option(
     "--log",
     "log_run",
@@ -317,6 +323,7 @@ def import_run(
     run_path: Path,
     run_format: str | None,
     order: str,
+    columns: str,
     log_run: bool,
     series: str | None,
     meta_pairs: tuple[str, ...],
@@ -344,6 +351,7 @@ def import_run(
             kind=LOG if log_run else JUDGED,
             series=series,
             meta=parse_meta_pairs(meta_pairs),
+            columns=run_service.parse_columns(columns),
         )
     _emit(
         RunPublic.of(run).model_dump(mode="json"),

@@ -248,19 +248,222 @@ def trace_ranking(
     )
     repeats = {qid: tuple(int(r) for r in ranks) for qid, ranks in repeated.iter_rows()}
     queries = {q: QueryTrace(n, repeats.get(q, ())) for q, n in returned.items()}
-    text = corpus.has_text
-    totals = RankTotals(
+    return ClusterTraces(queries, trace_totals(joined, has_text=corpus.has_text))
+
+
+def trace_totals(joined: pl.DataFrame, *, has_text: bool) -> RankTotals:
+    """The per-rank totals of results joined with the corpus (rank, cluster_id, tokens)."""
+    return RankTotals(
         clustered=_per_rank(joined, pl.col("cluster_id").is_not_null().cast(pl.Int64)),
-        known=_per_rank(joined, pl.col("tokens").is_not_null().cast(pl.Int64)) if text else [],
+        known=_per_rank(joined, pl.col("tokens").is_not_null().cast(pl.Int64)) if has_text else [],
         tokens=[float(v) for v in _per_rank(joined, pl.col("tokens").fill_null(0.0))]
-        if text
+        if has_text
         else None,
     )
-    return ClusterTraces(queries, totals)
+
+
+def add_totals(a: RankTotals, b: RankTotals) -> RankTotals:
+    """The totals of two sets of queries together (tokens: None unless both have them; an
+    empty RankTotals() adds nothing)."""
+    tokens = None
+    if a.tokens is not None and b.tokens is not None:
+        tokens = _plus(a.tokens, b.tokens)
+    elif a == RankTotals():
+        tokens = b.tokens
+    elif b == RankTotals():
+        tokens = a.tokens
+    return RankTotals(
+        clustered=_plus(a.clustered, b.clustered), known=_plus(a.known, b.known), tokens=tokens
+    )
 
 
 def _upto(values: Sequence[float], k: int) -> float:
     return float(sum(values[:k]))
+
+
+def _plus(a: list[Any], b: Sequence[Any]) -> list[Any]:
+    """Elementwise sum of two per-rank lists of any lengths."""
+    if len(a) < len(b):
+        a = a + [0] * (len(b) - len(a))
+    return [x + (b[i] if i < len(b) else 0) for i, x in enumerate(a)]
+
+
+@dataclass
+class ClusterTally:
+    """What the profile at fixed cutoffs needs, summed over queries: per k the histogram of
+    u_q(k) and the queries with fewer than k results, and the per-rank totals. Its size
+    depends on the cutoffs, not on the queries: a log of any length is tallied block by block
+    (``add``) and the figures come out the same as from the traces of every query."""
+
+    ks: tuple[int, ...]
+    #: False: the corpus has no text (no cost side: ``totals.tokens`` is None)
+    has_text: bool
+    queries: int = 0
+    #: per k (in ``ks`` order): distinct count -> queries
+    histograms: list[Counter[int]] = field(default_factory=list)
+    #: per k: queries with fewer than k results
+    short: list[int] = field(default_factory=list)
+    #: results shown at the largest k (sum over q of min(max(ks), results of q))
+    shown: int = 0
+    totals: RankTotals = field(default_factory=RankTotals)
+
+    def __post_init__(self) -> None:
+        if not self.histograms:
+            self.histograms = [Counter() for _ in self.ks]
+        if not self.short:
+            self.short = [0] * len(self.ks)
+        if self.has_text and self.totals.tokens is None:
+            self.totals = RankTotals(self.totals.clustered, self.totals.known, [])
+
+    def add(self, other: ClusterTally) -> None:
+        """Count the queries of ``other`` too (queries of its own: none counted here)."""
+        if other.ks != self.ks or other.has_text != self.has_text:
+            raise ValueError("tallies of different cutoffs or corpora do not add")
+        self.queries += other.queries
+        for mine, theirs in zip(self.histograms, other.histograms, strict=True):
+            mine.update(theirs)
+        self.short = [a + b for a, b in zip(self.short, other.short, strict=True)]
+        self.shown += other.shown
+        self.totals = add_totals(self.totals, other.totals)
+
+
+def tally_of_traces(traces: ClusterTraces, ks: Sequence[int], *, has_text: bool) -> ClusterTally:
+    """The tally of every query's trace at the cutoffs ``ks`` (sorted, distinct)."""
+    runs = list(traces.queries.values())
+    cutoffs = tuple(ks)
+    return ClusterTally(
+        ks=cutoffs,
+        has_text=has_text,
+        queries=len(runs),
+        histograms=[Counter(t.distinct(k) for t in runs) for k in cutoffs],
+        short=[sum(1 for t in runs if t.returned < k) for k in cutoffs],
+        shown=sum(min(cutoffs[-1], t.returned) for t in runs),
+        totals=traces.totals,
+    )
+
+
+def tally_of_ranked(ranked: pl.DataFrame, corpus: ClusterCorpus, ks: Sequence[int]) -> ClusterTally:
+    """The tally of some whole queries' rankings, in columns: ``ranked`` holds qid, rank
+    (1-based, repeated documents dropped), doc_id of at least their first max(ks) results.
+    The same figures as ``tally_of_traces(trace_ranking(...))``, without a trace a query."""
+    joined = (
+        ranked.lazy()
+        .select("qid", "rank", "doc_id")
+        .filter(pl.col("rank") <= max(ks))
+        .join(corpus.documents.lazy(), on="doc_id", how="left")
+        .with_columns(
+            # a result brings a new cluster: it has none (its own), or it is its cluster's best
+            new=pl.col("cluster_id").is_null()
+            | (pl.col("rank") == pl.col("rank").min().over("qid", "cluster_id"))
+        )
+        .collect()
+    )
+    return tally_of_joined(joined, ks, has_text=corpus.has_text)
+
+
+def tally_of_joined(
+    joined: pl.DataFrame, ks: Sequence[int], *, has_text: bool, query: str = "qid"
+) -> ClusterTally:
+    """The tally of the first max(ks) results of some whole queries joined with the corpus:
+    ``query`` (the query's key), rank, cluster_id (null: none), tokens (null: not in the
+    corpus) and ``new`` (the result's cluster is not among the better-ranked ones')."""
+    cutoffs = tuple(ks)
+    per_query = joined.group_by(query).agg(
+        pl.len().alias("n"),
+        *[(pl.col("new") & (pl.col("rank") <= k)).sum().alias(f"u{k}") for k in cutoffs],
+    )
+    n = per_query.get_column("n")
+    histograms = []
+    for k in cutoffs:
+        counts = per_query.get_column(f"u{k}").value_counts()
+        histograms.append(Counter({int(u): int(c) for u, c in counts.iter_rows()}))
+    return ClusterTally(
+        ks=cutoffs,
+        has_text=has_text,
+        queries=per_query.height,
+        histograms=histograms,
+        short=[int((n < k).sum()) for k in cutoffs],
+        shown=int(n.sum()),
+        totals=trace_totals(joined, has_text=has_text),
+    )
+
+
+def quantile_of_counts(histogram: Mapping[int, int], p: float) -> float:
+    """``quantile`` of the values a histogram counts (value -> how many), without listing
+    them: the same order statistics, the same interpolation."""
+    n = sum(histogram.values())
+    if not n:
+        return 0.0
+    h = (n - 1) * p
+    j = math.floor(h)
+
+    def at(index: int) -> int:
+        seen = 0
+        for value in sorted(histogram):
+            seen += histogram[value]
+            if index < seen:
+                return value
+        raise IndexError(index)
+
+    if j + 1 >= n:
+        return float(at(n - 1))
+    low, high = at(j), at(j + 1)
+    return float(low + (h - j) * (high - low))
+
+
+def profile_of_tally(
+    tally: ClusterTally,
+    *,
+    threshold: int = DEFAULT_THRESHOLD,
+    price_per_million: float | None = None,
+    queries_per_day: float | None = None,
+) -> ClusterProfile:
+    """The cluster profile (see the module's definitions) at the tally's cutoffs."""
+    rows: list[ClusterDepth] = []
+    previous: tuple[int, float] | None = None
+    totals = tally.totals
+    n = tally.queries
+    for i, k in enumerate(tally.ks):
+        histogram = tally.histograms[i]
+        mean = sum(u * c for u, c in histogram.items()) / n if n else 0.0
+        prompt = daily = None
+        if totals.tokens is not None and n:
+            prompt = _upto(totals.tokens, k) / n
+            if price_per_million is not None and queries_per_day is not None:
+                daily = prompt * queries_per_day * price_per_million / 1_000_000
+        rows.append(
+            ClusterDepth(
+                k=k,
+                mean_distinct=mean,
+                distinct_fraction=mean / k,
+                marginal_per_slot=None
+                if previous is None
+                else (mean - previous[1]) / (k - previous[0]),
+                median=quantile_of_counts(histogram, 0.5),
+                p10=quantile_of_counts(histogram, 0.1),
+                p90=quantile_of_counts(histogram, 0.9),
+                share_at_or_below=sum(c for u, c in histogram.items() if u <= threshold) / n
+                if n
+                else 0.0,
+                histogram={u: histogram[u] for u in sorted(histogram) if histogram[u]},
+                short_queries=tally.short[i],
+                prompt_tokens=prompt,
+                daily_price=daily,
+            )
+        )
+        previous = (k, mean)
+    deepest = tally.ks[-1]
+    return ClusterProfile(
+        queries=n,
+        threshold=threshold,
+        depths=rows,
+        unclustered_results=tally.shown - int(_upto(totals.clustered, deepest)),
+        unknown_results=tally.shown - int(_upto(totals.known, deepest))
+        if totals.tokens is not None
+        else 0,
+        price_per_million=price_per_million,
+        queries_per_day=queries_per_day,
+    )
 
 
 def profile_of_traces(
@@ -275,49 +478,10 @@ def profile_of_traces(
     cutoffs = sorted(set(ks))
     if not cutoffs or cutoffs[0] < 1:
         raise ValueError(f"every k must be >= 1, got {list(ks)}")
-    runs = list(traces.queries.values())
-    totals = traces.totals
-    rows: list[ClusterDepth] = []
-    previous: tuple[int, float] | None = None
-    for k in cutoffs:
-        values = [t.distinct(k) for t in runs]
-        mean = sum(values) / len(values) if values else 0.0
-        prompt = daily = None
-        if totals.tokens is not None and runs:
-            prompt = _upto(totals.tokens, k) / len(runs)
-            if price_per_million is not None and queries_per_day is not None:
-                daily = prompt * queries_per_day * price_per_million / 1_000_000
-        rows.append(
-            ClusterDepth(
-                k=k,
-                mean_distinct=mean,
-                distinct_fraction=mean / k,
-                marginal_per_slot=None
-                if previous is None
-                else (mean - previous[1]) / (k - previous[0]),
-                median=quantile(values, 0.5),
-                p10=quantile(values, 0.1),
-                p90=quantile(values, 0.9),
-                share_at_or_below=sum(v <= threshold for v in values) / len(values)
-                if values
-                else 0.0,
-                histogram=dict(sorted(Counter(values).items())),
-                short_queries=sum(1 for t in runs if t.returned < k),
-                prompt_tokens=prompt,
-                daily_price=daily,
-            )
-        )
-        previous = (k, mean)
-    deepest = cutoffs[-1]
-    shown = sum(min(deepest, t.returned) for t in runs)
-    return ClusterProfile(
-        queries=len(runs),
+    tally = tally_of_traces(traces, cutoffs, has_text=traces.totals.tokens is not None)
+    return profile_of_tally(
+        tally,
         threshold=threshold,
-        depths=rows,
-        unclustered_results=shown - int(_upto(totals.clustered, deepest)),
-        unknown_results=shown - int(_upto(totals.known, deepest))
-        if totals.tokens is not None
-        else 0,
         price_per_million=price_per_million,
         queries_per_day=queries_per_day,
     )

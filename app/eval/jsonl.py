@@ -182,19 +182,56 @@ def _object(value: Any, *, source: str, line: int, required: tuple[str, ...]) ->
     return value
 
 
+#: Results handed over at once by ``jsonl_run_blocks``.
+BLOCK_RESULTS = 200_000
+_RUN_SCHEMA = {
+    "qid": pl.String,
+    "doc_id": pl.String,
+    "score": pl.Float64,
+    "rank": pl.Int64,
+    "line": pl.UInt32,
+}
+
+
 def read_jsonl_run(path: Path, *, progress: ProgressFn | None = None) -> tuple[pl.DataFrame, str]:
     """Read a JSONL run: (frame with qid, doc_id, score (or null), rank (or null), line; format)."""
+    parts: list[pl.DataFrame] = []
+    fmt = HIT_FORMAT
+    for part, shape in jsonl_run_blocks(path, progress=progress):
+        parts.append(part)
+        fmt = shape
+    return (pl.concat(parts) if parts else pl.DataFrame(schema=_RUN_SCHEMA)), fmt
+
+
+def jsonl_run_blocks(
+    path: Path, *, progress: ProgressFn | None = None, results: int | None = None
+) -> Iterator[tuple[pl.DataFrame, str]]:
+    """A JSONL run some ``results`` at a time, at line boundaries: (frame with qid, doc_id,
+    score (or null), rank (or null), line; format, decided by the first line)."""
     source = str(path)
+    results = results or BLOCK_RESULTS
     qids: list[str] = []
     docs: list[str] = []
     scores: list[float | None] = []
     ranks: list[int | None] = []
     lines: list[int] = []
     fmt: str | None = None
+
+    def frame() -> pl.DataFrame:
+        made = pl.DataFrame(
+            {"qid": qids, "doc_id": docs, "score": scores, "rank": ranks, "line": lines},
+            schema=_RUN_SCHEMA,
+        )
+        for column in (qids, docs, scores, ranks, lines):
+            column.clear()
+        return made
+
     with plain_file(path) as plain:
         for line, size, value in _lines(plain, source):
             if progress is not None:
                 progress(size)
+            if len(qids) >= results:
+                yield frame(), fmt or HIT_FORMAT
             if fmt is None:
                 is_dict = isinstance(value, dict)
                 fmt = LIST_FORMAT if is_dict and "docs" in value else HIT_FORMAT
@@ -232,17 +269,8 @@ def read_jsonl_run(path: Path, *, progress: ProgressFn | None = None) -> tuple[p
                     rank = _integer(rank, source=source, line=line, field="rank")
                 ranks.append(rank)
                 lines.append(line)
-    frame = pl.DataFrame(
-        {"qid": qids, "doc_id": docs, "score": scores, "rank": ranks, "line": lines},
-        schema={
-            "qid": pl.String,
-            "doc_id": pl.String,
-            "score": pl.Float64,
-            "rank": pl.Int64,
-            "line": pl.UInt32,
-        },
-    )
-    return frame, fmt or HIT_FORMAT
+    if qids or fmt is None:
+        yield frame(), fmt or HIT_FORMAT
 
 
 def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, str]:

@@ -342,6 +342,11 @@ def _no_match(run_qids: pl.Series, evaluated: list[str]) -> str:
     )
 
 
+def repeat_warnings(duplicates: int) -> list[str]:
+    """The report's warnings of a run without judgments (a log run)."""
+    return _warnings(0, 0, 0, duplicates)
+
+
 def _warnings(absent: int, unknown: int, unknown_lines: int, duplicates: int) -> list[str]:
     warnings: list[str] = []
     if absent:

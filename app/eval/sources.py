@@ -14,12 +14,13 @@ from app.eval.conventions import Order
 from app.eval.errors import InputError, shorten, shorten_name
 from app.eval.golden import IdLimits, Judgments
 from app.eval.jsonl import read_jsonl_run
+from app.eval.parquet import PARQUET_MAGIC, RunColumns, read_parquet_run
 from app.eval.ranking import RankedRun, RunReport, rank_every_query, rank_log_run, rank_run
-from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn
+from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn, plain_file
 from app.eval.trec import read_trec_run
 from app.eval.values import check_length
 
-RUN_FORMATS = ("trec", "jsonl")
+RUN_FORMATS = ("trec", "jsonl", "parquet")
 
 
 def _head(path: Path, size: int = 4096) -> bytes:
@@ -38,12 +39,16 @@ def _head(path: Path, size: int = 4096) -> bytes:
 
 
 def detect_run_format(path: Path) -> str:
-    """``jsonl`` when the first non-blank character is ``{``, else ``trec``."""
+    """``parquet`` for a Parquet file, ``jsonl`` when the first non-blank character is ``{``,
+    else ``trec``."""
     if not path.is_file():
         raise InputError(
             path, None, "file not found" if not path.exists() else "not a file (a directory?)"
         )
-    return "jsonl" if _head(path).lstrip().startswith(b"{") else "trec"
+    head = _head(path)
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    return "jsonl" if head.lstrip().startswith(b"{") else "trec"
 
 
 def load_run(
@@ -57,12 +62,15 @@ def load_run(
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
     corpus: CorpusSource | None = None,
+    columns: RunColumns | None = None,
 ) -> RankedRun:
-    """Read a run file (TREC or JSONL, plain or gzip) and rank it under the conventions.
+    """Read a run file (TREC, JSONL or Parquet, plain or gzip) and rank it under the
+    conventions.
 
     With ``id_limits`` (a store's column widths), a longer id is an error naming its line.
-    With a ``corpus``, the cluster traces of every query of the run, judged or not."""
-    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
+    With a ``corpus``, the cluster traces of every query of the run, judged or not.
+    ``columns``: a Parquet file's columns of each field."""
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress, columns=columns)
     check_ids(frame, path, id_limits)
     return rank_run(
         frame,
@@ -93,23 +101,36 @@ def load_log_traces(
     fmt: str | None = None,
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
+    columns: RunColumns | None = None,
 ) -> tuple[RunReport, ClusterTraces]:
     """Read a log run (production query-log results, no judgments) and trace every query of
     it for the cluster measures, under the same conventions as ``load_run``."""
-    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress, columns=columns)
     check_ids(frame, path, id_limits)
     return rank_log_run(frame, order=order, source=str(path), fmt=detail, corpus=corpus)
 
 
 def _read_run_frame(
-    path: Path, *, order: Order, fmt: str | None, progress: ProgressFn | None
+    path: Path,
+    *,
+    order: Order,
+    fmt: str | None,
+    progress: ProgressFn | None,
+    columns: RunColumns | None = None,
 ) -> tuple[pl.DataFrame, str]:
     """A run file's rows (qid, doc_id, score, and the rank column under ``order=rank``) and
-    the format read, for both readers: with a golden set and without."""
+    the format read, for both readers: with a golden set and without. ``columns``: the
+    Parquet columns of each field (default: their own names)."""
     fmt = fmt or detect_run_format(path)
     if fmt not in RUN_FORMATS:
-        raise InputError(path, None, f"unknown run format {fmt!r} (expected trec or jsonl)")
-    if fmt == "trec":
+        raise InputError(
+            path, None, f"unknown run format {fmt!r} (expected trec, jsonl or parquet)"
+        )
+    if fmt == "parquet":
+        with plain_file(path) as plain:
+            frame = read_parquet_run(plain, columns or RunColumns(), with_rank=order is Order.RANK)
+        detail = "parquet"
+    elif fmt == "trec":
         frame = read_trec_run(path, with_rank=order is Order.RANK, progress=progress)
         detail = "trec"
     else:
@@ -126,11 +147,12 @@ def load_log_run(
     order: Order = Order.TREC_EVAL,
     fmt: str | None = None,
     progress: ProgressFn | None = None,
+    columns: RunColumns | None = None,
 ) -> pl.DataFrame:
     """Read a run without a golden set (a query log's results) and rank every query of it:
     qid, rank, doc_id of the first ``depth`` results, under the same conventions as
     ``load_run``."""
-    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress)
+    frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress, columns=columns)
     return rank_every_query(frame, order=order, fmt=detail, source=str(path), depth=depth)
 
 

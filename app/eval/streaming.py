@@ -25,7 +25,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from queue import Full, Queue
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -35,6 +35,7 @@ from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.golden import IdLimits, Judgments
 from app.eval.in_order import known_qids, rank_in_order
+from app.eval.parquet import RunColumns
 from app.eval.ranking import (
     RankedPart,
     RankedRun,
@@ -69,7 +70,7 @@ SinkFn = Callable[[pl.DataFrame], None]
 _T = TypeVar("_T")
 
 
-class _WholeFile(Exception):
+class WholeFile(Exception):
     """The file needs the whole-file path."""
 
 
@@ -91,6 +92,7 @@ def load_run_heads(
     progress: ProgressFn | None = None,
     id_limits: IdLimits | None = None,
     corpus: CorpusSource | None = None,
+    columns: RunColumns | None = None,
 ) -> tuple[RankedRun, pl.DataFrame]:
     """``load_run(..., keep_results=True)`` and ``shape(top_candidates(run, keep_depth))``,
     sorted by qid, in bounded memory for a TREC file written query by query (see the module);
@@ -109,6 +111,7 @@ def load_run_heads(
         progress=progress,
         id_limits=id_limits,
         corpus=corpus,
+        columns=columns,
     )
     try:
         ranked = stream()
@@ -132,6 +135,7 @@ def stream_run_heads(
     id_limits: IdLimits | None = None,
     corpus: CorpusSource | None = None,
     streamed: bool = True,
+    columns: RunColumns | None = None,
 ) -> RankedRun:
     """``load_run(..., keep_results=True)`` without its results, ``sink`` called with
     ``shape(top_candidates(run, keep_depth))`` some queries at a time: block by block as the
@@ -159,7 +163,7 @@ def stream_run_heads(
                 id_limits=id_limits,
                 corpus=corpus,
             )
-        except _WholeFile:
+        except WholeFile:
             pass
     ranked = load_run(
         path,
@@ -171,6 +175,7 @@ def stream_run_heads(
         progress=progress,
         id_limits=id_limits,
         corpus=corpus,
+        columns=columns,
     )
     heads = shape(top_candidates(ranked, keep_depth))
     ranked = replace(ranked, results=None)  # the lines go before the heads are written
@@ -193,9 +198,7 @@ def _streamed(
 ) -> RankedRun:
     source = str(path)
     parts: list[RankedPart] = []
-    finished: set[str] = set()
     lines = 0
-    carry: pl.DataFrame | None = None
 
     known = known_qids(golden)
 
@@ -218,29 +221,16 @@ def _streamed(
     try:
         with (
             plain_file(path) as plain,
-            _ahead(_blocks(plain, source, order, id_limits)) as blocks,
+            ahead(trec_blocks(plain, source, order, id_limits)) as blocks,
             ThreadPoolExecutor(RANKERS, thread_name_prefix="run-ranks") as rankers,
         ):
             try:
-                for block, last, read in blocks:
+                for queries, read_lines, read in whole_queries(blocks):
                     if progress is not None and read:
                         progress(read)
-                    lines += block.height
-                    frame = block if carry is None else pl.concat([carry, block])
-                    qids = frame.get_column("qid")
-                    # Where each run of lines of one query begins: a query seen in two runs,
-                    # here or in an earlier block, is not contiguous.
-                    begins = (qids != qids.shift(1)).fill_null(True).arg_true()
-                    runs = qids.gather(begins).to_list()
-                    if len(set(runs)) != len(runs) or not finished.isdisjoint(runs):
-                        raise _WholeFile
-                    # The last query may go on in the next block: it waits (a slice, not a
-                    # copy).
-                    cut = frame.height if last or not len(begins) else int(begins[-1])
-                    carry = None if last else frame.slice(cut)
-                    if cut:
-                        finished.update(runs if last else runs[:-1])
-                        ranking.append(rankers.submit(rank, frame.slice(0, cut)))
+                    lines += read_lines
+                    if queries.height:
+                        ranking.append(rankers.submit(rank, queries))
                         while len(ranking) >= RANKERS:
                             done(ranking.popleft())
                 while ranking:
@@ -248,12 +238,12 @@ def _streamed(
             finally:
                 for future in ranking:
                     future.cancel()
-    except (InputError, _WholeFile):
+    except (InputError, WholeFile, QueriesNotContiguous):
         if parts:
             raise HeadsSent from None
-        raise _WholeFile from None  # the whole-file path words it
+        raise WholeFile from None  # the whole-file path words it
     if not lines:
-        raise _WholeFile  # "the run is empty"
+        raise WholeFile  # "the run is empty"
     ranked = finish_ranking(
         parts, golden, order=order, name=name, source=source, fmt="trec", lines=lines
     )
@@ -263,8 +253,68 @@ def _streamed(
     return ranked
 
 
+class QueriesNotContiguous(Exception):
+    """A query's lines are not all together: the file needs the whole-file path."""
+
+
+class SeenQueries:
+    """The queries already finished, as 64-bit hashes of their ids in a few sorted arrays
+    (merged as they grow, as a log-structured merge does): 8 bytes a query, where a set of
+    the ids would take some 80 (a log of five million queries). Two ids of one hash make a
+    file look out of order: it then takes the whole-file path, which gives the same figures."""
+
+    def __init__(self) -> None:
+        self._levels: list[Any] = []
+
+    def seen_any(self, hashes: Any) -> bool:
+        """True when any of ``hashes`` (a numpy array) was added before."""
+        import numpy as np
+
+        for level in self._levels:
+            at = np.searchsorted(level, hashes)
+            at[at == len(level)] = 0
+            if bool((level[at] == hashes).any()):
+                return True
+        return False
+
+    def add(self, hashes: Any) -> None:
+        import numpy as np
+
+        if not len(hashes):
+            return
+        self._levels.append(np.sort(hashes))
+        while len(self._levels) > 1 and len(self._levels[-2]) <= len(self._levels[-1]) * 2:
+            top = self._levels.pop()
+            self._levels[-1] = np.sort(np.concatenate([self._levels[-1], top]))
+
+
+def whole_queries(
+    blocks: Iterator[tuple[pl.DataFrame, bool, int]],
+) -> Iterator[tuple[pl.DataFrame, int, int]]:
+    """(the lines of whole queries, lines read, bytes read) from blocks of parsed lines
+    ((lines, whether they are the last, bytes read)) of a file written query by query: the
+    lines of the last query of a block wait for the next block. QueriesNotContiguous at a
+    query whose lines are not together (seen in two runs, here or in an earlier block)."""
+    finished = SeenQueries()
+    carry: pl.DataFrame | None = None
+    for block, last, read in blocks:
+        frame = block if carry is None else pl.concat([carry, block])
+        qids = frame.get_column("qid")
+        # Where each run of lines of one query begins.
+        begins = (qids != qids.shift(1)).fill_null(True).arg_true()
+        runs = qids.gather(begins).hash(seed=0).to_numpy()
+        if len(runs) and (len(set(runs.tolist())) != len(runs) or finished.seen_any(runs)):
+            raise QueriesNotContiguous
+        # The last query may go on in the next block: it waits (a slice, not a copy).
+        cut = frame.height if last or not len(begins) else int(begins[-1])
+        carry = None if last else frame.slice(cut)
+        if len(runs):
+            finished.add(runs if last else runs[:-1])
+        yield frame.slice(0, cut), block.height, read
+
+
 @contextmanager
-def _ahead(items: Generator[_T]) -> Iterator[Iterator[_T]]:
+def ahead(items: Generator[_T]) -> Iterator[Iterator[_T]]:
     """``items``, made by a thread of their own at most ``BLOCKS_AHEAD`` ahead of the caller;
     an exception raised making them is raised by the iterator. Leaving the block stops the
     thread (after the item it is making) and waits for it."""
@@ -313,15 +363,15 @@ def _ahead(items: Generator[_T]) -> Iterator[Iterator[_T]]:
         thread.join()
 
 
-def _blocks(
+def trec_blocks(
     path: Path, source: str, order: Order, id_limits: IdLimits | None
 ) -> Generator[tuple[pl.DataFrame, bool, int]]:
     """(parsed lines, whether they are the last, bytes read for them) of each block of whole
-    lines; _WholeFile at the first thing the fast reader refuses or the conventions need
+    lines; WholeFile at the first thing the fast reader refuses or the conventions need
     worded."""
     separator = sniff_separator(path)
     if separator is None:
-        raise _WholeFile
+        raise WholeFile
     with_rank = order is Order.RANK
     first_line, rest, read = 1, b"", 0
     with path.open("rb") as handle:
@@ -334,7 +384,7 @@ def _blocks(
                 cut = data.rfind(b"\n") + 1
                 if not cut:
                     if len(data) > MAX_LINE_BYTES:
-                        raise _WholeFile
+                        raise WholeFile
                     rest = data
                     continue
                 data, rest = data[:cut], data[cut:]
@@ -349,7 +399,7 @@ def _blocks(
                     first_line=first_line,
                 )
                 if frame is None:
-                    raise _WholeFile
+                    raise WholeFile
                 frame = run_columns(frame, with_rank=with_rank)
                 check_ids(frame, path, id_limits)
                 check_order_columns(frame, order, source)

@@ -49,6 +49,7 @@ class RunFormat(StrEnum):
     DETECT = ""
     TREC = "trec"
     JSONL = "jsonl"
+    PARQUET = "parquet"
 
 
 @router.get("/", name="home")
@@ -184,9 +185,11 @@ def import_run(
     import_id: Annotated[str, Form()] = "",
     series: Annotated[str, Form()] = "",
     meta: Annotated[str, Form()] = "",
+    columns: Annotated[str, Form()] = "",
 ) -> Response:
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     form = {
+        "columns": columns[:2000],
         "name": name[:200],
         "format": format[:20],
         "order": order[:20],
@@ -208,7 +211,9 @@ def import_run(
             (path,) = saved.paths
             if path is None:
                 raise ServiceError("Choose a run file.", code="run_required")
+            run_columns = run_service.parse_columns(columns[:2000])
             imported = run_service.import_run(
+                columns=run_columns,
                 progress=progress,
                 session=session,
                 golden=golden,

@@ -108,7 +108,7 @@ def parts_ranked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def whole_file_only(*args: Any, **kwargs: Any) -> Any:
-    raise streaming._WholeFile
+    raise streaming.WholeFile
 
 
 def test_a_large_run_stores_what_the_whole_file_path_stores(

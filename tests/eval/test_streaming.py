@@ -147,13 +147,13 @@ def test_blocks_made_ahead_stop_with_their_reader() -> None:
         finally:
             closed.append(True)
 
-    with streaming._ahead(numbers()) as items:
+    with streaming.ahead(numbers()) as items:
         assert list(items) == list(range(1000))
-    with streaming._ahead(numbers(5)) as items:
+    with streaming.ahead(numbers(5)) as items:
         assert next(items) == 0
         with pytest.raises(ValueError, match="failed at 5"):
             list(items)
-    with streaming._ahead(numbers()) as items:
+    with streaming.ahead(numbers()) as items:
         assert next(items) == 0  # then the caller leaves, the reader blocked on a full queue
     assert closed == [True, True, True]
     assert not [t for t in threading.enumerate() if t.name == "run-blocks"]

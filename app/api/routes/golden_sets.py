@@ -99,8 +99,11 @@ def import_run(
     kind: Annotated[Literal["judged", "log"], Form()] = "judged",
     series: Annotated[str, Form(max_length=1000)] = "",
     meta: Annotated[str, Form(max_length=20000)] = "",
+    columns: Annotated[str, Form(max_length=2000)] = "",
 ) -> RunPublic:
-    """Import a run (TREC or JSONL, plain or gzip; format detected when absent). ``kind=log``:
+    """Import a run (TREC, JSONL or Parquet, plain or gzip; format detected when absent;
+    ``columns`` names a Parquet file's column of each field, ``qid=query_id, doc_id=docid,
+    score=bm25, rank=position``, where they are not qid, doc_id, score, rank). ``kind=log``:
     production query-log results without judgments for their queries (every query kept;
     cluster measures only, ``GET /api/v1/runs/{id}/clusters``). ``series`` names the
     configuration it is one evaluation of ("bm25-main"), ``meta`` its provenance as a JSON
@@ -124,6 +127,7 @@ def import_run(
             kind=kind,
             series=series,
             meta=series_service.meta_from_json(meta),
+            columns=run_service.parse_columns(columns),
         )
     return RunPublic.of(stored)
 

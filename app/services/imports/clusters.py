@@ -243,9 +243,8 @@ def store_traces(
     caller's ``writing`` block), with the detector run whose clusters they were made with
     and, when traced again from the kept head, how deep they are exact."""
     queries = traces.queries
-    bulk_insert(
+    store_query_traces(
         session,
-        RunClusterQuery,
         pl.DataFrame(
             {
                 "run_id": [run_id] * len(queries),
@@ -270,12 +269,37 @@ def store_traces(
                 pl.lit(run_id, dtype=pl.Int64).alias("run_id"), "qid", "doc_id", "cluster_rank"
             ),
         )
-    totals = traces.totals
+    store_totals(
+        session=session,
+        run_id=run_id,
+        totals=traces.totals,
+        cluster_ranks=traces.cluster_ranks is not None,
+        detector_run_id=detector_run_id,
+        traced_depth=traced_depth,
+    )
+
+
+def store_query_traces(session: Session, rows: pl.DataFrame) -> None:
+    """Write some queries' traces in their stored form (run_id, qid, returned, repeats as
+    JSON text), as a log run's import streams them."""
+    bulk_insert(session, RunClusterQuery, rows)
+
+
+def store_totals(
+    *,
+    session: Session,
+    run_id: int,
+    totals: RankTotals,
+    cluster_ranks: bool,
+    detector_run_id: int | None,
+    traced_depth: int | None = None,
+) -> None:
+    """Write a run's per-rank totals: their row says the run's traces are stored."""
     session.add(
         RunClusterTotals(
             run_id=run_id,
             totals={"clustered": totals.clustered, "known": totals.known, "tokens": totals.tokens},
-            cluster_ranks=traces.cluster_ranks is not None,
+            cluster_ranks=cluster_ranks,
             detector_run_id=detector_run_id,
             traced_depth=traced_depth,
         )

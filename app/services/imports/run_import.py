@@ -19,15 +19,23 @@ from typing import Any
 
 import polars as pl
 from sqlalchemy import text
-from sqlmodel import Session, select
+from sqlmodel import Session, col, delete, select
 
 from app.db import writing
 from app.eval import InputError, Order, RankedRun, RunReport
 from app.eval.cluster_profile import CorpusSource
+from app.eval.cluster_stream import stream_log_traces
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
+from app.eval.parquet import RunColumns
 from app.eval.sources import load_log_traces
-from app.eval.streaming import HeadsSent, load_run_heads, stream_run_heads
+from app.eval.streaming import (
+    HeadsSent,
+    QueriesNotContiguous,
+    WholeFile,
+    load_run_heads,
+    stream_run_heads,
+)
 from app.eval.textio import ProgressFn
 from app.models import (
     JUDGED,
@@ -35,6 +43,7 @@ from app.models import (
     RUN_KINDS,
     GoldenSet,
     Run,
+    RunClusterQuery,
     RunHead,
     RunJudged,
     RunQuery,
@@ -43,13 +52,18 @@ from app.models import (
 )
 from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert, copy_rows
-from app.services.imports.clusters import corpus_source, store_traces
+from app.services.imports.clusters import (
+    corpus_source,
+    store_query_traces,
+    store_totals,
+    store_traces,
+)
 from app.services.imports.golden_sets import ID_LIMITS, bad_input, eval_golden_set
 from app.services.imports.series import check_meta, check_series
 from app.services.names import check_name
 from app.settings import DEFAULT_KEEP_DEPTH
 
-RUN_FORMATS = ("trec", "jsonl")
+RUN_FORMATS = ("trec", "jsonl", "parquet")
 
 
 def sha256_of(path: Path) -> str:
@@ -59,6 +73,31 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+#: The fields whose Parquet column a ``columns`` option may name.
+COLUMN_FIELDS = ("qid", "doc_id", "score", "rank")
+
+
+def parse_columns(text: str | None) -> RunColumns | None:
+    """``"qid=query_id, doc_id=docid, score=bm25"``: the Parquet column of each field named
+    (the others keep their own names); empty: None. 422 ``invalid_columns``."""
+    if not (text or "").strip():
+        return None
+    named: dict[str, str] = {}
+    for part in (text or "").split(","):
+        field, equals, column = (p.strip() for p in part.partition("="))
+        if not equals or field not in COLUMN_FIELDS or not column or len(column) > 200:
+            raise Invalid(
+                f"columns: expected field=column pairs, comma-separated, with fields among "
+                f"{', '.join(COLUMN_FIELDS)} (e.g. qid=query_id, doc_id=docid, score=bm25), "
+                f"got {printable_name(part.strip())[:80]!r}",
+                code="invalid_columns",
+            )
+        if field in named:
+            raise Invalid(f"columns: {field} is named twice", code="invalid_columns")
+        named[field] = column
+    return RunColumns(**named)
 
 
 def heads(top: pl.DataFrame) -> pl.DataFrame:
@@ -88,6 +127,7 @@ def import_run(
     kind: str = JUDGED,
     series: str | None = None,
     meta: Mapping[str, str] | None = None,
+    columns: RunColumns | None = None,
 ) -> Run:
     """Import the run file at ``path`` in one transaction: a bad file leaves no rows. Keeps
     the rank of every judged document and the first ``keep_depth`` results, the cluster
@@ -123,6 +163,7 @@ def import_run(
         "meta": provenance,
     }
     job = _Import(session, row, path, fmt, order, progress, corpus)
+    job.columns = columns
     job.detector_run_id = golden.detector_run_id
     try:
         # The file's digest is taken by a thread of its own meanwhile (hashlib lets go of the
@@ -159,6 +200,8 @@ class _Import:
         self.digest: Callable[[], str] = lambda: sha256_of(path)
         #: the detector run whose clusters the corpus carries (the traces name it)
         self.detector_run_id: int | None = None
+        #: a Parquet file's columns of each field (None: their own names)
+        self.columns: RunColumns | None = None
 
     def judged_run(self, gold: Judgments) -> None:
         """Rank and store a judged run: the heads copied while the file is read on
@@ -178,6 +221,7 @@ class _Import:
                 progress=self.progress,
                 id_limits=ID_LIMITS,
                 corpus=self.corpus,
+                columns=self.columns,
             )
             with writing(session):
                 run_id = self._add_run(ranked.report, ranked.order.value)
@@ -210,26 +254,57 @@ class _Import:
                     id_limits=ID_LIMITS,
                     corpus=self.corpus,
                     streamed=streamed,
+                    columns=self.columns,
                 )
             self._fill(ranked.report, ranked.order.value)
             self._store(ranked, run_id)
 
     def log_run(self) -> None:
-        """A log run: every query kept, judged or not; only its cluster traces are stored."""
-        report, traces = load_log_traces(
-            self.path,
-            self.corpus,
-            order=self.order,
-            fmt=self.fmt,
-            progress=self.progress,
-            id_limits=ID_LIMITS,
-        )
-        with writing(self.session):
-            self._add_run(report, report.order)
-            store_traces(
-                session=self.session,
+        """A log run: every query kept, judged or not; only its cluster traces are stored,
+        written block by block of whole queries as the file is read (a log of any length in
+        bounded memory: app.eval.cluster_stream), or from the whole file when its queries'
+        lines are not together."""
+        session = self.session
+        with writing(session):
+            run_id = self._add_run(None, self.order.value)
+            try:
+                report, totals = stream_log_traces(
+                    self.path,
+                    self.corpus,
+                    sink=lambda rows: store_query_traces(session, rows.select(run_id, pl.all())),
+                    order=self.order,
+                    fmt=self.fmt,
+                    columns=self.columns,
+                    progress=self.progress,
+                    id_limits=ID_LIMITS,
+                )
+            except (WholeFile, QueriesNotContiguous):
+                session.execute(
+                    delete(RunClusterQuery).where(col(RunClusterQuery.run_id) == self._id())
+                )
+                report, traces = load_log_traces(
+                    self.path,
+                    self.corpus,
+                    order=self.order,
+                    fmt=self.fmt,
+                    progress=self.progress,
+                    id_limits=ID_LIMITS,
+                    columns=self.columns,
+                )
+                self._fill(report, report.order)
+                store_traces(
+                    session=session,
+                    run_id=self._id(),
+                    traces=traces,
+                    detector_run_id=self.detector_run_id,
+                )
+                return
+            self._fill(report, report.order)
+            store_totals(
+                session=session,
                 run_id=self._id(),
-                traces=traces,
+                totals=totals,
+                cluster_ranks=False,
                 detector_run_id=self.detector_run_id,
             )
 

@@ -52,6 +52,7 @@ from app.services.imports.metrics import RunMetrics
 from app.services.imports.run_import import RUN_FORMATS as RUN_FORMATS
 from app.services.imports.run_import import heads as heads
 from app.services.imports.run_import import import_run as import_run
+from app.services.imports.run_import import parse_columns as parse_columns
 from app.services.imports.run_import import sha256_of as sha256_of
 
 

@@ -1,0 +1,337 @@
+"""unique-clusters@k over a log of any length, in bounded memory.
+
+A production log holds every query the system served (months of traffic: a hundred million
+lines and more), written query by query. It is read in blocks of whole queries
+(``app.eval.streaming.whole_queries``), from TREC, JSONL or Parquet, plain or gzip; each block
+is ranked under the conventions (``rank_every_query``), joined with the corpus's clusters and
+tallied (``ClusterTally``: per k the histogram of distinct clusters, per rank the totals), and
+the tallies add up. Memory holds a few blocks, the corpus and 8 bytes per query seen (to find a
+query whose lines are not together), not the log.
+
+A log whose queries are not contiguous, or a TREC file the fast reader refuses, is read whole
+(``load_log_run``): the same figures, the same worded errors, memory that grows with the file.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from app.eval.cluster_profile import (
+    ClusterCorpus,
+    ClusterTally,
+    CorpusSource,
+    RankTotals,
+    add_totals,
+    tally_of_joined,
+    tally_of_ranked,
+    trace_totals,
+)
+from app.eval.conventions import Order
+from app.eval.golden import IdLimits
+from app.eval.jsonl import jsonl_run_blocks
+from app.eval.parquet import RunColumns, parquet_blocks
+from app.eval.ranking import (
+    RunReport,
+    check_order_columns,
+    effective_order,
+    rank_every_query,
+    repeat_warnings,
+)
+from app.eval.sources import check_ids, detect_run_format, load_log_run
+from app.eval.streaming import (
+    RANKERS,
+    QueriesNotContiguous,
+    WholeFile,
+    ahead,
+    trec_blocks,
+    whole_queries,
+)
+from app.eval.textio import ProgressFn, plain_file
+
+_Block = tuple[pl.DataFrame, bool, int]
+
+
+@dataclass(frozen=True, slots=True)
+class LogTally:
+    """A log's tally and how it was read."""
+
+    tally: ClusterTally
+    lines: int
+    #: False: read whole (its queries are not contiguous, or the fast reader refused it)
+    streamed: bool
+
+
+def _last_marked(blocks: Iterator[pl.DataFrame]) -> Generator[_Block]:
+    """(block, whether it is the last, bytes read: 0) of frames handed over one by one."""
+    previous: pl.DataFrame | None = None
+    for block in blocks:
+        if previous is not None:
+            yield previous, False, 0
+        previous = block
+    if previous is not None:
+        yield previous, True, 0
+
+
+def _parsed_blocks(
+    plain: Path, source: str, fmt: str, order: Order, columns: RunColumns
+) -> tuple[Generator[_Block], str]:
+    """The file's parsed lines in blocks, and the format read (a JSONL file's shape)."""
+    if fmt == "trec":
+        return trec_blocks(plain, source, order, None), "trec"
+    if fmt == "parquet":
+        rows = parquet_blocks(plain, columns, with_rank=order is Order.RANK)
+        return _last_marked(rows), "parquet"
+    shaped = jsonl_run_blocks(plain)
+    first = next(shaped, None)
+    if first is None:
+        return _last_marked(iter(())), "jsonl-hits"
+    frame, detail = first
+
+    def frames() -> Iterator[pl.DataFrame]:
+        yield frame
+        for more, _ in shaped:
+            yield more
+
+    return _last_marked(frames()), detail
+
+
+#: Mixes a block's query number into a document's hash (the golden ratio's 64 bits).
+_MIX = 0x9E3779B97F4A7C15
+
+
+def _coded(corpus: ClusterCorpus) -> pl.DataFrame:
+    """The corpus with ``code``: its cluster as a number (null: none), so that a query's
+    clusters are told apart by one exact 64-bit key (query number, cluster number)."""
+    return corpus.documents.with_columns(code=pl.col("cluster_id").rank("dense").cast(pl.UInt64))
+
+
+def _in_order(order: Order) -> pl.Expr:
+    """True on a line that begins its query or comes after the line before it in ranking
+    order (``app.eval.ordering.sort_key``): a query all of whose lines are is ranked as
+    written, without a sort. (Dropping repeated lines keeps the rest in order.)"""
+    begins = pl.col("begin")
+    if order is Order.TREC_EVAL:
+        score, before = pl.col("score"), pl.col("score").shift()
+        doc = pl.col("doc_id")
+        return begins | (score < before) | ((score == before) & (doc < doc.shift()))
+    if order is Order.RANK:
+        return begins | (pl.col("rank") >= pl.col("rank").shift())
+    return pl.lit(True)
+
+
+def _first_results(lines: pl.DataFrame, deepest: int) -> pl.DataFrame:
+    """qidx, rank, doc_id of the first ``deepest`` results of whole queries written in
+    ranking order (``lines``: qidx, doc_id, in order), a repeated document's later lines
+    dropped. Repeats are found by a 64-bit hash of (query, document); a query where the hash
+    repeats is checked exactly, so a collision never drops a line."""
+    key = (pl.col("doc_id").hash(seed=0) ^ (pl.col("qidx") * _MIX)).is_first_distinct()
+    flagged = lines.with_columns(first=key)
+    suspects = flagged.filter(~pl.col("first")).get_column("qidx").unique()
+    if suspects.len():
+        checked = flagged.filter(pl.col("qidx").is_in(suspects.implode()))
+        kept = checked.filter(pl.struct("qidx", "doc_id").is_first_distinct())
+        rest = flagged.filter(~pl.col("qidx").is_in(suspects.implode()))
+        parts = [rest.select("qidx", "doc_id"), kept.select("qidx", "doc_id")]
+    else:
+        parts = [lines.select("qidx", "doc_id")]
+    ranked = []
+    for part in parts:
+        row = pl.int_range(0, pl.len(), dtype=pl.UInt32)
+        starts = pl.col("qidx") != pl.col("qidx").shift()
+        first_row = pl.when(starts.fill_null(True)).then(row).forward_fill()
+        ranked.append(part.with_columns(rank=row - first_row + 1).filter(pl.col("rank") <= deepest))
+    return pl.concat(ranked)
+
+
+def _block_tally(
+    lines: pl.DataFrame,
+    coded: pl.DataFrame,
+    corpus: ClusterCorpus,
+    ks: tuple[int, ...],
+    *,
+    order: Order,
+    fmt: str,
+    source: str,
+) -> ClusterTally:
+    """The tally of a block of whole queries' lines: the queries written in ranking order
+    (as a log is) without a sort, the others through ``rank_every_query``."""
+    effective = effective_order(order, fmt)
+    numbered = lines.with_columns(
+        begin=(pl.col("qid") != pl.col("qid").shift()).fill_null(True)
+    ).with_columns(qidx=pl.col("begin").cum_sum().cast(pl.UInt64))
+    check_order_columns(numbered, effective, source)
+    tally = ClusterTally(ks=ks, has_text=corpus.has_text)
+    # the queries with a line out of order (none, in a log as a system writes it)
+    unordered = numbered.filter(~_in_order(effective)).get_column("qidx").unique().implode()
+    written = numbered
+    if unordered.list.len()[0]:
+        others = numbered.filter(pl.col("qidx").is_in(unordered))
+        ranked = rank_every_query(
+            others.drop("begin", "qidx"), order=order, fmt=fmt, source=source, depth=ks[-1]
+        )
+        tally.add(tally_of_ranked(ranked, corpus, ks))
+        written = numbered.filter(~pl.col("qidx").is_in(unordered))
+    if written.height:
+        first = _first_results(written.select("qidx", "doc_id"), ks[-1])
+        joined = first.join(coded, on="doc_id", how="left").with_columns(
+            new=pl.col("code").is_null()
+            | (pl.col("qidx") * (1 << 32) + pl.col("code")).is_first_distinct()
+        )
+        tally.add(tally_of_joined(joined, ks, has_text=corpus.has_text, query="qidx"))
+    return tally
+
+
+def tally_log(
+    path: Path,
+    corpus: ClusterCorpus,
+    ks: Sequence[int],
+    *,
+    order: Order = Order.TREC_EVAL,
+    fmt: str | None = None,
+    columns: RunColumns | None = None,
+) -> LogTally:
+    """The cluster tally of every query of a log (a run without judgments) at the cutoffs
+    ``ks`` (sorted, distinct), under the same conventions as ``load_log_run``."""
+    fmt = fmt or detect_run_format(path)
+    columns = columns or RunColumns()
+    try:
+        return _streamed(path, corpus, tuple(ks), order=order, fmt=fmt, columns=columns)
+    except (WholeFile, QueriesNotContiguous):
+        pass
+    top = load_log_run(path, depth=max(ks), order=order, fmt=fmt, columns=columns)
+    return LogTally(tally_of_ranked(top, corpus, ks), lines=-1, streamed=False)
+
+
+def _streamed(
+    path: Path,
+    corpus: ClusterCorpus,
+    ks: tuple[int, ...],
+    *,
+    order: Order,
+    fmt: str,
+    columns: RunColumns,
+) -> LogTally:
+    source = str(path)
+    total = ClusterTally(ks=ks, has_text=corpus.has_text)
+    lines = 0
+    pending: deque[Future[ClusterTally]] = deque()
+
+    coded = _coded(corpus)
+
+    def tally(queries: pl.DataFrame, detail: str) -> ClusterTally:
+        return _block_tally(queries, coded, corpus, ks, order=order, fmt=detail, source=source)
+
+    with ExitStack() as stack:
+        plain = stack.enter_context(plain_file(path))
+        blocks, detail = _parsed_blocks(plain, source, fmt, order, columns)
+        parsed = stack.enter_context(ahead(blocks))
+        rankers = stack.enter_context(ThreadPoolExecutor(RANKERS, thread_name_prefix="log-ranks"))
+        try:
+            for queries, read_lines, _ in whole_queries(parsed):
+                lines += read_lines
+                if queries.height:
+                    pending.append(rankers.submit(tally, queries, detail))
+                    while len(pending) >= RANKERS:
+                        total.add(pending.popleft().result())
+            while pending:
+                total.add(pending.popleft().result())
+        finally:
+            for future in pending:
+                future.cancel()
+    if not lines:
+        raise WholeFile  # "the run is empty", worded by the whole-file path
+    return LogTally(total, lines=lines, streamed=True)
+
+
+def _trace_rows(
+    ranked: pl.DataFrame, found: ClusterCorpus | None
+) -> tuple[pl.DataFrame, RankTotals]:
+    """The stored form of some whole queries' traces (``trace_ranking``'s, in columns): qid,
+    returned, repeats (the JSON text of the ranks at which a result repeats a cluster seen
+    higher), and their per-rank totals. ``found``: None when nothing depends on which
+    document sits where (no clusters, no text)."""
+    if found is None:
+        rows = ranked.group_by("qid").agg(pl.len().cast(pl.Int64).alias("returned"))
+        return rows.with_columns(repeats=pl.lit("[]")), RankTotals()
+    joined = ranked.select("qid", "rank", "doc_id").join(found.documents, on="doc_id", how="left")
+    repeated = pl.col("cluster_id").is_not_null() & (
+        pl.col("rank") > pl.col("rank").min().over("qid", "cluster_id")
+    )
+    rows = (
+        joined.with_columns(repeated=repeated)
+        .group_by("qid")
+        .agg(
+            pl.len().cast(pl.Int64).alias("returned"),
+            pl.col("rank").filter(pl.col("repeated")).sort().cast(pl.String).alias("repeats"),
+        )
+        .with_columns(repeats="[" + pl.col("repeats").list.join(",") + "]")
+    )
+    traced = trace_totals(joined, has_text=found.has_text)
+    return rows, traced
+
+
+def stream_log_traces(
+    path: Path,
+    corpus: CorpusSource,
+    *,
+    sink: Callable[[pl.DataFrame], None],
+    order: Order = Order.TREC_EVAL,
+    fmt: str | None = None,
+    columns: RunColumns | None = None,
+    progress: ProgressFn | None = None,
+    id_limits: IdLimits | None = None,
+) -> tuple[RunReport, RankTotals]:
+    """A log run's cluster traces, block by block of whole queries: ``sink`` gets the stored
+    rows (qid, returned, repeats) of some queries at a time, in this thread (it may write to
+    a database session); the report and the per-rank totals come back. The corpus is asked,
+    block by block, for the documents the block returned. WholeFile or QueriesNotContiguous
+    when the file needs the whole-file path (``load_log_traces``): the caller undoes what its
+    sink did and takes that path."""
+    fmt = fmt or detect_run_format(path)
+    source = str(path)
+    lines = queries = dropped = 0
+    totals = RankTotals()
+    with ExitStack() as stack:
+        plain = stack.enter_context(plain_file(path))
+        blocks, detail = _parsed_blocks(plain, source, fmt, order, columns or RunColumns())
+        parsed = stack.enter_context(ahead(blocks))
+        for block, read_lines, read in whole_queries(parsed):
+            if progress is not None and read:
+                progress(read)
+            lines += read_lines
+            if not block.height:
+                continue
+            check_ids(block, path, id_limits)
+            ranked = rank_every_query(block, order=order, fmt=detail, source=source, depth=None)
+            dropped += block.height - ranked.height
+            found = None
+            if corpus.matters:
+                found = corpus.lookup(ranked.get_column("doc_id").unique().to_list())
+            rows, traced = _trace_rows(ranked, found)
+            queries += rows.height
+            totals = add_totals(totals, traced)
+            sink(rows)
+    if not lines:
+        raise WholeFile  # "the run is empty", worded by the whole-file path
+    if not corpus.has_text:
+        totals = RankTotals(clustered=totals.clustered)
+    report = RunReport(
+        source=source,
+        format=detail,
+        order=effective_order(order, detail).value,
+        lines=lines,
+        queries=queries,
+        duplicates_dropped=dropped,
+        unknown_queries=0,
+        unknown_query_lines=0,
+        golden_queries_absent=0,
+        warnings=repeat_warnings(dropped),
+    )
+    return report, totals

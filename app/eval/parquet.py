@@ -1,0 +1,142 @@
+"""Runs and logs in Parquet, as a data lake keeps them: a row a result.
+
+A lake's tables name their columns as their writers chose (``query_id``, ``docid``,
+``bm25_score``...): ``RunColumns`` maps the four the conventions need, query id, document id,
+and score or rank (one of them, as the order needs), onto the run's ``qid``, ``doc_id``,
+``score`` and ``rank``; other columns are not read. A row's "line" is its 1-based row number,
+so an error names the row as a text run's names its line. Ids may be strings or integers
+(written as text); scores any number (finite); ranks integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from app.eval.errors import InputError, shorten_name
+from app.eval.values import INT32_MAX
+
+PARQUET_MAGIC = b"PAR1"
+#: Rows handed over at once by the block reader (some 20 MB of a log's two id columns).
+BLOCK_ROWS = 500_000
+
+
+@dataclass(frozen=True, slots=True)
+class RunColumns:
+    """Which Parquet column holds each field of a result."""
+
+    qid: str = "qid"
+    doc_id: str = "doc_id"
+    score: str = "score"
+    rank: str = "rank"
+
+
+def _schema(path: Path) -> dict[str, pl.DataType]:
+    try:
+        return dict(pl.read_parquet_schema(path))
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(path, None, f"not a readable Parquet file ({_reason(exc)})") from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
+
+
+def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.Expr]:
+    """The expressions that turn a file's columns into qid, doc_id, score, rank; an
+    InputError naming the missing columns and those the file has."""
+    schema = _schema(path)
+    missing = [c for c in (columns.qid, columns.doc_id) if c not in schema]
+    if with_rank and columns.rank not in schema:
+        missing.append(columns.rank)
+    if missing:
+        have = ", ".join(shorten_name(c, 40) for c in list(schema)[:12])
+        raise InputError(
+            path,
+            None,
+            f"no column {', '.join(repr(shorten_name(c, 40)) for c in missing)} (the file has: "
+            f"{have}{', ...' if len(schema) > 12 else ''}); name the columns with the options "
+            "for the query id, document id, score and rank columns",
+        )
+    for field, name in (("query id", columns.qid), ("document id", columns.doc_id)):
+        dtype = schema[name]
+        if not (dtype == pl.String or dtype.is_integer()):
+            raise InputError(
+                path, None, f"column {name!r} ({field}) holds {dtype}, not text or integers"
+            )
+    score = pl.col(columns.score) if columns.score in schema else pl.lit(None, dtype=pl.Float64)
+    if columns.score in schema and not schema[columns.score].is_numeric():
+        raise InputError(
+            path, None, f"column {columns.score!r} (score) holds {schema[columns.score]}"
+        )
+    rank = pl.col(columns.rank) if with_rank else pl.lit(None, dtype=pl.Int64)
+    if with_rank and not schema[columns.rank].is_integer():
+        raise InputError(path, None, f"column {columns.rank!r} (rank) holds {schema[columns.rank]}")
+    return [
+        pl.col(columns.qid).cast(pl.String).alias("qid"),
+        pl.col(columns.doc_id).cast(pl.String).alias("doc_id"),
+        score.cast(pl.Float64).alias("score"),
+        rank.cast(pl.Int64).alias("rank"),
+    ]
+
+
+def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
+    """The rows numbered (``line``), or an InputError naming the first bad row."""
+    frame = frame.with_columns(
+        (pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row).alias("line")
+    )
+    bad = frame.filter(
+        pl.col("qid").is_null()
+        | pl.col("doc_id").is_null()
+        | (pl.col("qid").str.len_bytes() == 0)
+        | (pl.col("doc_id").str.len_bytes() == 0)
+        | ~pl.col("score").is_finite().fill_null(True)
+        | ~pl.col("rank").is_between(-INT32_MAX, INT32_MAX).fill_null(True)
+    )
+    if bad.height:
+        row = bad.row(0, named=True)
+        if not row["qid"] or not row["doc_id"]:
+            what = "an empty query id or document id"
+        elif row["rank"] is not None and abs(row["rank"]) > INT32_MAX:
+            what = f"a rank beyond {INT32_MAX:,}"
+        else:
+            what = f"a score that is not a finite number ({row['score']})"
+        raise InputError(path, int(row["line"]), f"the row holds {what}")
+    return frame
+
+
+def parquet_blocks(
+    path: Path,
+    columns: RunColumns = RunColumns(),
+    *,
+    with_rank: bool = False,
+    rows: int | None = None,
+) -> Iterator[pl.DataFrame]:
+    """The file's results (qid, doc_id, score, rank, line) some ``rows`` at a time, in file
+    order; an InputError names a missing column or the first bad row."""
+    selection = _selection(path, columns, with_rank=with_rank)
+    first_row = 1
+    try:
+        batches = (
+            pl.scan_parquet(path).select(selection).collect_batches(chunk_size=rows or BLOCK_ROWS)
+        )
+        for batch in batches:
+            yield _checked(batch, path, first_row)
+            first_row += batch.height
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(path, None, f"cannot be read as a run ({_reason(exc)})") from None
+
+
+def read_parquet_run(
+    path: Path, columns: RunColumns = RunColumns(), *, with_rank: bool = False
+) -> pl.DataFrame:
+    """The whole file's results: qid, doc_id, score, rank, line (see ``parquet_blocks``)."""
+    parts = list(parquet_blocks(path, columns, with_rank=with_rank))
+    if not parts:
+        schema = {"qid": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
+        return pl.DataFrame(schema={**schema, "line": pl.UInt32})
+    return pl.concat(parts)
