@@ -5,23 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from app import __version__
-from app.cli.params import TABLE_OR_JSON, FiniteFloatRange
-from app.eval import formatting
-from app.eval.cluster_profile import (
-    DEFAULT_KS,
-    DEFAULT_THRESHOLD,
-    TOKEN_ESTIMATE,
-    ClusterCorpus,
-    ClusterProfile,
-    profile_of_tally,
-)
-from app.eval.conventions import Order, parse_depths
-from app.eval.errors import InputError
+from app.cli.params import CLUSTER_KS, CLUSTER_THRESHOLD, ORDERS, TABLE_OR_JSON, FiniteFloatRange
+
+if TYPE_CHECKING:
+    from app.eval.cluster_profile import ClusterCorpus, ClusterProfile
+
+# The evaluation core (polars) is imported in the functions' bodies: --help loads click alone
+# (the defaults written out in app/cli/params.py, kept equal to app.eval's by the tests).
 
 EXIT_BAD_INPUT = 2
 
@@ -36,7 +31,7 @@ def _read_corpus(path: Path) -> ClusterCorpus:
     and estimated tokens, and whether any document has text (the cost side)."""
     import polars as pl
 
-    from app.eval.cluster_profile import CORPUS_SCHEMA, estimate_tokens
+    from app.eval.cluster_profile import CORPUS_SCHEMA, ClusterCorpus, estimate_tokens
     from app.eval.jsonl import read_corpus
 
     ids: list[str] = []
@@ -70,6 +65,8 @@ def detector_run_document(corpus: Path) -> dict[str, Any]:
 
 def profile_document(profile: ClusterProfile, *, run: Path, corpus: Path) -> dict[str, Any]:
     """The JSON answer: the same figures as the table."""
+    from app.eval.cluster_profile import TOKEN_ESTIMATE
+
     return {
         "misstriage": __version__,
         "run": str(run),
@@ -106,6 +103,9 @@ def profile_document(profile: ClusterProfile, *, run: Path, corpus: Path) -> dic
 
 def render_profile(profile: ClusterProfile) -> str:
     """The table: one line per k, then the histogram at each k."""
+    from app.eval import formatting
+    from app.eval.cluster_profile import TOKEN_ESTIMATE
+
     cost = profile.depths[0].prompt_tokens is not None
     priced = profile.depths[0].daily_price is not None
     head = (
@@ -167,14 +167,14 @@ def render_profile(profile: ClusterProfile) -> str:
 @click.option(
     "--k",
     "ks",
-    default=",".join(map(str, DEFAULT_KS)),
+    default=",".join(map(str, CLUSTER_KS)),
     show_default=True,
     help="The cutoffs, comma-separated.",
 )
 @click.option(
     "--threshold",
     type=click.IntRange(min=0),
-    default=DEFAULT_THRESHOLD,
+    default=CLUSTER_THRESHOLD,
     show_default=True,
     help="Share of queries with this many distinct clusters or fewer.",
 )
@@ -190,7 +190,7 @@ def render_profile(profile: ClusterProfile) -> str:
 )
 @click.option(
     "--order",
-    type=click.Choice([o.value for o in Order]),
+    type=click.Choice(ORDERS),
     default="trec_eval",
     show_default=True,
     help="How run lines become a ranking.",
@@ -246,6 +246,10 @@ def clusters(
 
     Exit status: 0 ok, 2 bad options or input.
     """
+    from app.eval.cluster_profile import profile_of_tally
+    from app.eval.conventions import Order, parse_depths
+    from app.eval.errors import InputError
+
     try:
         cutoffs = parse_depths(ks)
     except ValueError as exc:

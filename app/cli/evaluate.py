@@ -4,46 +4,33 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-import polars as pl
 
-from app.cli import evaluate_output
 from app.cli import evaluate_setup as setup
-from app.cli.params import FiniteFloatRange, convention_options, golden_options
-from app.eval import (
-    Conventions,
-    Gain,
-    InputError,
-    Measure,
-    MeasureKind,
-    Order,
-    RunEvaluation,
-    Thresholds,
-    evaluate_run,
-    load_golden,
-    load_run,
-    misses_frame,
-    resolve_golden,
-    top_candidates,
-)
-from app.eval.clusters import ClusterEvaluation, evaluate_clusters
-from app.eval.conventions import (
+from app.cli.params import (
     DEFAULT_DEPTH,
     DEFAULT_DEPTHS,
     DEFAULT_K,
-    CutoffError,
-    check_cutoffs,
-    parse_depths,
-)
-from app.eval.depth_cost import (
+    DEFAULT_NDCG_THRESHOLD,
+    DEFAULT_RECALL_THRESHOLD,
     DEFAULT_TOLERANCE,
-    advise_depth,
+    FiniteFloatRange,
+    convention_options,
+    golden_options,
 )
-from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
-from app.eval.jsonl import read_corpus, read_manifest
-from app.eval.textio import DecompressionLimit, decompression_limit
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from app.eval import Measure, RunEvaluation
+    from app.eval.clusters import ClusterEvaluation
+    from app.eval.textio import DecompressionLimit
+
+# The evaluation core (polars, numpy) is imported in the command's body: --help loads click
+# alone (under 0.3 s; tests/cli/test_cli_help.py). The defaults above are written out in
+# app/cli/params.py, kept equal to app.eval's by the tests.
 
 EXIT_BELOW_THRESHOLD = 1
 EXIT_BAD_INPUT = 2
@@ -53,6 +40,10 @@ def _corpus(path: Path) -> tuple[pl.DataFrame, set[str]]:
     """doc_id -> cluster_id of the documents of a corpus.jsonl that carry a cluster, and
     every doc_id it holds: what the index holds, the diagnosis's evidence (as for a golden set
     imported with a corpus and no separate manifest)."""
+    import polars as pl
+
+    from app.eval.jsonl import read_corpus
+
     pairs: list[tuple[str, str]] = []
     doc_ids: set[str] = set()
     for d in read_corpus(path):
@@ -68,6 +59,7 @@ def _decompression_limit() -> DecompressionLimit:
     defaults where the service's settings do not load (evaluate needs no secret key).
     Called only when a gzip file is read: loading the settings costs more than reading a
     small run."""
+    from app.eval.textio import DecompressionLimit
     from app.settings import get_settings
 
     try:
@@ -82,12 +74,16 @@ def _fail(message: str) -> NoReturn:
 
 
 def _measure_value(result: RunEvaluation, measure: Measure) -> float:
+    from app.eval import MeasureKind
+
     if measure.kind is MeasureKind.RECALL:
         return result.depth_curve[measure.cutoff]
     return result.measures[str(measure)]
 
 
 def _check_computable(measures: list[tuple[Measure, float]], k: int) -> None:
+    from app.eval import MeasureKind
+
     for measure, _ in measures:
         if measure.kind is not MeasureKind.RECALL and measure.cutoff != k:
             _fail(f"--fail-under {measure} is not computed at --k {k}; use --k {measure.cutoff}")
@@ -234,6 +230,28 @@ def evaluate(
 
     Exit status: 0 ok, 1 a run is below --fail-under, 2 bad options or input.
     """
+    with setup.collector_off():
+        from app.cli import evaluate_output
+        from app.eval import (
+            Conventions,
+            Gain,
+            InputError,
+            MeasureKind,
+            Order,
+            Thresholds,
+            evaluate_run,
+            load_golden,
+            load_run,
+            misses_frame,
+            resolve_golden,
+            top_candidates,
+        )
+        from app.eval.clusters import evaluate_clusters
+        from app.eval.conventions import CutoffError, check_cutoffs, parse_depths
+        from app.eval.depth_cost import advise_depth
+        from app.eval.jsonl import read_manifest
+        from app.eval.textio import decompression_limit
+
     runs = setup.parse_runs(run_specs)
     try:
         check_cutoffs(k=k, depth=depth)
@@ -275,7 +293,7 @@ def evaluate(
             results: list[RunEvaluation] = []
             by_cluster: dict[str, ClusterEvaluation] = {}
             missing: list[tuple[str, Any]] = []
-            setup.import_in_background(setup.LATER_MODULES)
+            setup.import_in_background(setup.later_modules(output_format, [p for _, p in runs]))
             for name, path in runs:
                 ranked = load_run(
                     path,

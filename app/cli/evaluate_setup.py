@@ -15,12 +15,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from app.eval import Measure, parse_measure
-from app.eval.depth_cost import parse_retrieval_p95
-from app.eval.textio import ProgressFn
+if TYPE_CHECKING:
+    # the evaluation core loads polars: imported where a command runs, not for its --help
+    from app.eval import Measure
+    from app.eval.textio import ProgressFn
 
 
 def parse_runs(specs: tuple[str, ...]) -> list[tuple[str, Path]]:
@@ -42,6 +44,8 @@ def retrieval_p95(text: str | None) -> dict[int, float] | None:
     """``--retrieval-p95``: a usage error (exit 2) when it is not depth:ms pairs."""
     if not text:
         return None
+    from app.eval.depth_cost import parse_retrieval_p95
+
     try:
         return parse_retrieval_p95(text)
     except ValueError as exc:
@@ -50,6 +54,8 @@ def retrieval_p95(text: str | None) -> dict[int, float] | None:
 
 def parse_fail_under(specs: tuple[str, ...]) -> list[tuple[Measure, float]]:
     """``--fail-under R@50=0.85,nDCG@10=0.4`` (repeatable): measures and thresholds in [0, 1]."""
+    from app.eval import parse_measure
+
     thresholds: list[tuple[Measure, float]] = []
     for spec in specs:
         for part in filter(None, (p.strip() for p in spec.split(","))):
@@ -67,14 +73,29 @@ def parse_fail_under(specs: tuple[str, ...]) -> list[tuple[Measure, float]]:
     return thresholds
 
 
-#: Modules needed once a run is read (numpy to rank it, the output's models): imported in
-#: a thread while the run is read, since the parser leaves the interpreter free most of the
-#: time (about 40 ms less wall time at 7M lines on two cores, measured).
-LATER_MODULES = ("numpy", "app.services.imports.metrics")
+#: Modules needed once a run is read (numpy to rank a large one, and for JSON or CSV the
+#: output's models): imported in a thread while the run is read, since the parser leaves the
+#: interpreter free most of the time (about 40 ms less wall time at 7M lines on two cores,
+#: measured).
+LATER_MODULES = ("numpy",)
+OUTPUT_MODULES = ("app.services.imports.metrics",)
+#: Runs up to this size (about 50,000 TREC lines: app.eval.ranking.SMALL_PART_LINES) are
+#: ranked without numpy: it is not imported ahead for them.
+SMALL_RUNS_BYTES = 2 << 20
+
+
+def later_modules(output_format: str, runs: list[Path]) -> tuple[str, ...]:
+    """What to import while the runs are read: numpy for a large run, the output's models
+    for JSON or CSV (the text table needs none)."""
+    size = sum(p.stat().st_size for p in runs if p.is_file())
+    modules = LATER_MODULES if size > SMALL_RUNS_BYTES else ()
+    return modules if output_format == "table" else modules + OUTPUT_MODULES
 
 
 def import_in_background(modules: tuple[str, ...]) -> None:
     """Import ``modules`` in a daemon thread (see LATER_MODULES)."""
+    if not modules:
+        return
 
     def run() -> None:
         # evaluate multiplies no matrices: OpenBLAS need not start a thread per core
@@ -85,6 +106,21 @@ def import_in_background(modules: tuple[str, ...]) -> None:
                 importlib.import_module(module)
 
     threading.Thread(target=run, name="misstriage-imports", daemon=True).start()
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """The collector off while the block runs: importing the evaluation core (polars, numpy)
+    makes objects by the hundred thousand and no garbage, and collecting them again and again
+    would cost a tenth of a small evaluation's time (as ``app.cli.LazyGroup`` imports a
+    command's module)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @contextmanager

@@ -95,9 +95,18 @@ TRACKERS = ("github", "gitlab", "jira", "linear", "webhook")
 ORDERS = ("trec_eval", "rank", "file")
 #: app.eval.Gain's values
 GAINS = ("exp", "linear")
-#: app.eval.conventions.DEFAULT_DEPTH and DEFAULT_K
+#: app.eval.conventions.DEFAULT_DEPTH, DEFAULT_K and DEFAULT_DEPTHS
 DEFAULT_DEPTH = 50
 DEFAULT_K = 10
+DEFAULT_DEPTHS = (10, 20, 50, 100, 200, 1000)
+#: app.eval.depth_cost.DEFAULT_TOLERANCE
+DEFAULT_TOLERANCE = 0.01
+#: app.eval.diagnosis.DEFAULT_RECALL_THRESHOLD and DEFAULT_NDCG_THRESHOLD
+DEFAULT_RECALL_THRESHOLD = 0.8
+DEFAULT_NDCG_THRESHOLD = 0.5
+#: app.eval.cluster_profile.DEFAULT_KS and DEFAULT_THRESHOLD
+CLUSTER_KS = (10, 20, 30, 40, 50)
+CLUSTER_THRESHOLD = 4
 #: app.eval.values.INT32_MAX: the database's largest integer
 INT32_MAX = 2**31 - 1
 

@@ -13,7 +13,7 @@ import polars as pl
 from app.eval.conventions import DEFAULT_DEPTHS, Conventions, Gain
 from app.eval.diagnosis import Diagnosis, MissEvidence, Thresholds, diagnose
 from app.eval.golden import Judgments
-from app.eval.measures import Judged, candidate_ndcg_at, ndcg_at, recall_at
+from app.eval.measures import Judged, candidate_ndcg_at, ndcg_at
 from app.eval.ranking import RankedRun, RunReport
 
 
@@ -101,11 +101,6 @@ def _ndcg(gained: Judged, k: int, gain: Gain) -> float:
     return ndcg_at(gained, k, gain) if gained else 0.0
 
 
-def _recall(relevant: Judged, cutoff: int) -> float:
-    """R@cutoff; 0 for a query without relevant documents (trec_eval, under ``-c``)."""
-    return recall_at(relevant, cutoff) if relevant else 0.0
-
-
 def _missed_doc_ids(golden: Judgments, ranked: RankedRun, depth: int) -> dict[str, list[str]]:
     """Per query, the relevant documents outside the run's top ``depth``."""
     joined = golden.relevant.join(
@@ -122,10 +117,6 @@ def _evidence(missed: list[str], indexed: Set[str] | None) -> MissEvidence | Non
     if indexed is None:
         return None
     return MissEvidence(misses=len(missed), not_indexed=sum(1 for d in missed if d not in indexed))
-
-
-def _recall_hits(relevant: Judged, cutoff: int) -> int:
-    return sum(1 for _, rank in relevant if rank is not None and rank <= cutoff)
 
 
 def evaluate_run(
@@ -168,7 +159,11 @@ def evaluate_run(
     total_relevant = 0
     curve: dict[int, list[float]] = {d: [] for d in curve_depths}
     for qid, relevant in by_query.items():
-        r_depth = _recall(relevant, depth)
+        # the hits at every cutoff (depth curve, k, depth) from the sorted ranks, not a pass
+        # over the query's documents per cutoff: R@c = hits(c) / relevant, as ``recall_at``
+        found_ranks = sorted(rank for _, rank in relevant if rank is not None)
+        found = {d: bisect_right(found_ranks, d) for d in curve_depths}
+        r_depth = found[depth] / len(relevant) if relevant else 0.0
         n_k = _ndcg(gained[qid], k, gain)
         # the same gains as nDCG@k (every positive grade), the ideal from the candidates alone
         n_cand = candidate_ndcg_at(gained[qid], k, gain, depth=depth)
@@ -181,23 +176,20 @@ def evaluate_run(
             evidence=_evidence(missed.get(qid, []), indexed),
         )
         total_relevant += len(relevant)
-        # the hits at every depth of the curve from the sorted ranks, not a pass per depth
-        found_ranks = sorted(rank for _, rank in relevant if rank is not None)
         for d in curve_depths:
-            found = bisect_right(found_ranks, d)
-            hits[d] += found
-            curve[d].append(found / len(relevant) if relevant else 0.0)
+            hits[d] += found[d]
+            curve[d].append(found[d] / len(relevant) if relevant else 0.0)
         rows.append(
             QueryEvaluation(
                 qid=qid,
                 text=golden.query_text(qid),
                 relevant=len(relevant),
                 retrieved=ranked.retrieved.get(qid, 0),
-                recall_k=_recall(relevant, k),
+                recall_k=found[k] / len(relevant) if relevant else 0.0,
                 recall_depth=r_depth,
                 ndcg_k=n_k,
                 ndcg_cand_k=n_cand,
-                misses=len(relevant) - _recall_hits(relevant, depth),
+                misses=len(relevant) - found[depth],
                 diagnosis=verdict.diagnosis,
                 reason=verdict.reason,
             )

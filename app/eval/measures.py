@@ -129,5 +129,7 @@ def candidate_ndcg_at(relevant: Judged, k: int, gain: Gain, *, depth: int) -> fl
 
 
 def _check_cutoff(k: int) -> None:
+    if k.__class__ is int and k >= 1:
+        return  # the usual case, checked first: called for every query and measure
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"cutoff must be a positive integer, got {k!r}")

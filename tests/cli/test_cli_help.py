@@ -77,10 +77,6 @@ HEAVY = (
     "app.services",
     "app.db",
 )
-#: The offline commands import the evaluation package, and with it polars, at their module's
-#: top (under 0.2 s for their --help; importing polars there, with the collector off, is part
-#: of how `evaluate` starts fast): polars and pyarrow are allowed to them alone.
-EVALUATION = {"evaluate", "clusters"}
 
 
 def _command_paths() -> list[tuple[str, ...]]:
@@ -123,12 +119,7 @@ def test_a_commands_help_loads_no_heavy_module(path: tuple[str, ...]) -> None:
     found = json.loads(probe)
     assert found["status"] == 0, done.stderr
     assert f"Usage: misstriage {' '.join(path)} [OPTIONS]" in text
-    forbidden = HEAVY
-    if path[0] in EVALUATION:
-        forbidden = tuple(m for m in HEAVY if m not in ("polars", "pyarrow"))
-    loaded = [
-        m for m in found["modules"] if any(m == h or m.startswith(h + ".") for h in forbidden)
-    ]
+    loaded = [m for m in found["modules"] if any(m == h or m.startswith(h + ".") for h in HEAVY)]
     assert loaded == [], f"misstriage {' '.join(path)} --help loads {loaded[:10]}"
 
 
@@ -140,8 +131,11 @@ def test_every_command_is_probed() -> None:
 
 def test_the_written_out_choices_and_defaults_are_their_sources() -> None:
     from app.cli import params
-    from app.eval import Gain, Order
+    from app.eval import DEFAULT_DEPTHS, Gain, Order
+    from app.eval.cluster_profile import DEFAULT_KS, DEFAULT_THRESHOLD
     from app.eval.conventions import DEFAULT_DEPTH, DEFAULT_K
+    from app.eval.depth_cost import DEFAULT_TOLERANCE
+    from app.eval.diagnosis import DEFAULT_NDCG_THRESHOLD, DEFAULT_RECALL_THRESHOLD
     from app.eval.values import INT32_MAX
     from app.exporters import Tracker
     from app.models import Role
@@ -153,12 +147,18 @@ def test_the_written_out_choices_and_defaults_are_their_sources() -> None:
     assert params.DEFAULT_DEPTH == DEFAULT_DEPTH
     assert params.DEFAULT_K == DEFAULT_K
     assert params.INT32_MAX == INT32_MAX
+    assert params.DEFAULT_DEPTHS == DEFAULT_DEPTHS
+    assert params.DEFAULT_TOLERANCE == DEFAULT_TOLERANCE
+    assert params.DEFAULT_RECALL_THRESHOLD == DEFAULT_RECALL_THRESHOLD
+    assert params.DEFAULT_NDCG_THRESHOLD == DEFAULT_NDCG_THRESHOLD
+    assert params.CLUSTER_KS == DEFAULT_KS
+    assert params.CLUSTER_THRESHOLD == DEFAULT_THRESHOLD
 
 
 def test_the_commands_offer_the_choices() -> None:
     """The options that take the written-out values (a choice dropped from an option, or a
     default, would show here)."""
-    from app.cli import service, users
+    from app.cli import clusters, evaluate, service, users
 
     def option(command: click.Command, name: str) -> click.Parameter:
         return next(p for p in command.params if p.name == name)
@@ -174,7 +174,21 @@ def test_the_commands_offer_the_choices() -> None:
         == ("reviewer", "lead", "admin")
     )
     assert choices(service.export, "tracker") == ("github", "gitlab", "jira", "linear", "webhook")
-    assert choices(service.import_run, "order") == ("trec_eval", "rank", "file")
+    assert (
+        choices(service.import_run, "order")
+        == choices(evaluate.evaluate, "order")
+        == choices(clusters.clusters, "order")
+        == ("trec_eval", "rank", "file")
+    )
+    assert choices(evaluate.evaluate, "gain") == ("exp", "linear")
+    assert option(evaluate.evaluate, "depth").default == 50
+    assert option(evaluate.evaluate, "k").default == 10
+    assert option(evaluate.evaluate, "depths").default == "10,20,50,100,200,1000"
+    assert option(evaluate.evaluate, "tolerance").default == 0.01
+    assert option(evaluate.evaluate, "recall_threshold").default == 0.8
+    assert option(evaluate.evaluate, "ndcg_threshold").default == 0.5
+    assert option(clusters.clusters, "ks").default == "10,20,30,40,50"
+    assert option(clusters.clusters, "threshold").default == 4
     assert option(service.triage, "depth").default == 50
     assert option(service.triage, "k").default == 10
     row_id = option(service.triage, "run_id").type
