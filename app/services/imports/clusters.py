@@ -7,8 +7,8 @@ compactly: a row per query (its result count and the ranks at which a result rep
 already seen) and one row of per-rank totals per run. The figures are then computed by the same
 pure code as ``misstriage clusters`` (``profile_of_tally``), at any k, from the traces read
 some queries at a time (``stored_tally``: a log of millions of queries is never held whole).
-For cluster-recall, the judged documents' cluster ranks (``app.eval.cluster_ranks``) are stored beside them, where they
-differ from the documents' own ranks (``run_judged_cluster``).
+For cluster-recall, the judged documents' cluster ranks (``app.eval.cluster_ranks``) are
+stored beside them, where they differ from the documents' own ranks (``run_judged_cluster``).
 """
 
 from __future__ import annotations
