@@ -95,10 +95,14 @@ def generate(queries: int, per_query: int) -> None:
             # one query in 20 returns fewer results (a short query)
             lengths = np.where(rng.random(n) < 0.05, rng.integers(1, per_query, n), per_query)
             qids = np.repeat(np.arange(start, start + n), lengths)
-            # a query draws mostly from a few clusters' neighbourhoods: repeats of clusters,
-            # and now and then the same document twice
-            base = np.repeat(rng.integers(0, DOCUMENTS - 60, n), lengths)
-            docs = base + rng.integers(0, 60, qids.size)
+            # a query's results are neighbours (d, d+1, ...: ten documents share a cluster
+            # where d % 3 == 0, so clusters repeat), one query in 50 holds the same document
+            # twice (its fourth result again), some documents are not in the corpus
+            base = np.repeat(rng.integers(0, DOCUMENTS - 40, n), lengths)
+            starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+            offset = np.arange(qids.size) - starts
+            twice = np.repeat(rng.random(n) < 0.02, lengths) & (offset == lengths.max() - 1)
+            docs = base + np.where(twice, 3, offset)
             ranks = np.concatenate([np.arange(1, k + 1) for k in lengths])
             # written best first, as a system serves them; scores to one decimal, so deep
             # ranks tie now and then (the tied ones then need the conventions' sort)
