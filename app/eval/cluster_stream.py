@@ -14,6 +14,7 @@ A log whose queries are not contiguous, or a TREC file the fast reader refuses, 
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,7 +36,8 @@ from app.eval.cluster_profile import (
 )
 from app.eval.conventions import Order
 from app.eval.golden import IdLimits
-from app.eval.jsonl import jsonl_run_blocks
+from app.eval.jsonl import HIT_FORMAT, jsonl_run_blocks
+from app.eval.jsonl_fast import hit_blocks
 from app.eval.parquet import RunColumns, parquet_blocks
 from app.eval.ranking import (
     RunReport,
@@ -52,7 +54,7 @@ from app.eval.streaming import (
     trec_blocks,
     whole_queries,
 )
-from app.eval.textio import ProgressFn, plain_file
+from app.eval.textio import MAX_LINE_BYTES, ProgressFn, plain_file
 
 _Block = tuple[pl.DataFrame, bool, int]
 
@@ -83,6 +85,21 @@ def _last_marked(blocks: Iterator[pl.DataFrame]) -> Generator[_Block]:
         yield previous, True, 0
 
 
+def _one_hit_a_line(plain: Path) -> bool:
+    """True when a JSONL run's first non-blank line is one hit, as the careful reader
+    decides the shape (a JSON object with "docs" is a ranking list); a first line it cannot
+    read goes to it, which words the error."""
+    with plain.open("rb") as handle:
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            if raw.strip():
+                try:
+                    value = json.loads(raw)
+                except (ValueError, RecursionError):
+                    return False
+                return not (isinstance(value, dict) and "docs" in value)
+    return False
+
+
 def _parsed_blocks(
     plain: Path, source: str, fmt: str, order: Order, columns: RunColumns
 ) -> tuple[Generator[_Block], str]:
@@ -92,6 +109,8 @@ def _parsed_blocks(
     if fmt == "parquet":
         rows = parquet_blocks(plain, columns, with_rank=order is Order.RANK)
         return _last_marked(rows), "parquet"
+    if _one_hit_a_line(plain):
+        return _last_marked(hit_blocks(plain, source)), HIT_FORMAT
     shaped = jsonl_run_blocks(plain)
     first = next(shaped, None)
     if first is None:

@@ -16,7 +16,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,32 +43,36 @@ HIT_FORMAT = "jsonl-hits"
 def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
     """Yield (line number, byte length, parsed JSON value) for every non-blank line."""
     with path.open("rb") as handle:
-        for number, raw in numbered_lines(handle, source):
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
-                ) from None
-            depth = nesting_depth(raw)
-            if depth > MAX_JSON_DEPTH:
-                raise InputError(
-                    source,
-                    number,
-                    f"JSON nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})",
-                )
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(source, number, f"not valid JSON ({exc.msg})") from None
-            except (ValueError, RecursionError) as exc:
-                # ValueError: an integer of more than 4,300 digits (Python's limit).
-                raise InputError(
-                    source, number, f"not valid JSON ({shorten(str(exc), 100)})"
-                ) from None
-            yield number, len(raw), value
+        yield from _values(numbered_lines(handle, source), source)
+
+
+def _values(numbered: Iterable[tuple[int, bytes]], source: str) -> Iterator[tuple[int, int, Any]]:
+    """(line number, byte length, parsed JSON value) of every non-blank line of
+    ``numbered`` ((number, bytes) of each line), checked as ``_lines`` says."""
+    for number, raw in numbered:
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
+            ) from None
+        depth = nesting_depth(raw)
+        if depth > MAX_JSON_DEPTH:
+            raise InputError(
+                source,
+                number,
+                f"JSON nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})",
+            )
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(source, number, f"not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:
+            # ValueError: an integer of more than 4,300 digits (Python's limit).
+            raise InputError(source, number, f"not valid JSON ({shorten(str(exc), 100)})") from None
+        yield number, len(raw), value
 
 
 def nesting_depth(raw: bytes) -> int:
@@ -260,17 +264,39 @@ def jsonl_run_blocks(
                     ranks.append(None)
                     lines.append(line)
             else:
-                obj = _object(value, source=source, line=line, required=("qid", "doc_id", "score"))
-                qids.append(_identifier(obj["qid"], source=source, line=line, field="qid"))
-                docs.append(_identifier(obj["doc_id"], source=source, line=line, field="doc_id"))
-                scores.append(_number(obj["score"], source=source, line=line, field="score"))
-                rank = obj.get("rank")
-                if rank is not None:
-                    rank = _integer(rank, source=source, line=line, field="rank")
+                qid, doc, score, rank = _hit(value, source=source, line=line)
+                qids.append(qid)
+                docs.append(doc)
+                scores.append(score)
                 ranks.append(rank)
                 lines.append(line)
     if qids or fmt is None:
         yield frame(), fmt or HIT_FORMAT
+
+
+def _hit(value: Any, *, source: str, line: int) -> tuple[str, str, float, int | None]:
+    """(qid, doc_id, score, rank or None) of a one-hit-a-line run's line, checked."""
+    obj = _object(value, source=source, line=line, required=("qid", "doc_id", "score"))
+    qid = _identifier(obj["qid"], source=source, line=line, field="qid")
+    doc = _identifier(obj["doc_id"], source=source, line=line, field="doc_id")
+    score = _number(obj["score"], source=source, line=line, field="score")
+    rank = obj.get("rank")
+    if rank is not None:
+        rank = _integer(rank, source=source, line=line, field="rank")
+    return qid, doc, score, rank
+
+
+def careful_hits(block: bytes, first_line: int, source: str) -> pl.DataFrame:
+    """A block of whole lines of a one-hit-a-line run (its first line ``first_line``), read
+    line by line with every check (an InputError names the first bad line)."""
+    rows = []
+    pieces = block.split(b"\n")
+    if not pieces[-1]:
+        pieces.pop()  # the block ends with a newline
+    numbered = enumerate(pieces, start=first_line)
+    for line, _, value in _values(numbered, source):
+        rows.append((*_hit(value, source=source, line=line), line))
+    return pl.DataFrame(rows, schema=_RUN_SCHEMA, orient="row")
 
 
 def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, str]:

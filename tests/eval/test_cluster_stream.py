@@ -212,3 +212,59 @@ def test_parquet_errors_name_the_file_and_the_row(tmp_path: Path) -> None:
         InputError, match=r"line 1: the row holds a score that is not a finite number"
     ):
         tally_log(path, ClusterCorpus.of({}), (5,))
+
+
+TRICKY_LINES = [
+    '{"qid": "q1", "doc_id": "d1", "score": -0.0}',
+    '{"qid": 7, "doc_id": 12, "score": 3, "rank": 2}',
+    '{"qid": -7, "doc_id": "d1", "score": 1E2, "rank": -0}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "rank": null}',
+    '{"doc_id": "d1", "qid": "q1", "score": 1}',  # another key order
+    '{"qid": "q\\u0031", "doc_id": "d1", "score": 1}',  # an escape
+    '{"qid": "é", "doc_id": "ß", "score": 2.5}\r',
+    "",  # a blank line
+    '{"qid": "q 1", "doc_id": "d1", "score": 1}',
+    '{"qid": "q\u00a01", "doc_id": "d1", "score": 1}',  # a no-break space
+    '{"qid": "", "doc_id": "d1", "score": 1}',
+    '{"qid": 5.0, "doc_id": "d1", "score": 1}',
+    '{"qid": "q1", "doc_id": "d1", "score": "1"}',
+    '{"qid": "q1", "doc_id": "d1", "score": true}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1e400}',
+    '{"qid": "q1", "doc_id": "d1", "score": NaN}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "rank": 1.5}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "rank": 99999999999999999999}',
+    '{"qid": "q1", "qid": "q2", "doc_id": "d1", "score": 1}',  # a repeated key
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "tag": "x"}',  # another key
+    '{"qid": 123456789012345678901234, "doc_id": "d1", "score": 1}',
+    "[1, 2]",
+]
+
+
+@pytest.mark.parametrize("tricky", TRICKY_LINES)
+def test_the_fast_json_reader_reads_as_the_careful_one(
+    tmp_path: Path, tricky: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block of the usual lines with one other line in it: the fast path's results, or its
+    error, are the careful reader's (``read_jsonl_run``, line by line)."""
+    from app.eval import jsonl_fast
+
+    monkeypatch.setattr(jsonl_fast, "BLOCK_BYTES", 300)
+    usual = [f'{{"qid": "q{i // 4}", "doc_id": "d{i}", "score": {10 - i % 4}}}' for i in range(40)]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join([*usual[:21], tricky, *usual[21:]]) + "\n")
+    try:
+        want: pl.DataFrame | str = jsonl.read_jsonl_run(path)[0]
+    except InputError as error:
+        want = str(error)
+    try:
+        got: pl.DataFrame | str = pl.concat(list(jsonl_fast.hit_blocks(path, str(path))))
+    except InputError as error:
+        got = str(error)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        assert isinstance(got, pl.DataFrame)
+        assert got.to_dicts() == want.to_dicts()
+        assert [str(s) for s in got.get_column("score")] == [
+            str(s) for s in want.get_column("score")
+        ]  # -0.0 is 0.0 on both
