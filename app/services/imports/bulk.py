@@ -33,7 +33,11 @@ def bulk_insert(
     if connection.dialect.name == "postgresql":
         names = ", ".join(f'"{c}"' for c in columns)
         statement = f'COPY "{table}" ({names}) FROM STDIN WITH (FORMAT csv)'
-        with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        # a thread of psycopg's sends each slice while the next is formatted
+        with (
+            driver.cursor() as cursor,
+            cursor.copy(statement, writer=QueuedLibpqWriter(cursor)) as copy,
+        ):
             for part in frame.iter_slices(COPY_SLICE_ROWS):
                 copy.write(part.write_csv(include_header=False))
         return frame.height
