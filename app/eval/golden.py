@@ -97,23 +97,12 @@ def golden_from_frame(
     if "line" not in frame.columns:
         frame = frame.with_row_index("line", offset=1)
     lines = frame.height
-    pairs = frame.group_by("qid", "doc_id", maintain_order=True).agg(
-        pl.col("grade").first(),
-        pl.col("grade").n_unique().alias("grades"),
-        pl.col("line").first().alias("first_line"),
-        pl.col("line").filter(pl.col("grade") != pl.col("grade").first()).first().alias("bad"),
-        pl.len().alias("count"),
-    )
-    conflicts = pairs.filter(pl.col("grades") > 1)
-    if conflicts.height:
-        row = conflicts.row(0, named=True)
-        raise InputError(
-            source,
-            int(row["bad"]),
-            f"query {shorten(row['qid'])}, document {shorten(row['doc_id'])} is judged again "
-            "with a different "
-            f"grade than on line {row['first_line']}",
-        )
+    # Most files judge each pair once: a hash of the pairs then, the grouping only when one
+    # repeats (it took 3 of the 4 s of 530,000 judgments, issue 29).
+    if frame.select(pl.struct("qid", "doc_id").is_duplicated().any()).item():
+        pairs = _pairs(frame, source)
+    else:
+        pairs = frame.select("qid", "doc_id", "grade")
     judgments = pairs.select("qid", "doc_id", pl.col("grade").cast(pl.Int64))
     queries = dict(queries or {})
     relevant = judgments.filter(pl.col("grade") >= min_grade)
@@ -155,6 +144,28 @@ def golden_from_frame(
         warnings=warnings,
     )
     return Judgments(judgments=judgments, queries=queries, min_grade=min_grade, report=report)
+
+
+def _pairs(frame: pl.DataFrame, source: str) -> pl.DataFrame:
+    """qid, doc_id, grade, a row per pair in the order first judged; a pair judged again with
+    a different grade is an error naming both lines."""
+    pairs = frame.group_by("qid", "doc_id", maintain_order=True).agg(
+        pl.col("grade").first(),
+        pl.col("grade").n_unique().alias("grades"),
+        pl.col("line").first().alias("first_line"),
+        pl.col("line").filter(pl.col("grade") != pl.col("grade").first()).first().alias("bad"),
+    )
+    conflicts = pairs.filter(pl.col("grades") > 1)
+    if conflicts.height:
+        row = conflicts.row(0, named=True)
+        raise InputError(
+            source,
+            int(row["bad"]),
+            f"query {shorten(row['qid'])}, document {shorten(row['doc_id'])} is judged again "
+            "with a different "
+            f"grade than on line {row['first_line']}",
+        )
+    return pairs
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,9 @@ from typing import Any
 
 import polars as pl
 
+from app.eval import textio
 from app.eval.errors import InputError, shorten
+from app.eval.query_lines import read_query_lines
 from app.eval.textio import ProgressFn, numbered_lines, plain_file
 from app.eval.values import INT32_MAX
 
@@ -48,31 +50,34 @@ def _lines(path: Path, source: str) -> Iterator[tuple[int, int, Any]]:
 
 def _values(numbered: Iterable[tuple[int, bytes]], source: str) -> Iterator[tuple[int, int, Any]]:
     """(line number, byte length, parsed JSON value) of every non-blank line of
-    ``numbered`` ((number, bytes) of each line), checked as ``_lines`` says."""
+    ``numbered`` ((number, bytes) of each line), checked as ``_parse_line`` says."""
     for number, raw in numbered:
-        if not raw.strip():
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
-            ) from None
-        depth = nesting_depth(raw)
-        if depth > MAX_JSON_DEPTH:
-            raise InputError(
-                source,
-                number,
-                f"JSON nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})",
-            )
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(source, number, f"not valid JSON ({exc.msg})") from None
-        except (ValueError, RecursionError) as exc:
-            # ValueError: an integer of more than 4,300 digits (Python's limit).
-            raise InputError(source, number, f"not valid JSON ({shorten(str(exc), 100)})") from None
-        yield number, len(raw), value
+        if raw.strip():
+            yield number, len(raw), _parse_line(raw, source=source, number=number)
+
+
+def _parse_line(raw: bytes, *, source: str, number: int) -> Any:
+    """One non-blank line's JSON value (UTF-8, nested at most MAX_JSON_DEPTH deep)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            source, number, f"not valid UTF-8 text (byte at column {exc.start + 1})"
+        ) from None
+    depth = nesting_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise InputError(
+            source,
+            number,
+            f"JSON nested deeper than {MAX_JSON_DEPTH} levels (at least {depth})",
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(source, number, f"not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:
+        # ValueError: an integer of more than 4,300 digits (Python's limit).
+        raise InputError(source, number, f"not valid JSON ({shorten(str(exc), 100)})") from None
 
 
 def nesting_depth(raw: bytes) -> int:
@@ -302,45 +307,63 @@ def careful_hits(block: bytes, first_line: int, source: str) -> pl.DataFrame:
 def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, str]:
     """Read query texts: BEIR ``queries.jsonl`` (``_id``, ``text``) or TSV ``qid<TAB>text``.
 
+    Lines of the usual shape are taken apart a block at a time (app.eval.query_lines), the
+    others one by one below, with the same checks and errors naming the line.
     A file without a single query is an error (an empty upload, the wrong file)."""
     source = str(path)
-    queries: dict[str, str] = {}
     with plain_file(path) as plain:
         with plain.open("rb") as handle:
             head = handle.read(1 << 12).lstrip()
         is_json = head.startswith(b"{")
-        if is_json:
-            for line, _size, value in _lines(plain, source):
-                obj = _object(value, source=source, line=line, required=())
-                key = "_id" if "_id" in obj else "qid" if "qid" in obj else None
-                if key is None:
-                    raise InputError(source, line, "missing field '_id'")
-                text = _text(
-                    obj.get("text", obj.get("query")), source=source, line=line, field="text"
-                )
-                qid = _identifier(obj[key], source=source, line=line, field=key, limit=max_id_chars)
-                _add_query(queries, qid, text, source=source, line=line)
-        else:
-            with plain.open("rb") as handle:
-                for line, raw in numbered_lines(handle, source):
-                    try:
-                        decoded = raw.decode("utf-8").rstrip("\r\n")
-                    except UnicodeDecodeError:
-                        raise InputError(source, line, "not valid UTF-8 text") from None
-                    if not decoded.strip():
-                        continue
-                    qid, sep, text = decoded.partition("\t")
-                    if not sep:
-                        raise InputError(
-                            source, line, "expected 2 tab-separated columns (qid text)"
-                        )
-                    if line == 1 and qid.strip().lower() in ("qid", "query-id", "query_id", "id"):
-                        continue
-                    if "\x00" in decoded:
-                        raise InputError(source, line, "a NUL byte: not a text file")
-                    qid = qid.strip()
-                    _check_length(qid, max_id_chars, source=source, line=line, what="query id")
-                    _add_query(queries, qid, text.strip(), source=source, line=line)
+
+        def json_line(number: int, raw: bytes) -> tuple[str, str] | None:
+            _check_line_length(raw, source=source, number=number)
+            if not raw.strip():
+                return None
+            obj = _object(
+                _parse_line(raw, source=source, number=number),
+                source=source,
+                line=number,
+                required=(),
+            )
+            key = "_id" if "_id" in obj else "qid" if "qid" in obj else None
+            if key is None:
+                raise InputError(source, number, "missing field '_id'")
+            text = _text(
+                obj.get("text", obj.get("query")), source=source, line=number, field="text"
+            )
+            qid = _identifier(obj[key], source=source, line=number, field=key, limit=max_id_chars)
+            _check_query_id(qid, source=source, line=number)
+            return qid, text
+
+        def tsv_line(number: int, raw: bytes) -> tuple[str, str] | None:
+            _check_line_length(raw, source=source, number=number)
+            try:
+                decoded = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                raise InputError(source, number, "not valid UTF-8 text") from None
+            if not decoded.strip():
+                return None
+            qid, sep, text = decoded.partition("\t")
+            if not sep:
+                raise InputError(source, number, "expected 2 tab-separated columns (qid text)")
+            if number == 1 and qid.strip().lower() in ("qid", "query-id", "query_id", "id"):
+                return None
+            if "\x00" in decoded:
+                raise InputError(source, number, "a NUL byte: not a text file")
+            qid = qid.strip()
+            _check_length(qid, max_id_chars, source=source, line=number, what="query id")
+            _check_query_id(qid, source=source, line=number)
+            return qid, text.strip()
+
+        queries = read_query_lines(
+            plain,
+            source=source,
+            kind="json" if is_json else "tsv",
+            parse_line=json_line if is_json else tsv_line,
+            max_id_chars=max_id_chars,
+            first_line_slow=not is_json,
+        )
     if not queries:
         raise InputError(
             source,
@@ -351,12 +374,15 @@ def read_queries(path: Path, *, max_id_chars: int | None = None) -> dict[str, st
     return queries
 
 
-def _add_query(queries: dict[str, str], qid: str, text: str, *, source: str, line: int) -> None:
+def _check_line_length(raw: bytes, *, source: str, number: int) -> None:
+    limit = textio.MAX_LINE_BYTES  # read when called: the tests lower it
+    if len(raw) > limit:
+        raise InputError(source, number, f"a line longer than {limit:,} bytes")
+
+
+def _check_query_id(qid: str, *, source: str, line: int) -> None:
     if not qid or any(c.isspace() for c in qid):
         raise InputError(source, line, f"query id {shorten(qid)} is empty or contains whitespace")
-    if qid in queries and queries[qid] != text:
-        raise InputError(source, line, f"query {shorten(qid)} appears twice with different texts")
-    queries[qid] = text
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,10 @@ from psycopg.copy import QueuedLibpqWriter
 from sqlmodel import Session, SQLModel
 
 COPY_SLICE_ROWS = 200_000
+#: SQLite: the page cache of a connection while it bulk-writes, in KiB (SQLite's default is
+#: 2 MiB: rows inserted in any order but their keys' spill the indexes' pages again and again;
+#: 800,000 golden queries took 25 s with it, 12 s with this).
+SQLITE_BULK_CACHE_KIB = 256 << 10
 
 
 def bulk_insert(
@@ -29,7 +33,11 @@ def bulk_insert(
     if connection.dialect.name == "postgresql":
         names = ", ".join(f'"{c}"' for c in columns)
         statement = f'COPY "{table}" ({names}) FROM STDIN WITH (FORMAT csv)'
-        with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        # a thread of psycopg's sends each slice while the next is formatted
+        with (
+            driver.cursor() as cursor,
+            cursor.copy(statement, writer=QueuedLibpqWriter(cursor)) as copy,
+        ):
             for part in frame.iter_slices(COPY_SLICE_ROWS):
                 copy.write(part.write_csv(include_header=False))
         return frame.height
@@ -38,8 +46,15 @@ def bulk_insert(
     statement = f'INSERT INTO "{table}" ({names}) VALUES ({marks})'
     cursor = driver.cursor()
     try:
-        for part in frame.iter_slices(batch_rows):
-            cursor.executemany(statement, part.iter_rows())
+        (cache,) = cursor.execute("PRAGMA cache_size").fetchone()
+        # a negative size is in KiB; a pooled connection gets its own size back after
+        if cache >= 0 or -cache < SQLITE_BULK_CACHE_KIB:
+            cursor.execute(f"PRAGMA cache_size = -{SQLITE_BULK_CACHE_KIB}")
+        try:
+            for part in frame.iter_slices(batch_rows):
+                cursor.executemany(statement, part.iter_rows())
+        finally:
+            cursor.execute(f"PRAGMA cache_size = {int(cache)}")
     finally:
         cursor.close()
     return frame.height
