@@ -372,6 +372,20 @@ def tally_of_joined(
         pl.len().alias("n"),
         *[(pl.col("new") & (pl.col("rank") <= k)).sum().alias(f"u{k}") for k in cutoffs],
     )
+    return _tally_of_counts(
+        per_query, cutoffs, has_text=has_text, totals=trace_totals(joined, has_text=has_text)
+    )
+
+
+def _tally_of_counts(
+    per_query: pl.DataFrame,
+    cutoffs: tuple[int, ...],
+    *,
+    has_text: bool,
+    totals: RankTotals | None = None,
+) -> ClusterTally:
+    """The tally of a frame of one row a query: ``n`` (its results) and ``u{k}`` (u_q(k))
+    at each cutoff."""
     n = per_query.get_column("n")
     histograms = []
     for k in cutoffs:
@@ -383,8 +397,8 @@ def tally_of_joined(
         queries=per_query.height,
         histograms=histograms,
         short=[int((n < k).sum()) for k in cutoffs],
-        shown=int(n.sum()),
-        totals=trace_totals(joined, has_text=has_text),
+        shown=int(n.clip(upper_bound=cutoffs[-1]).sum()),
+        totals=RankTotals() if totals is None else totals,
     )
 
 
@@ -395,7 +409,7 @@ def tally_of_trace_rows(rows: pl.DataFrame, ks: Sequence[int], *, has_text: bool
     cutoffs = tuple(ks)
     returned = pl.col("returned")
     per_query = rows.select(
-        returned,
+        returned.alias("n"),
         *[
             (
                 pl.min_horizontal(returned, pl.lit(k))
@@ -404,19 +418,7 @@ def tally_of_trace_rows(rows: pl.DataFrame, ks: Sequence[int], *, has_text: bool
             for k in cutoffs
         ],
     )
-    n = per_query.get_column("returned")
-    histograms = []
-    for k in cutoffs:
-        counts = per_query.get_column(f"u{k}").value_counts()
-        histograms.append(Counter({int(u): int(c) for u, c in counts.iter_rows()}))
-    return ClusterTally(
-        ks=cutoffs,
-        has_text=has_text,
-        queries=per_query.height,
-        histograms=histograms,
-        short=[int((n < k).sum()) for k in cutoffs],
-        shown=int(n.clip(upper_bound=cutoffs[-1]).sum()),
-    )
+    return _tally_of_counts(per_query, cutoffs, has_text=has_text)
 
 
 def quantile_of_counts(histogram: Mapping[int, int], p: float) -> float:

@@ -18,7 +18,7 @@ import polars as pl
 
 from app.eval.errors import InputError
 from app.eval.jsonl import careful_hits
-from app.eval.textio import MAX_LINE_BYTES
+from app.eval.textio import MAX_LINE_BYTES, LineTooLong, whole_line_blocks
 
 #: Bytes of a run read at once.
 BLOCK_BYTES = 8 << 20
@@ -40,28 +40,21 @@ _BAD_ID = r"[\s\p{Cc}]"
 def hit_blocks(path: Path, source: str) -> Generator[pl.DataFrame]:
     """A one-hit-a-line JSONL run's results (qid, doc_id, score, rank, line), a block of
     whole lines at a time (see the module); an InputError names the first bad line."""
-    first_line, rest = 1, b""
+    first_line = 1
     with path.open("rb") as handle:
+        blocks = whole_line_blocks(handle, BLOCK_BYTES)
         while True:
-            data = handle.read(BLOCK_BYTES)
-            last = not data
-            data = rest + data
-            if not last:
-                cut = data.rfind(b"\n") + 1
-                if not cut:
-                    if len(data) > MAX_LINE_BYTES:
-                        raise InputError(
-                            source, first_line, f"a line longer than {MAX_LINE_BYTES:,} bytes"
-                        )
-                    rest = data
-                    continue
-                data, rest = data[:cut], data[cut:]
+            try:
+                data, _, _ = next(blocks)
+            except StopIteration:
+                return
+            except LineTooLong:
+                message = f"a line longer than {MAX_LINE_BYTES:,} bytes"
+                raise InputError(source, first_line, message) from None
             if data:
                 frame = _fast(data, first_line)
                 yield careful_hits(data, first_line, source) if frame is None else frame
                 first_line += data.count(b"\n") + (not data.endswith(b"\n"))
-            if last:
-                return
 
 
 def _fast(block: bytes, first_line: int) -> pl.DataFrame | None:

@@ -47,7 +47,14 @@ from app.eval.ranking import (
     top_of_results,
 )
 from app.eval.sources import check_ids, detect_run_format, load_run
-from app.eval.textio import MAX_LINE_BYTES, ProgressFn, plain_file, read_fast, sniff_separator
+from app.eval.textio import (
+    LineTooLong,
+    ProgressFn,
+    plain_file,
+    read_fast,
+    sniff_separator,
+    whole_line_blocks,
+)
 from app.eval.trec import RUN_COLUMNS, run_columns
 
 #: About this many bytes of a run are parsed at once (some 240,000 lines of an MS MARCO run):
@@ -373,21 +380,16 @@ def trec_blocks(
     if separator is None:
         raise WholeFile
     with_rank = order is Order.RANK
-    first_line, rest, read = 1, b"", 0
+    first_line = 1
     with path.open("rb") as handle:
+        blocks = whole_line_blocks(handle, BLOCK_BYTES)
         while True:
-            data = handle.read(BLOCK_BYTES)
-            read += len(data)
-            last = not data
-            data = rest + data
-            if not last:
-                cut = data.rfind(b"\n") + 1
-                if not cut:
-                    if len(data) > MAX_LINE_BYTES:
-                        raise WholeFile
-                    rest = data
-                    continue
-                data, rest = data[:cut], data[cut:]
+            try:
+                data, last, read = next(blocks)
+            except StopIteration:
+                return
+            except LineTooLong:
+                raise WholeFile from None
             if data:
                 frame = read_fast(
                     data,
@@ -405,11 +407,8 @@ def trec_blocks(
                 check_order_columns(frame, order, source)
                 first_line += data.count(b"\n")
                 yield frame, last, read
-                read = 0
             elif last:
                 yield run_columns(_empty(with_rank), with_rank=with_rank), True, read
-            if last:
-                return
 
 
 def _empty(with_rank: bool) -> pl.DataFrame:

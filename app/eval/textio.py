@@ -158,6 +158,34 @@ def _gunzip(path: Path, target: Path) -> None:
         raise InputError(path, None, f"not a readable gzip file ({exc})") from None
 
 
+class LineTooLong(Exception):
+    """A line longer than ``MAX_LINE_BYTES``."""
+
+
+def whole_line_blocks(handle: BinaryIO, size: int) -> Iterator[tuple[bytes, bool, int]]:
+    """(bytes of whole lines, whether they are the last, bytes read for them), about
+    ``size`` bytes at a time; the last may end without a newline (and be empty). LineTooLong
+    when a line would pass ``MAX_LINE_BYTES``."""
+    rest, read = b"", 0
+    while True:
+        data = handle.read(size)
+        read += len(data)
+        last = not data
+        data = rest + data
+        if not last:
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                if len(data) > MAX_LINE_BYTES:
+                    raise LineTooLong
+                rest = data
+                continue
+            data, rest = data[:cut], data[cut:]
+        yield data, last, read
+        read = 0
+        if last:
+            return
+
+
 def numbered_lines(handle: BinaryIO, source: str) -> Iterator[tuple[int, bytes]]:
     """(1-based number, bytes) of every line of a binary file, each at most
     ``MAX_LINE_BYTES`` long (a longer one is an error naming it, read no further)."""
