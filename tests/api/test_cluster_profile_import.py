@@ -16,7 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.models import Role
-from tests.support.log_runs import DEMO, demo_corpus, unjudged_lines
+from tests.support.log_run_api import demo_golden_set
+from tests.support.log_runs import demo_corpus, unjudged_lines
 from tests.support.service import Account
 
 SQL = Path(__file__).resolve().parents[2] / "docs" / "sql" / "unique_clusters.sql"
@@ -69,20 +70,6 @@ def _sql_profile(tmp: Path, lines: list[tuple[str, str, float]]) -> pl.DataFrame
     return frame
 
 
-def _golden_set(client: TestClient, lead: Account) -> int:
-    answer = client.post(
-        "/api/v1/golden-sets",
-        headers=lead.headers,
-        data={"name": "helpcentre"},
-        files={
-            name: (f"{name}.{ext}", (DEMO / f"{name}.{ext}").read_bytes())
-            for name, ext in (("qrels", "tsv"), ("queries", "jsonl"), ("corpus", "jsonl"))
-        },
-    )
-    assert answer.status_code == 201, answer.text
-    return int(answer.json()["id"])
-
-
 def _upload(
     client: TestClient, lead: Account, golden_id: int, name: str, path: Path, **data: str
 ) -> Any:
@@ -113,7 +100,7 @@ def test_the_sql_profile_imports_with_the_figures_of_the_raw_log(
     client: TestClient, accounts: dict[Role, Account], tmp_path: Path
 ) -> None:
     lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     lines = _log_lines()
     raw = tmp_path / "log.trec"
     raw.write_text("".join(f"{q} Q0 {d} 0 {s!r} log\n" for q, d, s in lines))
@@ -191,7 +178,7 @@ def test_a_bad_profile_is_refused_whole_naming_file_and_line(
     words: str,
 ) -> None:
     lead = accounts[Role.LEAD]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     path = tmp_path / "profile.csv"
     path.write_text(text)
     answer = _upload(client, lead, golden_id, "bad", path, kind="log", format="cluster_profile")
@@ -210,7 +197,7 @@ def test_a_profile_is_a_log_run_only(
     client: TestClient, accounts: dict[Role, Account], tmp_path: Path
 ) -> None:
     lead = accounts[Role.LEAD]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     path = tmp_path / "profile.csv"
     path.write_text(HEADER + "q1,10,3,3,2\n")
     answer = _upload(client, lead, golden_id, "judged", path)  # kind judged, the default

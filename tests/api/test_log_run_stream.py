@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.eval import streaming
 from app.models import Role
-from tests.api.test_log_runs import _golden_set, _import, _same
+from tests.support.log_run_api import demo_golden_set, import_run, same_figures
 from tests.support.log_runs import demo_corpus, oracle, rankings, write_log_run
 from tests.support.service import Account
 
@@ -39,7 +39,7 @@ def test_every_form_of_a_log_stores_the_same_traces(
 ) -> None:
     monkeypatch.setattr(streaming, "BLOCK_BYTES", 4096)  # many blocks, queries across them
     lead = accounts[Role.LEAD]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     trec = write_log_run(tmp_path / "log.trec")
     text = trec.read_text()
     expected = oracle(rankings(text), demo_corpus(), ks=KS, threshold=4)
@@ -59,18 +59,18 @@ def test_every_form_of_a_log_stores_the_same_traces(
     parquet = tmp_path / "log-lake.parquet"
     frame.select("query_id", "docid", "bm25").write_parquet(parquet, row_group_size=500)
 
-    first = _import(client, lead, golden_id, trec, kind="log")
-    _same(_clusters(client, lead, first["id"]), expected)
+    first = import_run(client, lead, golden_id, trec, kind="log")
+    same_figures(_clusters(client, lead, first["id"]), expected)
     for path, extra in (
         (gz, {}),
         (mixed, {}),
         (parquet, {"columns": "qid=query_id, doc_id=docid, score=bm25"}),
     ):
-        run = _import(client, lead, golden_id, path, kind="log", **extra)
+        run = import_run(client, lead, golden_id, path, kind="log", **extra)
         for key in ("queries", "lines"):
             assert run[key] == first[key], (path.name, key)
         assert run["report"]["duplicates_dropped"] == first["report"]["duplicates_dropped"]
-        _same(_clusters(client, lead, run["id"]), expected)
+        same_figures(_clusters(client, lead, run["id"]), expected)
     assert run["format"] == "parquet"
 
 
@@ -78,7 +78,7 @@ def test_bad_columns_are_a_clear_error(
     client: TestClient, accounts: dict[Role, Account], tmp_path: Path
 ) -> None:
     lead = accounts[Role.LEAD]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     parquet = tmp_path / "lake.parquet"
     pl.DataFrame({"query_id": ["q1"], "docid": ["d1"], "bm25": [1.0]}).write_parquet(parquet)
     for columns, code, words in (

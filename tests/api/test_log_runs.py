@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,8 +17,8 @@ from sqlmodel import Session
 from app.main import create_app
 from app.models import Role, RunClusterTotals
 from app.settings import Settings
+from tests.support.log_run_api import demo_golden_set, import_run, same_figures
 from tests.support.log_runs import (
-    DEMO,
     demo_corpus,
     oracle,
     rankings,
@@ -41,51 +40,13 @@ def shallow_client(database_url: str, engine: Engine) -> Iterator[TestClient]:
         yield test_client
 
 
-def _golden_set(client: TestClient, lead: Account) -> int:
-    answer = client.post(
-        "/api/v1/golden-sets",
-        headers=lead.headers,
-        data={"name": "helpcentre"},
-        files={
-            name: (f"{name}.{ext}", (DEMO / f"{name}.{ext}").read_bytes())
-            for name, ext in (("qrels", "tsv"), ("queries", "jsonl"), ("corpus", "jsonl"))
-        },
-    )
-    assert answer.status_code == 201, answer.text
-    return int(answer.json()["id"])
-
-
-def _import(client: TestClient, lead: Account, golden_id: int, path: Path, **data: str) -> Any:
-    answer = client.post(
-        f"/api/v1/golden-sets/{golden_id}/runs",
-        headers=lead.headers,
-        data={"name": path.stem, **data},
-        files={"run": (path.name, path.read_bytes())},
-    )
-    assert answer.status_code == 201, answer.text
-    return answer.json()
-
-
-def _same(answer: dict[str, Any], expected: dict[str, Any]) -> None:
-    """Every figure equal; floats to 1e-12 (the service sums in another order)."""
-    for key in ("queries", "depth", "threshold", "unclustered_results", "unknown_results"):
-        assert answer[key] == expected[key], key
-    assert [d["k"] for d in answer["depths"]] == [d["k"] for d in expected["depths"]]
-    for got, want in zip(answer["depths"], expected["depths"], strict=True):
-        for key, value in want.items():
-            if isinstance(value, float):
-                assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12), (want["k"], key)
-            else:
-                assert got[key] == value, (want["k"], key)
-
-
 def test_a_log_run_imports_every_query_and_its_clusters_equal_the_oracle(
     client: TestClient, accounts: dict[Role, Account], tmp_path: Path
 ) -> None:
     lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     path = write_log_run(tmp_path / "query-log.trec")
-    run = _import(client, lead, golden_id, path, kind="log")
+    run = import_run(client, lead, golden_id, path, kind="log")
     ranked = rankings(path.read_text())
     assert len(ranked) == 67 + 200
     assert run["kind"] == "log"
@@ -104,7 +65,7 @@ def test_a_log_run_imports_every_query_and_its_clusters_equal_the_oracle(
     assert answer.status_code == 200, answer.text
     body = answer.json()
     expected = oracle(ranked, corpus, ks=KS, threshold=4, price=PRICE, per_day=PER_DAY)
-    _same(body, expected)
+    same_figures(body, expected)
     assert body["kind"] == "log"
     assert body["token_estimate"]
     # The data exercises what the measures are about: repeats, short lists, strangers.
@@ -121,7 +82,7 @@ def test_a_log_run_imports_every_query_and_its_clusters_equal_the_oracle(
         params={"k": "1,7,64,99,100,150", "threshold": 9},
     )
     assert deep.status_code == 200, deep.text
-    _same(deep.json(), oracle(ranked, corpus, ks=(1, 7, 64, 99, 100, 150), threshold=9))
+    same_figures(deep.json(), oracle(ranked, corpus, ks=(1, 7, 64, 99, 100, 150), threshold=9))
     assert all(d["daily_price"] is None for d in deep.json()["depths"])
 
 
@@ -129,15 +90,15 @@ def test_a_log_run_refuses_metrics_and_triage_cleanly(
     client: TestClient, accounts: dict[Role, Account], tmp_path: Path
 ) -> None:
     lead = accounts[Role.LEAD]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     path = tmp_path / "log.trec"
     path.write_text("\n".join(unjudged_lines(demo_corpus())[:300]) + "\n")
-    run = _import(client, lead, golden_id, path, kind="log")
+    run = import_run(client, lead, golden_id, path, kind="log")
     ranked = rankings(path.read_text())
     # Fewer documents than the corpus holds: the corpus is asked for those alone.
     assert len({d for r in ranked.values() for d in r}) < len(demo_corpus())
     measured = client.get(f"/api/v1/runs/{run['id']}/clusters", headers=lead.headers)
-    _same(measured.json(), oracle(ranked, demo_corpus(), ks=KS, threshold=4))
+    same_figures(measured.json(), oracle(ranked, demo_corpus(), ks=KS, threshold=4))
     refusals = [
         client.get(f"/api/v1/runs/{run['id']}/metrics", headers=lead.headers),
         client.get(f"/api/v1/runs/{run['id']}/queries", headers=lead.headers),
@@ -172,9 +133,9 @@ def test_a_judged_runs_clusters_count_every_query_at_any_depth(
     shallow_client: TestClient, accounts: dict[Role, Account], engine: Engine, tmp_path: Path
 ) -> None:
     client, lead = shallow_client, accounts[Role.LEAD]
-    golden_id = _golden_set(client, lead)
+    golden_id = demo_golden_set(client, lead)
     path = write_log_run(tmp_path / "bm25-and-more.trec")  # 67 judged queries, 200 not
-    run = _import(client, lead, golden_id, path)
+    run = import_run(client, lead, golden_id, path)
     assert run["kind"] == "judged"
     assert run["keep_depth"] == KEEP_DEPTH
     assert run["report"]["unknown_queries"] == 200  # not measured by recall ...
@@ -188,7 +149,9 @@ def test_a_judged_runs_clusters_count_every_query_at_any_depth(
     )
     assert answer.status_code == 200, answer.text
     # ... but counted by the cluster measures, judged or not.
-    _same(answer.json(), oracle(rankings(path.read_text()), demo_corpus(), ks=ks, threshold=4))
+    same_figures(
+        answer.json(), oracle(rankings(path.read_text()), demo_corpus(), ks=ks, threshold=4)
+    )
     assert answer.json()["queries"] == 267
 
     # A run imported before the traces were stored has none: a clear 409, not a guess.
