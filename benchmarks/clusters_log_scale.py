@@ -68,7 +68,7 @@ def paths(queries: int, per_query: int) -> tuple[dict[str, Path], Path]:
     return {f: stem.with_suffix("." + SUFFIX[f]) for f in FORMATS}, DATA / "log-corpus.jsonl"
 
 
-def generate(queries: int, per_query: int) -> None:
+def generate(queries: int, per_query: int, formats: list[str]) -> None:
     """Write the log in every format and the corpus (in a child process: a child's peak RSS
     starts from its parent's at fork, so the measuring parent stays small)."""
     import gzip
@@ -88,7 +88,8 @@ def generate(queries: int, per_query: int) -> None:
                 doc["cluster_id"] = f"c{d // 30}"  # clusters of ten documents
             out.write(json.dumps(doc) + "\n")
     chunk = 250_000
-    with logs["trec"].open("w") as trec, logs["jsonl"].open("w") as jsonl:
+    jsonl_path = logs["jsonl"] if "jsonl" in formats else Path(os.devnull)
+    with logs["trec"].open("w") as trec, jsonl_path.open("w") as jsonl:
         parts = []
         for start in range(0, queries, chunk):
             n = min(chunk, queries - start)
@@ -123,24 +124,28 @@ def generate(queries: int, per_query: int) -> None:
                 "score",
                 pl.lit("log").alias("tag"),
             ).write_csv(trec, separator=" ", include_header=False)
-            frame.select("qid", "doc_id", "score").write_ndjson(jsonl)
+            if "jsonl" in formats:
+                frame.select("qid", "doc_id", "score").write_ndjson(jsonl)
             parts.append(frame)
             if len(parts) * chunk >= 2_000_000 or start + n >= queries:
                 path = DATA / f"part-{start}.parquet"
                 pl.concat(parts).write_parquet(path, row_group_size=1_000_000)
                 parts = []
     pieces = sorted(DATA.glob("part-*.parquet"), key=lambda p: int(p.stem.split("-")[1]))
-    pl.scan_parquet(pieces).sink_parquet(logs["parquet"], row_group_size=1_000_000)
+    if "parquet" in formats:
+        pl.scan_parquet(pieces).sink_parquet(logs["parquet"], row_group_size=1_000_000)
     for piece in pieces:
         piece.unlink()
-    with logs["trec"].open("rb") as src, gzip.open(logs["gzip"], "wb", compresslevel=1) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    done_marker(queries, per_query).touch()
+    if "gzip" in formats:
+        with logs["trec"].open("rb") as src, gzip.open(logs["gzip"], "wb", compresslevel=1) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    for fmt in {"trec", *formats}:
+        done_marker(queries, per_query, fmt).touch()
 
 
-def done_marker(queries: int, per_query: int) -> Path:
-    """Present once every file of the log is written whole."""
-    return DATA / f"log-{queries}x{per_query}.done"
+def done_marker(queries: int, per_query: int, fmt: str) -> Path:
+    """Present once the log's file in ``fmt`` is written whole."""
+    return DATA / f"log-{queries}x{per_query}.{fmt}.done"
 
 
 def measure(command: list[str]) -> tuple[float, float]:
@@ -166,10 +171,11 @@ def main() -> int:
     if unknown := set(formats) - set(FORMATS):
         parser.error(f"unknown formats {sorted(unknown)}")
     logs, corpus = paths(args.queries, args.per_query)
-    if not done_marker(args.queries, args.per_query).is_file():
+    if not all(done_marker(args.queries, args.per_query, f).is_file() for f in formats):
         print(f"generating {args.queries:,} x {args.per_query} lines in {DATA} ...", flush=True)
         here = [sys.executable, __file__, "--queries", str(args.queries)]
-        subprocess.run([*here, "--per-query", str(args.per_query), "--generate-only"], check=True)
+        here += ["--per-query", str(args.per_query), "--formats", ",".join(formats)]
+        subprocess.run([*here, "--generate-only"], check=True)
     missed = False
     print(f"\nlog: {args.queries:,} queries x {args.per_query} results; corpus {corpus.name}")
     print(
@@ -223,6 +229,8 @@ if __name__ == "__main__":
     if "--generate-only" in sys.argv:
         argv = [a for a in sys.argv[1:] if a != "--generate-only"]
         values = dict(zip(argv[::2], argv[1::2], strict=True))
-        generate(int(values["--queries"]), int(values["--per-query"]))
+        generate(
+            int(values["--queries"]), int(values["--per-query"]), values["--formats"].split(",")
+        )
         sys.exit(0)
     sys.exit(main())
