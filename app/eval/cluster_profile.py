@@ -220,6 +220,15 @@ def _per_rank(frame: pl.DataFrame, value: pl.Expr) -> list[Any]:
     return out
 
 
+def repeats_a_cluster() -> pl.Expr:
+    """True on a result whose cluster already appeared at a better rank of its query (over
+    qid, rank, cluster_id: a result without a cluster is its own, and never repeats, since
+    repeated documents are dropped)."""
+    return pl.col("cluster_id").is_not_null() & (
+        pl.col("rank") > pl.col("rank").min().over("qid", "cluster_id")
+    )
+
+
 def trace_ranking(
     ranked: pl.DataFrame | None,
     returned: Mapping[str, int],
@@ -242,7 +251,7 @@ def trace_ranking(
     # dropped), so only the clustered results are searched for repeats.
     repeated = (
         joined.filter(pl.col("cluster_id").is_not_null())
-        .filter(pl.col("rank") > pl.col("rank").min().over("qid", "cluster_id"))
+        .filter(repeats_a_cluster())
         .group_by("qid")
         .agg(pl.col("rank").sort())
     )
@@ -352,9 +361,8 @@ def tally_of_ranked(ranked: pl.DataFrame, corpus: ClusterCorpus, ks: Sequence[in
         .filter(pl.col("rank") <= max(ks))
         .join(corpus.documents.lazy(), on="doc_id", how="left")
         .with_columns(
-            # a result brings a new cluster: it has none (its own), or it is its cluster's best
-            new=pl.col("cluster_id").is_null()
-            | (pl.col("rank") == pl.col("rank").min().over("qid", "cluster_id"))
+            # a result brings a new cluster unless it repeats one
+            new=~repeats_a_cluster()
         )
         .collect()
     )

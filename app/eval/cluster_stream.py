@@ -30,6 +30,7 @@ from app.eval.cluster_profile import (
     CorpusSource,
     RankTotals,
     add_totals,
+    repeats_a_cluster,
     tally_of_joined,
     tally_of_ranked,
     trace_totals,
@@ -284,11 +285,8 @@ def _trace_rows(
         rows = ranked.group_by("qid").agg(pl.len().cast(pl.Int64).alias("returned"))
         return rows.with_columns(repeats=pl.lit("[]")), RankTotals()
     joined = ranked.select("qid", "rank", "doc_id").join(found.documents, on="doc_id", how="left")
-    repeated = pl.col("cluster_id").is_not_null() & (
-        pl.col("rank") > pl.col("rank").min().over("qid", "cluster_id")
-    )
     rows = (
-        joined.with_columns(repeated=repeated)
+        joined.with_columns(repeated=repeats_a_cluster())
         .group_by("qid")
         .agg(
             pl.len().cast(pl.Int64).alias("returned"),

@@ -37,11 +37,12 @@ class RunColumns:
 def _schema(path: Path) -> dict[str, pl.DataType]:
     try:
         return dict(pl.read_parquet_schema(path))
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(path, None, f"not a readable Parquet file ({_reason(exc)})") from None
+    except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+        raise InputError(path, None, f"not a readable Parquet file ({reason_of(exc)})") from None
 
 
-def _reason(exc: BaseException) -> str:
+def reason_of(exc: BaseException) -> str:
+    """A reader's error in a few words: its first line, at most 200 characters."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:200]
 
@@ -127,8 +128,9 @@ def parquet_blocks(
         for batch in batches:
             yield _checked(batch, path, first_row)
             first_row += batch.height
-    except pl.exceptions.PolarsError as exc:
-        raise InputError(path, None, f"cannot be read as a run ({_reason(exc)})") from None
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+        # a panic too: a corrupt file is bad input, not a crash
+        raise InputError(path, None, f"cannot be read as a run ({reason_of(exc)})") from None
 
 
 def read_parquet_run(

@@ -46,7 +46,7 @@ from app.eval.cluster_profile import (
 )
 from app.eval.conventions import MAX_CUTOFF
 from app.eval.errors import InputError, shorten
-from app.eval.parquet import PARQUET_MAGIC
+from app.eval.parquet import PARQUET_MAGIC, reason_of
 from app.eval.textio import BOM, GZIP_MAGIC, plain_file
 
 #: The columns of docs/sql/unique_clusters.sql's output, in its order.
@@ -100,8 +100,9 @@ def read_profile_rows(
         fmt = "parquet"
         try:
             frame = pl.read_parquet(path)
-        except pl.exceptions.PolarsError as exc:
-            raise InputError(name, None, f"not a readable Parquet file ({exc})") from None
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+            message = f"not a readable Parquet file ({reason_of(exc)})"
+            raise InputError(name, None, message) from None
         frame = _with_columns(frame, name, where="the Parquet file's columns")
         # Parquet has no lines: a row's number, 1-based, is named instead.
         frame = frame.select(
@@ -114,7 +115,8 @@ def read_profile_rows(
             try:
                 frame = pl.read_csv(plain, infer_schema=False, truncate_ragged_lines=False)
             except pl.exceptions.PolarsError as exc:
-                raise InputError(name, None, f"not a readable CSV file ({exc})") from None
+                message = f"not a readable CSV file ({reason_of(exc)})"
+                raise InputError(name, None, message) from None
         frame = frame.rename({c: c.strip().lower() for c in frame.columns})
         frame = _with_columns(frame, name, where="the header line")
         frame = frame.select(
