@@ -1,7 +1,10 @@
 # misstriage service image: `docker compose up` (see docker-compose.yml).
 FROM python:3.11-slim
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+# NUMBA_CACHE_DIR: where the compiled pass over large logs is kept (app.eval.log_fast.warm
+# compiles it at build time; the service's user reads it there).
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    NUMBA_CACHE_DIR=/srv/misstriage/var/numba
 WORKDIR /srv/misstriage
 
 # The wheel bundles migrations, templates and examples (pyproject.toml's force-include), so
@@ -11,8 +14,9 @@ COPY app ./app
 COPY migrations ./migrations
 COPY templates ./templates
 COPY examples ./examples
-RUN pip install . && useradd --system --home /srv/misstriage misstriage \
-    && mkdir -p /srv/misstriage/var && chown misstriage /srv/misstriage/var
+RUN pip install . && python -c "from app.eval.log_fast import warm; warm()" \
+    && useradd --system --home /srv/misstriage misstriage \
+    && mkdir -p /srv/misstriage/var && chown -R misstriage /srv/misstriage/var
 
 USER misstriage
 EXPOSE 8000

@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	# its imports again, even where PYTHONDONTWRITEBYTECODE keeps Python from caching them
 	# (a third of a second of each `misstriage evaluate`).
 	$(BIN)/python -m compileall -q app
+	# The compiled pass over large logs (numba) compiled once, kept on disk beside its source:
+	# the first large log is not kept waiting some 30 s.
+	$(BIN)/python -c "from app.eval.log_fast import warm; warm()"
 	touch $(STAMP)
 
 install: $(STAMP)

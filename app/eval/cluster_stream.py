@@ -39,6 +39,7 @@ from app.eval.conventions import Order
 from app.eval.golden import IdLimits
 from app.eval.jsonl import HIT_FORMAT, jsonl_run_blocks
 from app.eval.jsonl_fast import hit_blocks
+from app.eval.log_fast import NotTaken, compiled_tally
 from app.eval.parquet import RunColumns, parquet_blocks
 from app.eval.ranking import (
     RunReport,
@@ -58,6 +59,9 @@ from app.eval.streaming import (
 from app.eval.textio import MAX_LINE_BYTES, ProgressFn, plain_file
 
 _Block = tuple[pl.DataFrame, bool, int]
+
+#: Logs smaller than this are not worth loading the compiler for (numba: some 0.4 s).
+COMPILED_FROM_BYTES = 4 << 20
 
 #: Blocks tallied at once while the reader thread parses the next: one. A block's tally is a
 #: few polars operations that use every core already; two at a time on two cores took longer
@@ -220,15 +224,41 @@ def tally_log(
     order: Order = Order.TREC_EVAL,
     fmt: str | None = None,
     columns: RunColumns | None = None,
+    compiled_from: int = COMPILED_FROM_BYTES,
 ) -> LogTally:
     """The cluster tally of every query of a log (a run without judgments) at the cutoffs
-    ``ks`` (sorted, distinct), under the same conventions as ``load_log_run``."""
+    ``ks`` (sorted, distinct), under the same conventions as ``load_log_run``.
+
+    A file of ``compiled_from`` bytes or more is read by the compiled path
+    (``app.eval.log_fast``); a file it does not take, and a smaller one, block by block
+    with polars; a log whose queries are not together, whole."""
     fmt = fmt or detect_run_format(path)
     columns = columns or RunColumns()
+    if fmt in ("trec", "jsonl", "parquet") and path.stat().st_size >= compiled_from:
+        shape = HIT_FORMAT if fmt == "jsonl" else fmt
+        try:
+            tally, lines = compiled_tally(path, corpus, ks, order=order, fmt=shape, columns=columns)
+            return LogTally(tally, lines=lines, streamed=True)
+        except NotTaken:
+            pass
+        except QueriesNotContiguous:
+            return _whole(path, corpus, ks, order=order, fmt=fmt, columns=columns)
     try:
         return _streamed(path, corpus, tuple(ks), order=order, fmt=fmt, columns=columns)
     except (WholeFile, QueriesNotContiguous):
         pass
+    return _whole(path, corpus, ks, order=order, fmt=fmt, columns=columns)
+
+
+def _whole(
+    path: Path,
+    corpus: ClusterCorpus,
+    ks: Sequence[int],
+    *,
+    order: Order,
+    fmt: str,
+    columns: RunColumns,
+) -> LogTally:
     top = load_log_run(path, depth=max(ks), order=order, fmt=fmt, columns=columns)
     return LogTally(tally_of_ranked(top, corpus, ks), lines=-1, streamed=False)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import re
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -117,45 +118,77 @@ def plain_file(path: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="misstriage-") as tmp:
         target = Path(tmp) / (path.name.removesuffix(".gz")[-100:] or "input")
-        if head.startswith(BOM):
-            with path.open("rb") as src, target.open("wb") as dst:
-                src.seek(len(BOM))
-                shutil.copyfileobj(src, dst, 1 << 20)
-        else:
-            _gunzip(path, target)
+        with plain_stream(path) as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
         yield target
 
 
-def _gunzip(path: Path, target: Path) -> None:
+@contextlib.contextmanager
+def plain_stream(path: Path) -> Iterator[BinaryIO]:
+    """The uncompressed bytes of ``path`` as a stream read front to back, without a copy on
+    disk: ``plain_file``'s bytes, its errors worded the same way."""
+    head = _head(path)
+    if not head.startswith(GZIP_MAGIC):
+        with path.open("rb") as handle:
+            if head.startswith(BOM):
+                handle.seek(len(BOM))
+            yield handle
+        return
     limit = current_decompression_limit()
-    allowed = limit.allowed(path.stat().st_size)
-    if allowed < limit.max_bytes:
-        why = f"{limit.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
-    else:
-        why = "MISSTRIAGE_DECOMPRESSED_MAX_BYTES"
-    written = 0
-    try:
-        with gzip.open(path, "rb") as src, target.open("wb") as dst:
-            # GzipFile.read(n) inflates at most n bytes: memory stays bounded.
-            block = src.read(1 << 20)
-            if block.startswith(GZIP_MAGIC):
-                raise InputError(path, None, "gzip inside gzip: compress the file once")
-            block = block.removeprefix(BOM)
-            while block:
-                written += len(block)
-                if written > allowed:
-                    raise InputError(
-                        path,
-                        None,
-                        f"decompresses to more than {allowed:,} bytes, the limit ({why}): "
-                        "refused as a decompression bomb",
-                    )
-                dst.write(block)
-                block = src.read(1 << 20)
-    except EOFError:
-        raise InputError(path, None, "truncated gzip file (unexpected end of data)") from None
-    except (OSError, zlib.error) as exc:
-        raise InputError(path, None, f"not a readable gzip file ({exc})") from None
+    with gzip.open(path, "rb") as inner:
+        yield _Inflated(inner, path, limit)  # type: ignore[misc]
+
+
+class _Inflated(io.RawIOBase):
+    """A gzip file's bytes within a decompression limit: an InputError past it, for gzip
+    inside gzip, and for a truncated or unreadable file."""
+
+    def __init__(self, inner: gzip.GzipFile, path: Path, limit: DecompressionLimit) -> None:
+        super().__init__()
+        self._inner = inner
+        self._path = path
+        self._allowed = limit.allowed(path.stat().st_size)
+        if self._allowed < limit.max_bytes:
+            self._why = (
+                f"{limit.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
+            )
+        else:
+            self._why = "MISSTRIAGE_DECOMPRESSED_MAX_BYTES"
+        self._written = 0
+        self._first = True
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        try:
+            got = self._inner.readinto(view)
+            if self._first and got:
+                self._first = False
+                # the first bytes may come short of the magic's or the mark's length
+                while got < len(BOM) and (more := self._inner.readinto(view[got:])):
+                    got += more
+                if bytes(view[:2]) == GZIP_MAGIC:
+                    raise InputError(self._path, None, "gzip inside gzip: compress the file once")
+                if bytes(view[: len(BOM)]) == BOM:
+                    view[: got - len(BOM)] = view[len(BOM) : got]
+                    got -= len(BOM)
+        except EOFError:
+            raise InputError(
+                self._path, None, "truncated gzip file (unexpected end of data)"
+            ) from None
+        except (OSError, zlib.error) as exc:
+            raise InputError(self._path, None, f"not a readable gzip file ({exc})") from None
+        self._written += got
+        if self._written > self._allowed:
+            raise InputError(
+                self._path,
+                None,
+                f"decompresses to more than {self._allowed:,} bytes, the limit ({self._why}): "
+                "refused as a decompression bomb",
+            )
+        return got
 
 
 class LineTooLong(Exception):
@@ -201,12 +234,15 @@ def numbered_lines(handle: BinaryIO, source: str) -> Iterator[tuple[int, bytes]]
 
 
 def sniff_separator(path: Path) -> str | None:
-    """The single separator character of the file, or None when the fast path cannot be used.
-
-    Looks at the first 64 KiB: tabs only or single spaces only between fields.
-    """
+    """The single separator character of the file, or None when the fast path cannot be used
+    (``separator_of`` its first 64 KiB)."""
     with path.open("rb") as handle:
-        head = handle.read(64 << 10)
+        return separator_of(handle.read(64 << 10))
+
+
+def separator_of(head: bytes) -> str | None:
+    """The single separator of the lines of ``head`` (a file's first bytes, the last line
+    perhaps cut): tabs only or single spaces only between fields; None otherwise."""
     lines = head.split(b"\n")
     if len(lines) > 1:
         lines = lines[:-1]  # the last one may be cut in the middle

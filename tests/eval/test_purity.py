@@ -1,7 +1,8 @@
 """app.eval is pure: it imports the standard library and a few libraries, nothing else.
 
 The libraries: polars and PyStemmer; numpy, krippendorff and statsmodels for the agreement
-between reviewers (app/eval/agreement.py).
+between reviewers (app/eval/agreement.py); numba (and llvmlite, its code generator) for the
+compiled pass over large logs (app/eval/log_kernel.py).
 
 An allow-list, read from the import graph (grimp, import-linter's engine): a new import of a
 web, database or template library, or of any module of the app outside app.eval, fails here.
@@ -15,7 +16,16 @@ import sys
 
 import grimp
 
-ALLOWED_LIBRARIES = {"polars", "Stemmer", "numpy", "krippendorff", "statsmodels", "rensa"}
+ALLOWED_LIBRARIES = {
+    "polars",
+    "Stemmer",
+    "numpy",
+    "krippendorff",
+    "statsmodels",
+    "rensa",
+    "numba",
+    "llvmlite",
+}
 
 
 def _imports_of_eval() -> set[str]:

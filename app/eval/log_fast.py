@@ -1,0 +1,371 @@
+"""The compiled path of a log's cluster tally (``app.eval.cluster_stream.tally_log``).
+
+A log of TREC lines or JSONL hits, plain or gzip, is read a block at a time (a thread reads,
+or inflates, the next block while this one is tallied); each block is cut in two at a query
+boundary and the halves are tallied at once, each by a thread of its own, by the compiled pass
+of ``app.eval.log_kernel`` (which lets go of the GIL). A query's lines left at the end of a
+block go with the next. A Parquet log is read by polars, a batch of whole queries at a time,
+its two id columns written out as ``qid<TAB>doc_id`` lines for the same pass (its scores
+handed over as they are). Memory: a few blocks, the corpus's table and, per thread, a block's
+lines taken apart and a mark per corpus document.
+
+``NotTaken`` when this path does not read the file: a line the compiled pass does not take,
+another format, no compiler (numba) here, or no log at all. The caller then reads it the way
+that words every error and gives the same figures.
+"""
+
+from __future__ import annotations
+
+import locale
+from collections import Counter
+from collections.abc import Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
+from app.eval.conventions import Order
+from app.eval.parquet import RunColumns, parquet_blocks
+from app.eval.streaming import QueriesNotContiguous, SeenQueries, ahead, whole_queries
+from app.eval.textio import plain_stream, separator_of
+
+#: Bytes read at once (two halves, a thread each).
+BLOCK_BYTES = 16 << 20
+#: Rows of a Parquet log read at once.
+PARQUET_ROWS = 1000000
+#: A line is at least this long: "q 0 d 1 1 t\n" in TREC, "q\td\n" written from Parquet.
+_SHORTEST_LINE = {"trec": 12, "jsonl-hits": 12, "parquet": 4}
+#: A block at least this long is tallied in two halves at once.
+HALVES_FROM = 1 << 20
+#: Bytes kept free before each block read: the lines of a query left by the block before
+#: are put there, so that a block is not copied to be joined to them.
+_RESERVE = 1 << 20
+_NO_VALUES = (np.zeros(0, np.float64), np.zeros(0, np.int64))
+
+
+class NotTaken(Exception):
+    """The compiled path does not read this file: another path does (see the module)."""
+
+
+@dataclass(frozen=True)
+class KernelCorpus:
+    """A corpus as the compiled pass looks documents up: the ids' bytes and ends, their
+    hash table, per row the cluster's number (0: none) and the tokens (NaN: unknown)."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    hashes: np.ndarray
+    rows: np.ndarray
+    codes: np.ndarray
+    tokens: np.ndarray
+    #: cluster numbers run from 1 to this
+    clusters: int
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """In the order ``log_kernel.tally_block`` takes them."""
+        return (self.ids, self.offsets, self.hashes, self.rows, self.codes, self.tokens)
+
+
+def kernel_corpus(corpus: ClusterCorpus) -> KernelCorpus:
+    """The corpus's documents in the compiled pass's form."""
+    from app.eval import log_kernel
+
+    documents = corpus.documents
+    ids = documents.get_column("doc_id")
+    ends = ids.str.len_bytes().cast(pl.Int64).cum_sum().fill_null(0).to_numpy()
+    offsets = np.zeros(len(ends) + 1, np.int64)
+    offsets[1:] = ends
+    text = ids.str.join("").item() if ids.len() else ""
+    id_bytes = np.frombuffer(text.encode("utf-8"), np.uint8)
+    codes = documents.get_column("cluster_id").rank("dense").fill_null(0).cast(pl.Int64)
+    hashes, rows = log_kernel.corpus_table(id_bytes, offsets)
+    return KernelCorpus(
+        ids=id_bytes,
+        offsets=offsets,
+        hashes=hashes,
+        rows=rows,
+        codes=codes.to_numpy(),
+        tokens=documents.get_column("tokens").cast(pl.Float64).fill_null(np.nan).to_numpy(),
+        clusters=int(codes.max() or 0),  # type: ignore[arg-type]
+    )
+
+
+@dataclass
+class _Worker:
+    """One thread's scratch and accumulators."""
+
+    corpus: KernelCorpus
+    ks: np.ndarray
+    shortest: int
+    lines: np.ndarray = field(init=False)
+    accumulators: tuple[np.ndarray, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        from app.eval import log_kernel
+
+        deepest = int(self.ks[-1])
+        self.lines = np.zeros((log_kernel.LINE_FIELDS, 0), np.int64)
+        self.accumulators = (
+            np.zeros((len(self.ks), deepest + 1), np.int64),  # histograms
+            np.zeros(len(self.ks), np.int64),  # short
+            np.zeros(deepest, np.int64),  # clustered
+            np.zeros(deepest, np.int64),  # known
+            np.zeros(deepest, np.float64),  # token sums
+            np.zeros(log_kernel.Q_COUNTERS, np.int64),  # counters
+            np.zeros(len(self.corpus.codes), np.int64),  # a mark per corpus row
+            np.zeros(self.corpus.clusters + 1, np.int64),  # a mark per cluster
+        )
+
+    def tally(
+        self, part: np.ndarray, shape: tuple[int, int, int, bool], final: bool, given: Any
+    ) -> tuple[int, int, int, np.ndarray]:
+        """``log_kernel.tally_block`` of ``part`` into this worker's accumulators."""
+        from app.eval import log_kernel
+
+        needed = len(part) // self.shortest + 2
+        if self.lines.shape[1] < needed:
+            capacity = max(needed, 2 * self.lines.shape[1])
+            self.lines = np.zeros((self.lines.shape[0], capacity), np.int64)
+        return log_kernel.tally_block(
+            part,
+            len(part),
+            shape,
+            final,
+            self.lines,
+            given,
+            self.ks,
+            self.corpus.arrays(),
+            self.accumulators,
+        )
+
+
+def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
+    """The kernel's ``shape`` of a file in ``fmt`` whose first bytes are ``head``."""
+    from app.eval import log_kernel
+
+    orders = {
+        Order.TREC_EVAL: log_kernel.TREC_EVAL,
+        Order.RANK: log_kernel.RANK,
+        Order.FILE: log_kernel.FILE,
+    }
+    # C's strtod reads a long decimal as Python does in the C locale's numbers (a program
+    # that set another would read "0,5")
+    long_ok = locale.localeconv()["decimal_point"] == "."
+    if fmt == "trec":
+        separator = separator_of(head)
+        if separator is None:
+            raise NotTaken
+        return log_kernel.TREC, ord(separator), orders[order], long_ok
+    if fmt == "jsonl-hits":
+        return log_kernel.JSONL, 0, orders[order], long_ok
+    if fmt == "parquet":
+        return log_kernel.PAIRS, 0, orders[order], long_ok
+    raise NotTaken
+
+
+def compiled_tally(
+    path: Path,
+    corpus: ClusterCorpus,
+    ks: Sequence[int],
+    *,
+    order: Order,
+    fmt: str,
+    columns: RunColumns | None = None,
+) -> tuple[ClusterTally, int]:
+    """The cluster tally of every query of the log at ``path`` and its lines (see the
+    module); ``fmt``: "trec", "jsonl-hits" or "parquet" (``columns`` naming its columns).
+    NotTaken, QueriesNotContiguous, or an InputError of the file itself (a truncated gzip,
+    a bad Parquet row)."""
+    try:
+        from app.eval import log_kernel
+    except (ImportError, RuntimeError):  # no numba here, or nowhere to cache what it compiles
+        raise NotTaken from None
+    cutoffs = np.asarray(sorted(set(ks)), np.int64)
+    table = kernel_corpus(corpus)
+    workers = [_Worker(table, cutoffs, _SHORTEST_LINE[fmt]) for _ in range(2)]
+    if fmt == "parquet":
+        _tally_parquet(path, columns or RunColumns(), order, workers)
+    else:
+        _tally_text(path, fmt, order, workers)
+    counters = sum(w.accumulators[5] for w in workers)
+    lines = int(counters[log_kernel.Q_LINES])  # type: ignore[index]
+    if not lines:
+        raise NotTaken  # "the run is empty", worded by the careful reader
+    return _tally_of(workers, cutoffs, has_text=corpus.has_text), lines
+
+
+def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:
+    seen = SeenQueries()
+    with ExitStack() as stack:
+        stream = stack.enter_context(plain_stream(path))
+        blocks = stack.enter_context(ahead(_blocks(stream)))
+        pool = stack.enter_context(ThreadPoolExecutor(2, thread_name_prefix="log-tally"))
+        carry = np.zeros(0, np.uint8)
+        shape: tuple[int, int, int, bool] | None = None
+        for buffer, size, last in blocks:
+            start = _RESERVE - len(carry)
+            if start >= 0:
+                buffer[start:_RESERVE] = carry
+                work = buffer[start : _RESERVE + size]
+            else:
+                work = np.concatenate([carry, buffer[_RESERVE : _RESERVE + size]])
+            if shape is None:
+                shape = _shape(fmt, order, bytes(work[: 64 << 10]))
+            carry = _tally_halves(work, last, shape, workers, pool, seen).copy()
+
+
+def _tally_halves(
+    work: np.ndarray,
+    last: bool,
+    shape: tuple[int, int, int, bool],
+    workers: list[_Worker],
+    pool: ThreadPoolExecutor,
+    seen: SeenQueries,
+) -> np.ndarray:
+    """Tally the whole queries of ``work`` (the lines of the query left before, then a
+    block), in two halves at once; what is left for the next block comes back (a view)."""
+    from app.eval import log_kernel
+
+    n = len(work)
+    cut = log_kernel.query_cut(work, n // 2, n, shape[0], shape[1]) if n >= HALVES_FROM else -1
+    halves = [(work[:cut], True), (work[cut:], last)] if cut > 0 else [(work, last)]
+    results = list(
+        pool.map(
+            lambda i: workers[i].tally(halves[i][0], shape, halves[i][1], _NO_VALUES),
+            range(len(halves)),
+        )
+    )
+    if any(status != log_kernel.DONE for status, _, _, _ in results):
+        raise NotTaken
+    if len(halves) == 2 and results[0][1] != len(halves[0][0]):
+        raise NotTaken  # the first half is whole queries: every line of it is tallied
+    _check_contiguous(np.concatenate([h for _, _, _, h in results]), seen)
+    part, final = halves[-1]
+    consumed = results[-1][1]
+    if final and consumed != len(part):
+        raise NotTaken
+    return part[consumed:]
+
+
+def _check_contiguous(hashes: np.ndarray, seen: SeenQueries) -> None:
+    """QueriesNotContiguous when a query tallied now was tallied before (or twice now)."""
+    if len(np.unique(hashes)) != len(hashes) or seen.seen_any(hashes):
+        raise QueriesNotContiguous
+    seen.add(hashes)
+
+
+def _blocks(stream: Any) -> Generator[tuple[np.ndarray, int, bool]]:
+    """(buffer, bytes read into it after ``_RESERVE``, whether they are the file's last) of
+    each block. Four buffers in turn: one tallied, one waiting for it (``ahead``), one read
+    and held until the next read tells whether it was the last, one being read."""
+    buffers = [np.empty(_RESERVE + BLOCK_BYTES, np.uint8) for _ in range(4)]
+    turn = 0
+    pending: tuple[np.ndarray, int] | None = None
+    while True:
+        buffer = buffers[turn % 4]
+        turn += 1
+        view = buffer.data[_RESERVE:]
+        size = 0
+        while size < BLOCK_BYTES and (got := stream.readinto(view[size:])):
+            size += got
+        if pending is not None:
+            yield pending[0], pending[1], size == 0
+            if size == 0:
+                return
+        elif size == 0:
+            return
+        pending = (buffer, size)
+
+
+def _tally_parquet(path: Path, columns: RunColumns, order: Order, workers: list[_Worker]) -> None:
+    from app.eval import log_kernel
+
+    shape = _shape("parquet", order, b"")
+    with_rank = order is Order.RANK
+
+    def batches() -> Generator[tuple[pl.DataFrame, bool, int]]:
+        previous: pl.DataFrame | None = None
+        for batch in parquet_blocks(path, columns, with_rank=with_rank, rows=PARQUET_ROWS):
+            if previous is not None:
+                yield previous, False, 0
+            previous = batch
+        if previous is not None:
+            yield previous, True, 0
+
+    def written(
+        frames: Iterator[tuple[pl.DataFrame, int, int]],
+    ) -> Generator[tuple[np.ndarray, tuple[np.ndarray, np.ndarray], int]]:
+        for frame, _, _ in frames:
+            if frame.height:
+                text = frame.select("qid", "doc_id").write_csv(
+                    separator="\t", include_header=False, quote_style="never"
+                )
+                # writable arrays, as the text path's: the compiled pass is one specialisation
+                given = (
+                    frame.get_column("score").fill_null(0.0).to_numpy(writable=True),
+                    frame.get_column("rank").fill_null(0).to_numpy(writable=True),
+                )
+                yield np.frombuffer(bytearray(text, "utf-8"), np.uint8), given, frame.height
+
+    with ahead(written(whole_queries(batches()))) as blocks:
+        for buffer, given, height in blocks:
+            status, consumed, lines, _ = workers[0].tally(buffer, shape, True, given)
+            if status != log_kernel.DONE or consumed != len(buffer) or lines != height:
+                # an id with a tab or a newline in it: not two fields a line
+                raise NotTaken
+
+
+def _trimmed(values: np.ndarray) -> list[Any]:
+    """A per-rank list up to its last non-zero entry (``RankTotals``'s lists)."""
+    nonzero = np.flatnonzero(values)
+    if not len(nonzero):
+        return []
+    return values[: int(nonzero[-1]) + 1].tolist()  # type: ignore[no-any-return]
+
+
+def _tally_of(workers: list[_Worker], ks: np.ndarray, *, has_text: bool) -> ClusterTally:
+    from app.eval import log_kernel
+
+    histograms, short, clustered, known, tokens, counters = (
+        sum(w.accumulators[i] for w in workers) for i in range(6)
+    )
+    return ClusterTally(
+        ks=tuple(int(k) for k in ks),
+        has_text=has_text,
+        queries=int(counters[log_kernel.Q_QUERIES]),  # type: ignore[index]
+        histograms=[
+            Counter({u: int(c) for u, c in enumerate(row.tolist()) if c})
+            for row in histograms  # type: ignore[union-attr]
+        ],
+        short=[int(v) for v in short],  # type: ignore[union-attr]
+        shown=int(counters[log_kernel.Q_SHOWN]),  # type: ignore[index]
+        totals=RankTotals(
+            clustered=_trimmed(clustered),  # type: ignore[arg-type]
+            known=_trimmed(known) if has_text else [],  # type: ignore[arg-type]
+            tokens=[float(v) for v in _trimmed(tokens)] if has_text else None,  # type: ignore[arg-type]
+        ),
+    )
+
+
+def warm() -> None:
+    """Compile the pass ahead (numba keeps what it compiles on disk): a tiny log in each
+    format, so that the first large log is not kept waiting (``make install``, the image)."""
+    import tempfile
+
+    corpus = ClusterCorpus.of({"d1": "c1", "d2": "c1"}, {"d1": 1.0, "d2": 2.0, "d3": 0.5})
+    with tempfile.TemporaryDirectory(prefix="misstriage-warm-") as tmp:
+        trec = Path(tmp) / "log.trec"
+        trec.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t\nq2 Q0 d3 1 1 t\n")
+        jsonl = Path(tmp) / "log.jsonl"
+        jsonl.write_text('{"qid": "q1", "doc_id": "d1", "score": 2.5, "rank": 1}\n')
+        parquet = Path(tmp) / "log.parquet"
+        results = {"qid": ["q1"], "doc_id": ["d1"], "score": [1.0], "rank": [1]}
+        pl.DataFrame(results).write_parquet(parquet)
+        for path, fmt in ((trec, "trec"), (jsonl, "jsonl-hits"), (parquet, "parquet")):
+            for order in Order:
+                compiled_tally(path, corpus, (1, 2), order=order, fmt=fmt)

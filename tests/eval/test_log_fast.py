@@ -1,0 +1,336 @@
+"""The compiled path of a log's cluster tally (app.eval.log_fast, app.eval.log_kernel) gives
+the whole-file figures, or declines the file.
+
+The reference is the whole-file path (``load_log_run`` then ``cluster_profile``, itself checked
+against a plain-Python oracle in test_cluster_profile.py). Generated logs hold every edge the
+pass decides something about: queries shorter than k, documents absent from the corpus or
+without a cluster, repeated documents (in the corpus or not), ties written in and out of
+trec_eval's order, scores in no order (a sort), long decimals (strtod), exponents, -0.0, CRLF,
+blank lines, a byte-order mark; TREC, gzip, JSONL hits and Parquet; blocks a few queries long,
+each cut in two halves, so that every query boundary falls somewhere.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.eval import log_fast, log_kernel
+from app.eval.cluster_profile import ClusterCorpus, cluster_profile, profile_of_tally
+from app.eval.cluster_stream import tally_log
+from app.eval.conventions import Order
+from app.eval.errors import InputError
+from app.eval.log_fast import NotTaken, compiled_tally
+from app.eval.parquet import RunColumns
+from app.eval.sources import load_log_run
+from app.eval.streaming import QueriesNotContiguous
+
+KS_CASES = [(1,), (3, 5, 10, 20), (2, 40)]
+PARQUET_COLUMNS = RunColumns(qid="query", doc_id="doc", score="bm25", rank="position")
+FORMATS = {"trec": "trec", "gzip": "trec", "jsonl": "jsonl-hits", "parquet": "parquet"}
+#: scores a log may hold: ties among them, long decimals that one double holds twice
+#: (0.1 and 0.10000000000000001), exponents, zeros of both signs
+SCORES = [
+    "3",
+    "2.5",
+    "2.50",
+    "0.1",
+    "0.10000000000000001",
+    "0.30000000000000004",
+    "0.123456789012345678",
+    "1e-3",
+    "0.001",
+    "2.5E+2",
+    "250",
+    "-0.0",
+    "0",
+    "-1.75",
+    "123456789.123456789",
+]
+
+
+def _corpus(rng: random.Random) -> tuple[dict[str, str], dict[str, float]]:
+    clusters = {f"d{i:03}": f"c{rng.randint(0, 25)}" for i in range(150) if i % 4}
+    tokens = {f"d{i:03}": rng.randint(0, 60) / 4 for i in range(150)}
+    return clusters, tokens
+
+
+def _log_rows(rng: random.Random, queries: int = 200) -> list[tuple[str, str, int, str]]:
+    """(qid, doc_id, rank, score text) query by query: most written best first, some with
+    ties out of trec_eval's order or scores in no order, documents repeated now and then."""
+    rows = []
+    for q in range(queries):
+        n = rng.choice([1, 2, 4, 9, 15, 25, 45])
+        docs = [f"d{rng.randint(0, 179):03}" for _ in range(n)]  # d150..: not in the corpus
+        texts = [rng.choice(SCORES) for _ in docs]
+        if rng.random() < 0.6:
+            texts.sort(key=float, reverse=True)
+        ranks = list(range(1, n + 1))
+        if rng.random() < 0.2:
+            ranks = [rng.randint(1, 5) for _ in docs]  # ties of rank, and in no order
+        rows += [(f"q{q:04}", d, r, s) for d, r, s in zip(docs, ranks, texts, strict=True)]
+    return rows
+
+
+def _write_all(tmp_path: Path, rows: list[tuple[str, str, int, str]]) -> dict[str, Path]:
+    trec = tmp_path / "log.trec"
+    trec.write_text("".join(f"{q} Q0 {d} {r} {s} log\n" for q, d, r, s in rows))
+    gz = tmp_path / "log.trec.gz"
+    gz.write_bytes(gzip.compress(trec.read_bytes()))
+    hits = tmp_path / "log.jsonl"
+    hits.write_text(
+        "".join(
+            f'{{"qid": "{q}", "doc_id": "{d}", "score": {s}, "rank": {r}}}\n' for q, d, r, s in rows
+        )
+    )
+    frame = pl.DataFrame(
+        [(q, d, r, float(s)) for q, d, r, s in rows],
+        schema=["query", "doc", "position", "bm25"],
+        orient="row",
+    )
+    pq = tmp_path / "log.parquet"
+    frame.write_parquet(pq, row_group_size=97)
+    return {"trec": trec, "gzip": gz, "jsonl": hits, "parquet": pq}
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks a few queries long, each cut in two halves."""
+    monkeypatch.setattr(log_fast, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(log_fast, "HALVES_FROM", 200)
+    monkeypatch.setattr(log_fast, "PARQUET_ROWS", 23)
+
+
+def _compiled(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], order: Order, fmt: str):
+    columns = PARQUET_COLUMNS if fmt == "parquet" else None
+    tally, lines = compiled_tally(path, corpus, ks, order=order, fmt=FORMATS[fmt], columns=columns)
+    return profile_of_tally(tally), lines
+
+
+@pytest.mark.usefixtures("small_blocks")
+@pytest.mark.parametrize("order", list(Order))
+def test_the_compiled_tally_is_the_whole_files_in_every_format(
+    tmp_path: Path, order: Order
+) -> None:
+    rng = random.Random(2029)
+    clusters, tokens = _corpus(rng)
+    rows = _log_rows(rng)
+    files = _write_all(tmp_path, rows)
+    corpus = ClusterCorpus.of(clusters, tokens)
+    for ks in KS_CASES:
+        top = load_log_run(files["trec"], depth=max(ks), order=order)
+        want = cluster_profile(top, clusters, ks=ks, tokens=tokens)
+        assert want.queries == 200
+        for fmt, path in files.items():
+            got, lines = _compiled(path, corpus, ks, order, fmt)
+            assert lines == len(rows), fmt
+            assert got == want, (fmt, ks)
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_line_ends_blank_lines_and_a_byte_order_mark(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    clusters, tokens = _corpus(rng)
+    rows = _log_rows(rng, 60)
+    corpus = ClusterCorpus.of(clusters, tokens)
+    plain = _write_all(tmp_path, rows)["trec"]
+    want = cluster_profile(load_log_run(plain, depth=10), clusters, ks=(5, 10), tokens=tokens)
+    lines = plain.read_text().splitlines()
+    variants = {
+        "crlf": "\r\n".join(lines) + "\r\n",
+        "blank": "\n\n".join(lines[:30]) + "\n\n\n" + "\n".join(lines[30:]),
+        "no-last-newline": "\n".join(lines),
+        "tabs": "\n".join(line.replace(" ", "\t") for line in lines) + "\n",
+    }
+    for name, text in variants.items():
+        path = tmp_path / f"{name}.trec"
+        path.write_bytes(text.encode())
+        assert _compiled(path, corpus, (5, 10), Order.TREC_EVAL, "trec")[0] == want, name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert _compiled(path, corpus, (5, 10), Order.TREC_EVAL, "trec")[0] == want, name
+        gz = tmp_path / f"{name}.trec.gz"
+        gz.write_bytes(gzip.compress(b"\xef\xbb\xbf" + text.encode()))
+        assert _compiled(gz, corpus, (5, 10), Order.TREC_EVAL, "trec")[0] == want, name
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_a_corpus_without_clusters_or_text(tmp_path: Path) -> None:
+    files = _write_all(tmp_path, _log_rows(random.Random(3), 60))
+    want = cluster_profile(load_log_run(files["trec"], depth=10), {}, ks=(5, 10))
+    got, _ = _compiled(files["trec"], ClusterCorpus.of({}), (5, 10), Order.TREC_EVAL, "trec")
+    assert got == want
+    assert want.depths[0].prompt_tokens is None
+
+
+DECLINED = {
+    "a non-ASCII id": "q1 Q0 dé 1 1.0 x\n",
+    "two spaces": "q1 Q0  d1 1 1.0 x\n",
+    "a missing field": "q1 Q0 d1 1.0 x\n",
+    "a field too many": "q1 Q0 d1 1 1.0 x y\n",
+    "not a number": "q1 Q0 d1 1 nan x\n",
+    "a hexadecimal score": "q1 Q0 d1 1 0x10 x\n",
+    "an infinite score": "q1 Q0 d1 1 1e400 x\n",
+    "a lone carriage return": "q1 Q0 d1 1 1.0 x\ry\n",
+    "a NUL byte": "q1 Q0 d\x001 1 1.0 x\n",
+}
+
+
+@pytest.mark.parametrize("line", list(DECLINED.values()), ids=list(DECLINED))
+def test_a_line_it_does_not_take_declines_the_file(tmp_path: Path, line: str) -> None:
+    """The pass declines (NotTaken) what it is not sure to read as the careful reader, and
+    ``tally_log`` then reads the file that way: the same figures, or its error."""
+    usual = "".join(f"q{i // 3} Q0 d{i:03} {i % 3 + 1} {3 - i % 3} x\n" for i in range(30))
+    path = tmp_path / "log.trec"
+    path.write_text(usual + line + usual.replace("q", "p"))
+    corpus = ClusterCorpus.of({"d001": "c1"}, {"d001": 1.0})
+    with pytest.raises(NotTaken):
+        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="trec")
+    try:
+        want: object = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
+    except InputError as error:
+        want = str(error)
+    try:
+        got: object = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=0).tally)
+    except InputError as error:
+        got = str(error)
+    assert got == want
+
+
+JSON_LINES = [
+    '{"qid": "q1", "doc_id": "d1", "score": -0.0}',
+    '{"qid": 7, "doc_id": 12, "score": 3, "rank": 2}',
+    '{"qid": -7, "doc_id": "d1", "score": 1E2, "rank": -0}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "rank": null}',
+    '{"doc_id": "d1", "qid": "q1", "score": 1}',
+    '{"qid": "q\\u0031", "doc_id": "d1", "score": 1}',
+    '{"qid": "é", "doc_id": "ß", "score": 2.5}\r',
+    "",
+    '{"qid": "q 1", "doc_id": "d1", "score": 1}',
+    '{"qid": "", "doc_id": "d1", "score": 1}',
+    '{"qid": 5.0, "doc_id": "d1", "score": 1}',
+    '{"qid": "q1", "doc_id": "d1", "score": "1"}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1e400}',
+    '{"qid": "q1", "doc_id": "d1", "score": 01}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1.}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "rank": 1.5}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "rank": "1"}',
+    '{"qid": "q1", "qid": "q2", "doc_id": "d1", "score": 1}',
+    '{"qid": "q1", "doc_id": "d1", "score": 1, "tag": "x"}',
+    '{"qid": 01, "doc_id": "d1", "score": 1}',
+    '{"qid": "q1", "doc_id": "d1", "score": 0.30000000000000004}',
+    '  {\t"qid" : "q1" ,"doc_id":"d1",  "score":2 }  ',
+    "[1, 2]",
+]
+#: lines of the shape the pass reads (in trec_eval's order): it must not decline them
+JSON_TAKEN = {JSON_LINES[0], JSON_LINES[3], JSON_LINES[20], JSON_LINES[21]}
+
+
+@pytest.mark.parametrize("tricky", JSON_LINES)
+@pytest.mark.parametrize("order", [Order.TREC_EVAL, Order.RANK])
+def test_json_hits_read_as_the_careful_reader_reads_them(
+    tmp_path: Path, tricky: str, order: Order
+) -> None:
+    usual = [
+        f'{{"qid": "q{i // 4}", "doc_id": "d{i}", "score": {10 - i % 4}, "rank": {i % 4}}}'
+        for i in range(40)
+    ]
+    path = tmp_path / "log.jsonl"
+    # in the middle of query q5's lines
+    path.write_text("\n".join([*usual[:21], tricky.replace('"q1"', '"q5"'), *usual[21:]]) + "\n")
+    corpus = ClusterCorpus.of({"d1": "c1", "d2": "c1"}, {"d1": 1.0})
+    try:
+        top = load_log_run(path, depth=5, order=order)
+        want: object = cluster_profile(top, {"d1": "c1", "d2": "c1"}, ks=(5,), tokens={"d1": 1.0})
+    except InputError as error:
+        want = str(error)
+    try:
+        got: object = _compiled(path, corpus, (5,), order, "jsonl")[0]
+    except (NotTaken, QueriesNotContiguous):
+        assert tricky not in JSON_TAKEN or order is not Order.TREC_EVAL
+        return  # declined: tally_log reads it the careful way
+    except InputError as error:
+        got = str(error)
+    assert got == want
+
+
+def test_queries_not_together_are_not_streamed(tmp_path: Path) -> None:
+    rows = _log_rows(random.Random(11), 50)
+    files = _write_all(tmp_path, rows)
+    lines = files["trec"].read_text().splitlines(keepends=True)
+    mixed = tmp_path / "mixed.trec"
+    mixed.write_text("".join(lines[1:] + lines[:1]))
+    corpus = ClusterCorpus.of({})
+    with pytest.raises(QueriesNotContiguous):
+        compiled_tally(mixed, corpus, (5,), order=Order.TREC_EVAL, fmt="trec")
+    got = tally_log(mixed, corpus, (5,), compiled_from=0)
+    assert not got.streamed
+    assert profile_of_tally(got.tally) == profile_of_tally(
+        tally_log(files["trec"], corpus, (5,)).tally
+    )
+
+
+def test_an_empty_log_and_a_truncated_gzip(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.trec"
+    empty.write_text("\n\n")
+    with pytest.raises(NotTaken):
+        compiled_tally(empty, ClusterCorpus.of({}), (5,), order=Order.TREC_EVAL, fmt="trec")
+    with pytest.raises(InputError, match="the run is empty"):
+        tally_log(empty, ClusterCorpus.of({}), (5,), compiled_from=0)
+    whole = gzip.compress(b"q1 Q0 d1 1 1.0 x\n" * 5000)
+    cut = tmp_path / "cut.trec.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(InputError, match=r"cut.trec.gz: truncated gzip file"):
+        tally_log(cut, ClusterCorpus.of({}), (5,), compiled_from=0)
+
+
+def test_a_large_log_takes_the_compiled_path(tmp_path: Path) -> None:
+    """``tally_log`` reads a log past ``compiled_from`` by the compiled pass (and says it
+    streamed), one it declines by polars: the same figures either way."""
+    rng = random.Random(7)
+    clusters, tokens = _corpus(rng)
+    files = _write_all(tmp_path, _log_rows(rng, 100))
+    corpus = ClusterCorpus.of(clusters, tokens)
+    slow = tally_log(files["trec"], corpus, (5, 10), compiled_from=1 << 40)
+    fast = tally_log(files["trec"], corpus, (5, 10), compiled_from=0)
+    assert fast.streamed
+    assert slow.streamed
+    assert fast.tally == slow.tally
+    assert fast.lines == slow.lines
+
+
+#: decimals as a log writes them: any digits, a point, an exponent
+_DECIMALS = st.builds(
+    lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}",
+    st.sampled_from(["", "-"]),
+    st.integers(0, 10**20).map(str),
+    st.one_of(st.just(""), st.integers(0, 10**22).map(lambda f: f".{f:0>3}")),
+    st.one_of(st.just(""), st.integers(-330, 330).map(lambda e: f"e{e}")),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_DECIMALS)
+def test_a_decimal_is_read_as_python_reads_it(text: str) -> None:
+    """The pass's number is Python's float (the nearest double), -0.0 made 0.0; or it
+    declines a value that is not finite."""
+    buf = np.frombuffer(bytearray((text + " ").encode()), np.uint8)
+    taken, value = log_kernel._number(buf, 0, len(text), False, True)
+    want = float(Decimal(text)) + 0.0
+    if not np.isfinite(want):
+        assert not taken
+    else:
+        assert taken
+        assert value == want
+        assert str(value) == str(want)  # the same sign of zero too
+
+
+def test_warm_compiles_every_format() -> None:
+    log_fast.warm()  # raises NotTaken if the pass declined one of its own logs
