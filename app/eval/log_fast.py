@@ -3,7 +3,7 @@
 A log of TREC lines or JSONL hits, plain or gzip, is read a block at a time (a thread reads,
 or inflates, the next block while this one is tallied); each block is cut in two at a query
 boundary and the halves are tallied at once, each by a thread of its own, by the compiled pass
-of ``app.eval.log_kernel`` (which lets go of the GIL). A query's lines left at the end of a
+of ``app.eval.compiled.tally`` (which lets go of the GIL). A query's lines left at the end of a
 block go with the next. A Parquet log is read by polars, a batch of whole queries at a time,
 its two id columns written out as ``qid<TAB>doc_id`` lines for the same pass (its scores
 handed over as they are). Memory: a few blocks, the corpus's table and, per thread, a block's
@@ -67,13 +67,13 @@ class KernelCorpus:
     clusters: int
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """In the order ``log_kernel.tally_block`` takes them."""
+        """In the order ``kernel.tally_block`` takes them."""
         return (self.ids, self.offsets, self.hashes, self.rows, self.codes, self.tokens)
 
 
 def kernel_corpus(corpus: ClusterCorpus) -> KernelCorpus:
     """The corpus's documents in the compiled pass's form."""
-    from app.eval import log_kernel
+    from app.eval.compiled import table
 
     documents = corpus.documents
     ids = documents.get_column("doc_id")
@@ -83,7 +83,7 @@ def kernel_corpus(corpus: ClusterCorpus) -> KernelCorpus:
     text = ids.str.join("").item() if ids.len() else ""
     id_bytes = np.frombuffer(text.encode("utf-8"), np.uint8)
     codes = documents.get_column("cluster_id").rank("dense").fill_null(0).cast(pl.Int64)
-    hashes, rows = log_kernel.corpus_table(id_bytes, offsets)
+    hashes, rows = table.corpus_table(id_bytes, offsets)
     return KernelCorpus(
         ids=id_bytes,
         offsets=offsets,
@@ -106,17 +106,17 @@ class _Worker:
     accumulators: tuple[np.ndarray, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        from app.eval import log_kernel
+        from app.eval.compiled import tally as kernel
 
         deepest = int(self.ks[-1])
-        self.lines = np.zeros((log_kernel.LINE_FIELDS, 0), np.int64)
+        self.lines = np.zeros((kernel.LINE_FIELDS, 0), np.int64)
         self.accumulators = (
             np.zeros((len(self.ks), deepest + 1), np.int64),  # histograms
             np.zeros(len(self.ks), np.int64),  # short
             np.zeros(deepest, np.int64),  # clustered
             np.zeros(deepest, np.int64),  # known
             np.zeros(deepest, np.float64),  # token sums
-            np.zeros(log_kernel.Q_COUNTERS, np.int64),  # counters
+            np.zeros(kernel.Q_COUNTERS, np.int64),  # counters
             np.zeros(len(self.corpus.codes), np.int64),  # a mark per corpus row
             np.zeros(self.corpus.clusters + 1, np.int64),  # a mark per cluster
         )
@@ -124,14 +124,14 @@ class _Worker:
     def tally(
         self, part: np.ndarray, shape: tuple[int, int, int, bool], final: bool, given: Any
     ) -> tuple[int, int, int, np.ndarray]:
-        """``log_kernel.tally_block`` of ``part`` into this worker's accumulators."""
-        from app.eval import log_kernel
+        """``kernel.tally_block`` of ``part`` into this worker's accumulators."""
+        from app.eval.compiled import tally as kernel
 
         needed = len(part) // self.shortest + 2
         if self.lines.shape[1] < needed:
             capacity = max(needed, 2 * self.lines.shape[1])
             self.lines = np.zeros((self.lines.shape[0], capacity), np.int64)
-        return log_kernel.tally_block(
+        return kernel.tally_block(
             part,
             len(part),
             shape,
@@ -146,12 +146,13 @@ class _Worker:
 
 def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
     """The kernel's ``shape`` of a file in ``fmt`` whose first bytes are ``head``."""
-    from app.eval import log_kernel
+    from app.eval.compiled import lines
+    from app.eval.compiled import tally as kernel
 
     orders = {
-        Order.TREC_EVAL: log_kernel.TREC_EVAL,
-        Order.RANK: log_kernel.RANK,
-        Order.FILE: log_kernel.FILE,
+        Order.TREC_EVAL: kernel.TREC_EVAL,
+        Order.RANK: kernel.RANK,
+        Order.FILE: kernel.FILE,
     }
     # C's strtod reads a long decimal as Python does in the C locale's numbers (a program
     # that set another would read "0,5")
@@ -160,11 +161,11 @@ def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
         separator = separator_of(head)
         if separator is None:
             raise NotTaken
-        return log_kernel.TREC, ord(separator), orders[order], long_ok
+        return lines.TREC, ord(separator), orders[order], long_ok
     if fmt == "jsonl-hits":
-        return log_kernel.JSONL, 0, orders[order], long_ok
+        return lines.JSONL, 0, orders[order], long_ok
     if fmt == "parquet":
-        return log_kernel.PAIRS, 0, orders[order], long_ok
+        return lines.PAIRS, 0, orders[order], long_ok
     raise NotTaken
 
 
@@ -182,21 +183,21 @@ def compiled_tally(
     NotTaken, QueriesNotContiguous, or an InputError of the file itself (a truncated gzip,
     a bad Parquet row)."""
     try:
-        from app.eval import log_kernel
+        from app.eval.compiled import tally as kernel
     except (ImportError, RuntimeError):  # no numba here, or nowhere to cache what it compiles
         raise NotTaken from None
     cutoffs = np.asarray(sorted(set(ks)), np.int64)
-    table = kernel_corpus(corpus)
-    workers = [_Worker(table, cutoffs, _SHORTEST_LINE[fmt]) for _ in range(2)]
+    documents = kernel_corpus(corpus)
+    workers = [_Worker(documents, cutoffs, _SHORTEST_LINE[fmt]) for _ in range(2)]
     if fmt == "parquet":
         _tally_parquet(path, columns or RunColumns(), order, workers)
     else:
         _tally_text(path, fmt, order, workers)
     counters = sum(w.accumulators[5] for w in workers)
-    lines = int(counters[log_kernel.Q_LINES])  # type: ignore[index]
-    if not lines:
+    read = int(counters[kernel.Q_LINES])  # type: ignore[index]
+    if not read:
         raise NotTaken  # "the run is empty", worded by the careful reader
-    return _tally_of(workers, cutoffs, has_text=corpus.has_text), lines
+    return _tally_of(workers, cutoffs, has_text=corpus.has_text), read
 
 
 def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:
@@ -229,10 +230,11 @@ def _tally_halves(
 ) -> np.ndarray:
     """Tally the whole queries of ``work`` (the lines of the query left before, then a
     block), in two halves at once; what is left for the next block comes back (a view)."""
-    from app.eval import log_kernel
+    from app.eval.compiled import lines
+    from app.eval.compiled import tally as kernel
 
     n = len(work)
-    cut = log_kernel.query_cut(work, n // 2, n, shape[0], shape[1]) if n >= HALVES_FROM else -1
+    cut = lines.query_cut(work, n // 2, n, shape[0], shape[1]) if n >= HALVES_FROM else -1
     halves = [(work[:cut], True), (work[cut:], last)] if cut > 0 else [(work, last)]
     results = list(
         pool.map(
@@ -240,7 +242,7 @@ def _tally_halves(
             range(len(halves)),
         )
     )
-    if any(status != log_kernel.DONE for status, _, _, _ in results):
+    if any(status != kernel.DONE for status, _, _, _ in results):
         raise NotTaken
     if len(halves) == 2 and results[0][1] != len(halves[0][0]):
         raise NotTaken  # the first half is whole queries: every line of it is tallied
@@ -283,7 +285,7 @@ def _blocks(stream: Any) -> Generator[tuple[np.ndarray, int, bool]]:
 
 
 def _tally_parquet(path: Path, columns: RunColumns, order: Order, workers: list[_Worker]) -> None:
-    from app.eval import log_kernel
+    from app.eval.compiled import tally as kernel
 
     shape = _shape("parquet", order, b"")
     with_rank = order is Order.RANK
@@ -314,8 +316,8 @@ def _tally_parquet(path: Path, columns: RunColumns, order: Order, workers: list[
 
     with ahead(written(whole_queries(batches()))) as blocks:
         for buffer, given, height in blocks:
-            status, consumed, lines, _ = workers[0].tally(buffer, shape, True, given)
-            if status != log_kernel.DONE or consumed != len(buffer) or lines != height:
+            status, consumed, taken, _ = workers[0].tally(buffer, shape, True, given)
+            if status != kernel.DONE or consumed != len(buffer) or taken != height:
                 # an id with a tab or a newline in it: not two fields a line
                 raise NotTaken
 
@@ -329,7 +331,7 @@ def _trimmed(values: np.ndarray) -> list[Any]:
 
 
 def _tally_of(workers: list[_Worker], ks: np.ndarray, *, has_text: bool) -> ClusterTally:
-    from app.eval import log_kernel
+    from app.eval.compiled import tally as kernel
 
     histograms, short, clustered, known, tokens, counters = (
         sum(w.accumulators[i] for w in workers) for i in range(6)
@@ -337,13 +339,13 @@ def _tally_of(workers: list[_Worker], ks: np.ndarray, *, has_text: bool) -> Clus
     return ClusterTally(
         ks=tuple(int(k) for k in ks),
         has_text=has_text,
-        queries=int(counters[log_kernel.Q_QUERIES]),  # type: ignore[index]
+        queries=int(counters[kernel.Q_QUERIES]),  # type: ignore[index]
         histograms=[
             Counter({u: int(c) for u, c in enumerate(row.tolist()) if c})
             for row in histograms  # type: ignore[union-attr]
         ],
         short=[int(v) for v in short],  # type: ignore[union-attr]
-        shown=int(counters[log_kernel.Q_SHOWN]),  # type: ignore[index]
+        shown=int(counters[kernel.Q_SHOWN]),  # type: ignore[index]
         totals=RankTotals(
             clustered=_trimmed(clustered),  # type: ignore[arg-type]
             known=_trimmed(known) if has_text else [],  # type: ignore[arg-type]

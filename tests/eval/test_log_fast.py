@@ -23,9 +23,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.eval import log_fast, log_kernel
+from app.eval import log_fast
 from app.eval.cluster_profile import ClusterCorpus, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
+from app.eval.compiled import scan
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.log_fast import NotTaken, compiled_tally
@@ -322,7 +323,7 @@ def test_a_decimal_is_read_as_python_reads_it(text: str) -> None:
     """The pass's number is Python's float (the nearest double), -0.0 made 0.0; or it
     declines a value that is not finite."""
     buf = np.frombuffer(bytearray((text + " ").encode()), np.uint8)
-    taken, value = log_kernel._number(buf, 0, len(text), False, True)
+    taken, value = scan.number(buf, 0, len(text), False, True)
     want = float(Decimal(text)) + 0.0
     if not np.isfinite(want):
         assert not taken
