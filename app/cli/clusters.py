@@ -13,7 +13,7 @@ from app import __version__
 from app.cli.params import CLUSTER_KS, CLUSTER_THRESHOLD, ORDERS, TABLE_OR_JSON, FiniteFloatRange
 
 if TYPE_CHECKING:
-    from app.eval.cluster_profile import ClusterCorpus, ClusterProfile
+    from app.eval.cluster_profile import ClusterProfile
 
 # The evaluation core (polars) is imported in the functions' bodies: --help loads click alone
 # (the defaults written out in app/cli/params.py, kept equal to app.eval's by the tests).
@@ -24,29 +24,6 @@ EXIT_BAD_INPUT = 2
 def _fail(message: str) -> NoReturn:
     click.echo(f"misstriage: error: {message}", err=True)
     sys.exit(EXIT_BAD_INPUT)
-
-
-def _read_corpus(path: Path) -> ClusterCorpus:
-    """The corpus as the cluster measures join it: every document's cluster (null for none)
-    and estimated tokens, and whether any document has text (the cost side)."""
-    import polars as pl
-
-    from app.eval.cluster_profile import CORPUS_SCHEMA, ClusterCorpus, estimate_tokens
-    from app.eval.jsonl import read_corpus
-
-    ids: list[str] = []
-    clusters: list[str | None] = []
-    tokens: list[float] = []
-    has_text = False
-    for doc in read_corpus(path):
-        ids.append(doc.doc_id)
-        clusters.append(doc.cluster_id or None)
-        tokens.append(estimate_tokens(doc.title, doc.text))
-        has_text = has_text or bool(doc.text)
-    documents = pl.DataFrame(
-        {"doc_id": ids, "cluster_id": clusters, "tokens": tokens}, schema=CORPUS_SCHEMA
-    )
-    return ClusterCorpus(documents=documents, has_text=has_text)
 
 
 def source_sentence(corpus: Path) -> str:
@@ -259,7 +236,9 @@ def clusters(
 
     columns = RunColumns(qid=qid_column, doc_id=doc_column, score=score_column, rank=rank_column)
     try:
-        corpus = _read_corpus(corpus_path)
+        from app.eval.cluster_corpus import read_cluster_corpus
+
+        corpus = read_cluster_corpus(corpus_path)
         # The log is read block by block of whole queries: memory holds a few blocks, not
         # the log (app.eval.cluster_stream).
         tallied = tally_log(

@@ -16,11 +16,13 @@ that words every error and gives the same figures.
 
 from __future__ import annotations
 
+import contextlib
 import locale
+import mmap
+import os
 from collections import Counter
 from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,15 +33,16 @@ import polars as pl
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
 from app.eval.parquet import RunColumns, parquet_blocks
-from app.eval.streaming import QueriesNotContiguous, SeenQueries, ahead, whole_queries
-from app.eval.textio import plain_stream, separator_of
+from app.eval.streaming import QueriesNotContiguous, ahead, whole_queries
+from app.eval.textio import BOM, GZIP_MAGIC, plain_stream, separator_of
 
 #: Bytes read at once (two halves, a thread each).
 BLOCK_BYTES = 16 << 20
 #: Rows of a Parquet log read at once.
 PARQUET_ROWS = 1000000
-#: A line is at least this long: "q 0 d 1 1 t\n" in TREC, "q\td\n" written from Parquet.
-_SHORTEST_LINE = {"trec": 12, "jsonl-hits": 12, "parquet": 4}
+#: Lines taken apart at a time (a block's half, about 300,000: batches of a few thousand
+#: measured slower).
+_BATCH_LINES = 250_000
 #: A block at least this long is tallied in two halves at once.
 HALVES_FROM = 1 << 20
 #: Bytes kept free before each block read: the lines of a query left by the block before
@@ -54,21 +57,21 @@ class NotTaken(Exception):
 
 @dataclass(frozen=True)
 class KernelCorpus:
-    """A corpus as the compiled pass looks documents up: the ids' bytes and ends, their
-    hash table, per row the cluster's number (0: none) and the tokens (NaN: unknown)."""
+    """A corpus as the compiled pass looks documents up: the ids' bytes and their offsets,
+    and their table (``compiled.table.corpus_table``: slots, and a record a document with
+    its cluster's number and its tokens)."""
 
     ids: np.ndarray
     offsets: np.ndarray
-    hashes: np.ndarray
-    rows: np.ndarray
-    codes: np.ndarray
-    tokens: np.ndarray
-    #: cluster numbers run from 1 to this
+    slots: np.ndarray
+    records: np.ndarray
+    #: documents (rows), and clusters: their numbers run from 1 to this
+    documents: int
     clusters: int
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """In the order ``kernel.tally_block`` takes them."""
-        return (self.ids, self.offsets, self.hashes, self.rows, self.codes, self.tokens)
+        """In the order ``compiled.tally.tally_block`` takes them."""
+        return (self.ids, self.offsets, self.slots, self.records)
 
 
 def kernel_corpus(corpus: ClusterCorpus) -> KernelCorpus:
@@ -83,14 +86,16 @@ def kernel_corpus(corpus: ClusterCorpus) -> KernelCorpus:
     text = ids.str.join("").item() if ids.len() else ""
     id_bytes = np.frombuffer(text.encode("utf-8"), np.uint8)
     codes = documents.get_column("cluster_id").rank("dense").fill_null(0).cast(pl.Int64)
-    hashes, rows = table.corpus_table(id_bytes, offsets)
+    tokens = documents.get_column("tokens").cast(pl.Float64).fill_null(np.nan)
+    slots, records = table.corpus_table(
+        id_bytes, offsets, codes.to_numpy(writable=True), tokens.to_numpy(writable=True)
+    )
     return KernelCorpus(
         ids=id_bytes,
         offsets=offsets,
-        hashes=hashes,
-        rows=rows,
-        codes=codes.to_numpy(),
-        tokens=documents.get_column("tokens").cast(pl.Float64).fill_null(np.nan).to_numpy(),
+        slots=slots,
+        records=records,
+        documents=documents.height,
         clusters=int(codes.max() or 0),  # type: ignore[arg-type]
     )
 
@@ -101,7 +106,6 @@ class _Worker:
 
     corpus: KernelCorpus
     ks: np.ndarray
-    shortest: int
     lines: np.ndarray = field(init=False)
     accumulators: tuple[np.ndarray, ...] = field(init=False)
 
@@ -109,7 +113,7 @@ class _Worker:
         from app.eval.compiled import tally as kernel
 
         deepest = int(self.ks[-1])
-        self.lines = np.zeros((kernel.LINE_FIELDS, 0), np.int64)
+        self.lines = np.zeros((kernel.LINE_FIELDS, _BATCH_LINES), np.int64)
         self.accumulators = (
             np.zeros((len(self.ks), deepest + 1), np.int64),  # histograms
             np.zeros(len(self.ks), np.int64),  # short
@@ -117,7 +121,7 @@ class _Worker:
             np.zeros(deepest, np.int64),  # known
             np.zeros(deepest, np.float64),  # token sums
             np.zeros(kernel.Q_COUNTERS, np.int64),  # counters
-            np.zeros(len(self.corpus.codes), np.int64),  # a mark per corpus row
+            np.zeros(self.corpus.documents, np.int64),  # a mark per corpus row
             np.zeros(self.corpus.clusters + 1, np.int64),  # a mark per cluster
         )
 
@@ -127,10 +131,6 @@ class _Worker:
         """``kernel.tally_block`` of ``part`` into this worker's accumulators."""
         from app.eval.compiled import tally as kernel
 
-        needed = len(part) // self.shortest + 2
-        if self.lines.shape[1] < needed:
-            capacity = max(needed, 2 * self.lines.shape[1])
-            self.lines = np.zeros((self.lines.shape[0], capacity), np.int64)
         return kernel.tally_block(
             part,
             len(part),
@@ -188,7 +188,7 @@ def compiled_tally(
         raise NotTaken from None
     cutoffs = np.asarray(sorted(set(ks)), np.int64)
     documents = kernel_corpus(corpus)
-    workers = [_Worker(documents, cutoffs, _SHORTEST_LINE[fmt]) for _ in range(2)]
+    workers = [_Worker(documents, cutoffs) for _ in range(2)]
     if fmt == "parquet":
         _tally_parquet(path, columns or RunColumns(), order, workers)
     else:
@@ -201,11 +201,70 @@ def compiled_tally(
 
 
 def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:
-    seen = SeenQueries()
-    with ExitStack() as stack:
-        stream = stack.enter_context(plain_stream(path))
-        blocks = stack.enter_context(ahead(_blocks(stream)))
-        pool = stack.enter_context(ThreadPoolExecutor(2, thread_name_prefix="log-tally"))
+    seen = _Seen()
+    with ThreadPoolExecutor(2, thread_name_prefix="log-tally") as pool:
+        if _head(path)[:2] == GZIP_MAGIC:
+            _tally_stream(path, fmt, order, workers, pool, seen)
+        else:
+            _tally_mapped(path, fmt, order, workers, pool, seen)
+
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(len(BOM))
+
+
+def _tally_mapped(
+    path: Path,
+    fmt: str,
+    order: Order,
+    workers: list[_Worker],
+    pool: ThreadPoolExecutor,
+    seen: _Seen,
+) -> None:
+    """A plain file, mapped into memory: its blocks are views of the page cache, not copies,
+    and each block's pages are let go once it is tallied (memory stays a block or two)."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if not size:
+            raise NotTaken  # "the run is empty"
+        # a private mapping (copy on write, never written): the arrays on it are writable,
+        # as the stream's are, so the compiled pass is one specialisation
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+    try:
+        mapped.madvise(mmap.MADV_SEQUENTIAL)
+        data = np.frombuffer(mapped, np.uint8)
+        start = len(BOM) if bytes(data[: len(BOM)]) == BOM else 0
+        shape = _shape(fmt, order, bytes(data[start : start + (64 << 10)]))
+        block = BLOCK_BYTES
+        while start < size:
+            end = min(start + block, size)
+            rest = _tally_halves(data[start:end], end == size, shape, workers, pool, seen)
+            consumed = end - start - len(rest)
+            del rest
+            if not consumed:
+                block *= 2  # no query ends in the block: a longer one
+                continue
+            block = BLOCK_BYTES
+            page = start - start % mmap.PAGESIZE
+            start += consumed
+            mapped.madvise(mmap.MADV_DONTNEED, page, start - start % mmap.PAGESIZE - page)
+        del data
+    finally:
+        with contextlib.suppress(BufferError):  # a view in a traceback: let go with it
+            mapped.close()
+
+
+def _tally_stream(
+    path: Path,
+    fmt: str,
+    order: Order,
+    workers: list[_Worker],
+    pool: ThreadPoolExecutor,
+    seen: _Seen,
+) -> None:
+    """A gzip file, inflated a block at a time by a thread of its own."""
+    with plain_stream(path) as stream, ahead(_blocks(stream)) as blocks:
         carry = np.zeros(0, np.uint8)
         shape: tuple[int, int, int, bool] | None = None
         for buffer, size, last in blocks:
@@ -226,7 +285,7 @@ def _tally_halves(
     shape: tuple[int, int, int, bool],
     workers: list[_Worker],
     pool: ThreadPoolExecutor,
-    seen: SeenQueries,
+    seen: _Seen,
 ) -> np.ndarray:
     """Tally the whole queries of ``work`` (the lines of the query left before, then a
     block), in two halves at once; what is left for the next block comes back (a view)."""
@@ -246,7 +305,7 @@ def _tally_halves(
         raise NotTaken
     if len(halves) == 2 and results[0][1] != len(halves[0][0]):
         raise NotTaken  # the first half is whole queries: every line of it is tallied
-    _check_contiguous(np.concatenate([h for _, _, _, h in results]), seen)
+    seen.add_new(np.concatenate([h for _, _, _, h in results]))
     part, final = halves[-1]
     consumed = results[-1][1]
     if final and consumed != len(part):
@@ -254,11 +313,29 @@ def _tally_halves(
     return part[consumed:]
 
 
-def _check_contiguous(hashes: np.ndarray, seen: SeenQueries) -> None:
-    """QueriesNotContiguous when a query tallied now was tallied before (or twice now)."""
-    if len(np.unique(hashes)) != len(hashes) or seen.seen_any(hashes):
-        raise QueriesNotContiguous
-    seen.add(hashes)
+class _Seen:
+    """The queries tallied, as a set of their 64-bit hashes (compiled: a log holds millions).
+    Two ids of one hash make the file look out of order: it then takes the whole-file path,
+    which gives the same figures."""
+
+    def __init__(self) -> None:
+        self.slots = np.zeros(1 << 16, np.uint64)
+        self.count = 0
+
+    def add_new(self, hashes: np.ndarray) -> None:
+        """Add ``hashes``; QueriesNotContiguous when one was there (or twice in them)."""
+        from app.eval.compiled import table
+
+        if 2 * (self.count + len(hashes)) > len(self.slots):
+            size = len(self.slots)
+            while 2 * (self.count + len(hashes)) > size:
+                size *= 2
+            old = self.slots[self.slots != 0]
+            self.slots = np.zeros(size, np.uint64)
+            table.add_new(self.slots, old)
+        if table.add_new(self.slots, np.ascontiguousarray(hashes, np.uint64)) < 0:
+            raise QueriesNotContiguous
+        self.count += len(hashes)
 
 
 def _blocks(stream: Any) -> Generator[tuple[np.ndarray, int, bool]]:

@@ -292,7 +292,8 @@ class SeenQueries:
         self._levels.append(np.sort(hashes))
         while len(self._levels) > 1 and len(self._levels[-2]) <= len(self._levels[-1]) * 2:
             top = self._levels.pop()
-            self._levels[-1] = np.sort(np.concatenate([self._levels[-1], top]))
+            # two sorted runs: the stable sort (timsort) merges them in one pass
+            self._levels[-1] = np.sort(np.concatenate([self._levels[-1], top]), kind="stable")
 
 
 def whole_queries(

@@ -104,8 +104,10 @@ def _write_all(tmp_path: Path, rows: list[tuple[str, str, int, str]]) -> dict[st
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks a few queries long, each cut in two halves."""
+    """Blocks a few queries long, each cut in two halves, taken apart 16 lines at a time
+    (a query of 45 lines grows the scratch)."""
     monkeypatch.setattr(log_fast, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(log_fast, "_BATCH_LINES", 16)
     monkeypatch.setattr(log_fast, "HALVES_FROM", 200)
     monkeypatch.setattr(log_fast, "PARQUET_ROWS", 23)
 

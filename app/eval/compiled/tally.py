@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.eval.compiled import compiled
-from app.eval.compiled.lines import BAD, BLANK, JSONL, PAIRS, PARTIAL, line
-from app.eval.compiled.scan import greater, id_hash, integer, number, same
-from app.eval.compiled.table import lookup
+from app.eval.compiled import compiled, inlined
+from app.eval.compiled.lines import BAD, BLANK, JSONL, PAIRS, PARTIAL, TREC, line
+from app.eval.compiled.scan import POW10, greater, id_hash, integer, number, same
+from app.eval.compiled.table import R_CODE, R_TOKENS, lookup
 
 #: What a block's pass ends with.
 DONE = 0
@@ -33,7 +33,7 @@ Q_EPOCH = 4  # the number of the query being tallied (marks the per-query sets)
 Q_COUNTERS = 5
 
 
-@compiled
+@inlined
 def _before(
     i: int,
     j: int,
@@ -116,12 +116,100 @@ L_DOC_HASH = 5
 L_ROW = 6
 L_SCORE = 7
 L_RANK = 8
-LINE_FIELDS = 9
+L_FLAGS = 9  # F_* bits
+LINE_FIELDS = 10
+#: The line goes on the query of the line before.
+F_SAME_QUERY = 1
+#: ... and comes after it in ranking order (``_before``), or no order is asked for.
+F_IN_ORDER = 2
+
+
+@inlined
+def _usual_trec_line(
+    buf: np.ndarray, pos: int, n: int, sep: int, order: int
+) -> tuple[int, int, int, int, float, int]:
+    """(where the next line begins, the qid's end, the document's start and end, the score,
+    the rank) of the TREC line at ``pos`` as a log writes it, taken apart in one pass: six
+    fields of printable ASCII, single ``sep`` between them, LF at the end, a score of digits
+    and maybe a point (at most 15 digits: one division, exact), with ``order`` rank a rank
+    of digits (the block holds no byte past ASCII: ``_ascii``). The next line's start is -1
+    for any other line (``line`` reads it)."""
+    i = pos
+    while i < n and buf[i] > 32:
+        i += 1
+    qid_end = i
+    if i >= n or buf[i] != sep or i == pos:
+        return -1, 0, 0, 0, 0.0, 0
+    i += 1
+    field = i
+    while i < n and buf[i] > 32:
+        i += 1
+    if i >= n or buf[i] != sep or i == field:
+        return -1, 0, 0, 0, 0.0, 0
+    i += 1
+    doc_start = i
+    while i < n and buf[i] > 32:
+        i += 1
+    doc_end = i
+    if i >= n or buf[i] != sep or i == doc_start:
+        return -1, 0, 0, 0, 0.0, 0
+    i += 1
+    field = i
+    while i < n and buf[i] > 32:
+        i += 1
+    if i >= n or buf[i] != sep or i == field:
+        return -1, 0, 0, 0, 0.0, 0
+    rank = 0
+    if order == RANK:
+        taken, rank = integer(buf, field, i)
+        if not taken:
+            return -1, 0, 0, 0, 0.0, 0
+    i += 1
+    mantissa = 0
+    digits = 0
+    point = -1
+    negative = i < n and buf[i] == 45
+    if negative:
+        i += 1
+    while i < n:
+        c = buf[i]
+        if 48 <= c <= 57:
+            mantissa = mantissa * 10 + (c - 48)
+            digits += 1
+        elif c == 46 and point < 0:
+            point = digits
+        else:
+            break
+        i += 1
+    if i >= n or buf[i] != sep or digits == 0 or digits > 15 or point == digits or point == 0:
+        return -1, 0, 0, 0, 0.0, 0
+    i += 1
+    field = i
+    while i < n and buf[i] > 32:
+        i += 1
+    if i == field or i >= n or buf[i] != 10:
+        return -1, 0, 0, 0, 0.0, 0
+    score = float(mantissa)
+    if point >= 0:
+        score /= POW10[digits - point]
+    return i + 1, qid_end, doc_start, doc_end, (-score if negative else score) + 0.0, rank
+
+
+@compiled
+def _ascii(buf: np.ndarray, n: int) -> bool:
+    """True when no byte of ``buf[:n]`` is past printable ASCII (above 126): one pass the
+    compiler makes wide (many bytes an instruction), so that the line readers look at each
+    byte once, for its place alone."""
+    top = 0
+    for i in range(n):
+        top = max(top, buf[i])
+    return top <= 126
 
 
 @compiled
 def _parse_lines(
     buf: np.ndarray,
+    pos: int,
     n: int,
     fmt: int,
     sep: int,
@@ -129,47 +217,79 @@ def _parse_lines(
     final: bool,
     long_ok: bool,
     lines: np.ndarray,
+    count: int,
     given_scores: np.ndarray,
     given_ranks: np.ndarray,
+    given_first: int,
 ) -> tuple[int, int, int]:
-    """(DONE or REFUSED, lines taken apart into ``lines`` (at most its capacity), where the
-    next line begins)."""
+    """Take apart the lines from byte ``pos`` into ``lines`` from its column ``count`` on,
+    until it is full: (DONE or REFUSED, the lines it then holds, where the next line
+    begins). In ``PAIRS``, column ``c``'s score and rank are ``given_*[given_first + c]``.
+    A TREC line as a log writes it is taken in one pass
+    (``_usual_trec_line``), any other by ``line`` and the number readers. Each line's flags
+    say whether it goes on the query of the line before and comes after it in ranking order
+    (decided here, while both lines are in cache)."""
     cap = lines.shape[1]
+    begins = lines[L_BEGIN]
+    qid_starts = lines[L_QID_START]
+    qid_ends = lines[L_QID_END]
+    doc_starts = lines[L_DOC_START]
+    doc_ends = lines[L_DOC_END]
+    doc_hashes = lines[L_DOC_HASH]
     scores = lines[L_SCORE].view(np.float64)
-    count = 0
-    pos = 0
+    ranks = lines[L_RANK]
+    flags = lines[L_FLAGS]
     while pos < n and count < cap:
-        what, nxt, qs, qe, ds, de, rs, re, ss, se = line(buf, pos, n, fmt, sep, final)
-        if what == PARTIAL:
-            break
-        if what == BAD:
-            return REFUSED, 0, 0
-        if what == BLANK:
-            pos = nxt
-            continue
-        score = 0.0
-        rank = 0
-        if fmt == PAIRS:
-            score = given_scores[count] + 0.0  # -0.0 ties with 0.0
-            rank = given_ranks[count]
-        elif order == TREC_EVAL:
-            taken, score = number(buf, ss, se, fmt == JSONL, long_ok)
-            if not taken:
+        nxt = -1
+        qs = pos
+        if fmt == TREC:
+            nxt, qe, ds, de, score, rank = _usual_trec_line(buf, pos, n, sep, order)
+        if nxt < 0:
+            what, nxt, qs, qe, ds, de, rs, re, ss, se = line(buf, pos, n, fmt, sep, final)
+            if what == PARTIAL:
+                break
+            if what == BAD:
                 return REFUSED, 0, 0
-        elif order == RANK:
-            if rs < 0:
-                return REFUSED, 0, 0
-            taken, rank = integer(buf, rs, re)
-            if not taken:
-                return REFUSED, 0, 0
-        lines[L_BEGIN, count] = pos
-        lines[L_QID_START, count] = qs
-        lines[L_QID_END, count] = qe
-        lines[L_DOC_START, count] = ds
-        lines[L_DOC_END, count] = de
-        lines[L_DOC_HASH, count] = np.int64(id_hash(buf, ds, de))
+            if what == BLANK:
+                pos = nxt
+                continue
+            score = 0.0
+            rank = 0
+            if fmt == PAIRS:
+                score = given_scores[given_first + count] + 0.0  # -0.0 ties with 0.0
+                rank = given_ranks[given_first + count]
+            elif order == TREC_EVAL:
+                taken, score = number(buf, ss, se, fmt == JSONL, long_ok)
+                if not taken:
+                    return REFUSED, 0, 0
+            elif order == RANK:
+                if rs < 0:
+                    return REFUSED, 0, 0
+                taken, rank = integer(buf, rs, re)
+                if not taken:
+                    return REFUSED, 0, 0
+        begins[count] = pos
+        qid_starts[count] = qs
+        qid_ends[count] = qe
+        doc_starts[count] = ds
+        doc_ends[count] = de
+        doc_hashes[count] = np.int64(id_hash(buf, ds, de))
         scores[count] = score
-        lines[L_RANK, count] = rank
+        ranks[count] = rank
+        flag = 0
+        p = count - 1
+        if count and same(buf, qid_starts[p], qid_ends[p], buf, qs, qe):
+            flag = F_SAME_QUERY
+            if order == FILE:
+                flag |= F_IN_ORDER
+            elif order == TREC_EVAL:
+                if scores[p] > score or (
+                    scores[p] == score and greater(buf, doc_starts[p], doc_ends[p], ds, de)
+                ):
+                    flag |= F_IN_ORDER
+            elif ranks[p] <= rank:
+                flag |= F_IN_ORDER
+        flags[count] = flag
         count += 1
         pos = nxt
     return DONE, count, pos
@@ -178,26 +298,23 @@ def _parse_lines(
 @compiled
 def _look_up_lines(
     buf: np.ndarray,
+    start: int,
     count: int,
     lines: np.ndarray,
+    slots: np.ndarray,
+    records: np.ndarray,
     ids: np.ndarray,
     offsets: np.ndarray,
-    hashes: np.ndarray,
-    rows: np.ndarray,
 ) -> None:
     """Each line's corpus row, in a loop of its own: the lookups of many lines are under way
     at once (in a large corpus each is a cache miss)."""
     doc_hashes = lines[L_DOC_HASH].view(np.uint64)
-    for i in range(count):
-        lines[L_ROW, i] = lookup(
-            buf,
-            lines[L_DOC_START, i],
-            lines[L_DOC_END, i],
-            doc_hashes[i],
-            ids,
-            offsets,
-            hashes,
-            rows,
+    doc_starts = lines[L_DOC_START]
+    doc_ends = lines[L_DOC_END]
+    doc_rows = lines[L_ROW]
+    for i in range(start, count):
+        doc_rows[i] = lookup(
+            buf, doc_starts[i], doc_ends[i], doc_hashes[i], slots, records, ids, offsets
         )
 
 
@@ -215,51 +332,83 @@ def tally_block(
 ) -> tuple[int, int, int, np.ndarray]:
     """Tally the queries of ``buf[:n]`` (whole lines from a query's first) at the cutoffs
     ``ks``. Unless ``final``, the last query may go on past ``n``: it is left for the next
-    call, as are the lines past the scratch's capacity.
+    call.
 
     ``shape``: (the lines' format, TREC's separator byte, the order, whether a long decimal
-    is read by strtod). ``lines``: the calling thread's ``LINE_FIELDS`` x capacity scratch.
+    is read by strtod). ``lines``: the calling thread's ``LINE_FIELDS`` x capacity scratch,
+    a few thousand lines (it stays in cache): the block's lines go through it a batch at a
+    time, a query not tallied yet moved to its front.
     ``given``: (scores, ranks) of the lines in ``PAIRS``, by their number (empty otherwise).
-    ``corpus``: (its ids' bytes, their offsets, their table's hashes and rows
-    (``corpus_table``), per row the cluster's number (0: none) and tokens (NaN: unknown)).
+    ``corpus``: (its ids' bytes, their offsets, their table's slots and records
+    (``table.corpus_table``)).
     ``tally``: the calling thread's accumulators, added to: (per k the histogram of distinct
     clusters, per k the queries with fewer results, per rank the clustered and the known
     results and their tokens, the ``Q_*`` counters, a mark per corpus row and per cluster).
 
     Returns (DONE or REFUSED, the bytes consumed (where the query left for the next call
-    begins; 0 with a query longer than the capacity), the lines consumed, the hash of each
+    begins), the lines consumed, the hash of each
     query tallied, in the file's order)."""
     fmt, sep, order, long_ok = shape
     given_scores, given_ranks = given
-    ids, offsets, hashes, rows, codes, tokens = corpus
+    ids, offsets, slots, records = corpus
     histograms, short, clustered, known, token_sums, counters, doc_marks, cluster_marks = tally
-    status, count, pos = _parse_lines(
-        buf, n, fmt, sep, order, final, long_ok, lines, given_scores, given_ranks
-    )
-    if status == REFUSED:
-        return REFUSED, 0, 0, np.empty(0, np.uint64)
-    _look_up_lines(buf, count, lines, ids, offsets, hashes, rows)
-    whole = final and pos >= n
-    first, query_hashes = _tally_queries(
-        buf,
-        count,
-        whole,
-        order,
-        lines,
-        ks,
-        codes,
-        tokens,
-        histograms,
-        short,
-        clustered,
-        known,
-        token_sums,
-        counters,
-        doc_marks,
-        cluster_marks,
-    )
-    consumed = lines[L_BEGIN, first] if first < count else pos
-    return DONE, consumed, first, query_hashes
+    if fmt != PAIRS and not _ascii(buf, n):
+        return REFUSED, 0, 0, np.empty(0, np.uint64)  # the line readers take ASCII alone
+    query_hashes = np.empty(1024, np.uint64)
+    queries = 0
+    done = 0  # lines of the block whose queries are tallied, before the scratch's first
+    carried = 0  # lines in the scratch of a query not tallied yet
+    pos = 0
+    while True:
+        status, count, pos = _parse_lines(
+            buf,
+            pos,
+            n,
+            fmt,
+            sep,
+            order,
+            final,
+            long_ok,
+            lines,
+            carried,
+            given_scores,
+            given_ranks,
+            done,
+        )
+        if status == REFUSED:
+            return REFUSED, 0, 0, np.empty(0, np.uint64)
+        _look_up_lines(buf, carried, count, lines, slots, records, ids, offsets)
+        more = count == lines.shape[1] and pos < n
+        first, query_hashes, queries = _tally_queries(
+            buf,
+            count,
+            final and not more,
+            order,
+            lines,
+            ks,
+            records,
+            histograms,
+            short,
+            clustered,
+            known,
+            token_sums,
+            counters,
+            doc_marks,
+            cluster_marks,
+            query_hashes,
+            queries,
+        )
+        if not more:
+            consumed = lines[L_BEGIN, first] if first < count else pos
+            return DONE, consumed, done + first, query_hashes[:queries]
+        if first == 0:  # one query fills the scratch: a larger one
+            larger = np.empty((lines.shape[0], 2 * lines.shape[1]), np.int64)
+            larger[:, :count] = lines[:, :count]
+            lines = larger
+        else:  # the lines of the query not tallied go to the front
+            lines[:, : count - first] = lines[:, first:count]
+            done += first
+        carried = count - first
 
 
 @compiled
@@ -270,8 +419,7 @@ def _tally_queries(
     order: int,
     lines: np.ndarray,
     ks: np.ndarray,
-    codes: np.ndarray,
-    tokens: np.ndarray,
+    records: np.ndarray,
     histograms: np.ndarray,
     short: np.ndarray,
     clustered: np.ndarray,
@@ -280,39 +428,26 @@ def _tally_queries(
     counters: np.ndarray,
     doc_marks: np.ndarray,
     cluster_marks: np.ndarray,
-) -> tuple[int, np.ndarray]:
-    """Tally the queries of the ``count`` lines (the last one too when ``whole``): (the
-    first line not tallied, the queries' hashes)."""
-    scores = lines[L_SCORE].view(np.float64)
-    ranks = lines[L_RANK]
-    starts = lines[L_DOC_START]
-    ends = lines[L_DOC_END]
+    query_hashes: np.ndarray,
+    queries: int,
+) -> tuple[int, np.ndarray, int]:
+    """Tally the queries of the ``count`` lines (the last one too when ``whole``), their
+    hashes added to ``query_hashes`` after its first ``queries``: (the first line not
+    tallied, the hashes (a larger array when it grew), how many it holds)."""
+    flags = lines[L_FLAGS]
+    record_floats = records.view(np.float64)
     keep = np.empty(64, np.int64)
     spare = np.empty(64, np.int64)
     seen_hashes = np.zeros(128, np.uint64)
     seen_lines = np.zeros(128, np.int64)
     seen_marks = np.zeros(128, np.int64)
-    query_hashes = np.empty(max(count // 4, 16), np.uint64)
-    queries = 0
     deepest = ks[-1]
     first = 0
     while first < count:
-        qs = lines[L_QID_START, first]
-        qe = lines[L_QID_END, first]
         last = first + 1
         in_order = True
-        while last < count and same(
-            buf, qs, qe, buf, lines[L_QID_START, last], lines[L_QID_END, last]
-        ):
-            if in_order:
-                p = last - 1
-                if order == TREC_EVAL:
-                    in_order = scores[last] < scores[p] or (
-                        scores[last] == scores[p]
-                        and greater(buf, starts[p], ends[p], starts[last], ends[last])
-                    )
-                elif order == RANK:
-                    in_order = ranks[last] >= ranks[p]
+        while last < count and flags[last] & F_SAME_QUERY:
+            in_order = in_order and flags[last] & F_IN_ORDER != 0
             last += 1
         if last == count and not whole:
             break  # the query may go on in the next block
@@ -337,8 +472,8 @@ def _tally_queries(
             seen_marks,
             ks,
             deepest,
-            codes,
-            tokens,
+            records,
+            record_floats,
             histograms,
             short,
             clustered,
@@ -350,10 +485,10 @@ def _tally_queries(
         )
         if queries == len(query_hashes):
             query_hashes = _grown(query_hashes, 2 * queries)
-        query_hashes[queries] = id_hash(buf, qs, qe)
+        query_hashes[queries] = id_hash(buf, lines[L_QID_START, first], lines[L_QID_END, first])
         queries += 1
         first = last
-    return first, query_hashes[:queries]
+    return first, query_hashes, queries
 
 
 @compiled
@@ -363,7 +498,7 @@ def _grown(values: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-@compiled
+@inlined
 def _tally_query(
     first: int,
     last: int,
@@ -378,8 +513,8 @@ def _tally_query(
     seen_marks: np.ndarray,
     ks: np.ndarray,
     deepest: int,
-    codes: np.ndarray,
-    tokens: np.ndarray,
+    records: np.ndarray,
+    record_floats: np.ndarray,
     histograms: np.ndarray,
     short: np.ndarray,
     clustered: np.ndarray,
@@ -435,8 +570,8 @@ def _tally_query(
         row = doc_rows[keep[r]]
         code = 0
         if row >= 0:
-            code = codes[row]
-            t = tokens[row]
+            code = records[row, R_CODE]
+            t = record_floats[row, R_TOKENS]
             if t == t:  # not NaN
                 known[r] += 1
                 token_sums[r] += t
