@@ -1,7 +1,7 @@
 # misstriage service image: `docker compose up` (see docker-compose.yml).
 FROM python:3.11-slim
 
-# NUMBA_CACHE_DIR: where the compiled pass over large logs is kept (app.eval.log_fast.warm
+# NUMBA_CACHE_DIR: where the compiled pass over large logs is kept (app.eval.cluster_stream.warm
 # compiles it at build time; the service's user reads it there).
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     NUMBA_CACHE_DIR=/srv/misstriage/var/numba
@@ -14,7 +14,7 @@ COPY app ./app
 COPY migrations ./migrations
 COPY templates ./templates
 COPY examples ./examples
-RUN pip install . && python -c "from app.eval.log_fast import warm; warm()" \
+RUN pip install . && python -c "from app.eval.cluster_stream import warm; warm()" \
     && useradd --system --home /srv/misstriage misstriage \
     && mkdir -p /srv/misstriage/var && chown -R misstriage /srv/misstriage/var
 

@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(BIN)/python -m compileall -q app
 	# The compiled pass over large logs (numba) compiled once, kept on disk beside its source:
 	# the first large log is not kept waiting some 30 s.
-	$(BIN)/python -c "from app.eval.log_fast import warm; warm()"
+	$(BIN)/python -c "from app.eval.cluster_stream import warm; warm()"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from app.eval import textio
 from app.eval.cluster_profile import (
     CORPUS_SCHEMA,
     ClusterCorpus,
@@ -32,7 +33,7 @@ BLOCK_BYTES = 16 << 20
 def read_cluster_corpus(path: Path, *, compiled_from: int = COMPILED_FROM_BYTES) -> ClusterCorpus:
     """The corpus at ``path`` (BEIR ``corpus.jsonl``, plain or gzip) as a ClusterCorpus."""
     if path.is_file() and path.stat().st_size >= compiled_from:
-        corpus = _compiled(path)
+        corpus = read_compiled(path)
         if corpus is not None:
             return corpus
     return _careful(path)
@@ -56,7 +57,7 @@ def _careful(path: Path) -> ClusterCorpus:
     return ClusterCorpus(documents=documents, has_text=has_text)
 
 
-def _compiled(path: Path) -> ClusterCorpus | None:
+def read_compiled(path: Path) -> ClusterCorpus | None:
     """The corpus by the compiled pass, or None when it does not take it."""
     try:
         from app.eval.compiled import corpus as kernel
@@ -76,7 +77,9 @@ def _compiled(path: Path) -> ClusterCorpus | None:
             buf = np.frombuffer(bytearray(block), np.uint8)
             if out.shape[1] < len(buf) // 8 + 2:  # a document's line is at least '{"_id":1}\n'
                 out = np.zeros((kernel.CORPUS_FIELDS, len(buf) // 8 + 2), np.int64)
-            status, consumed, count = kernel.corpus_block(buf, len(buf), final, out)
+            status, consumed, count = kernel.corpus_block(
+                buf, len(buf), final, out, textio.MAX_LINE_BYTES
+            )
             if status != kernel.DONE:
                 return None
             rows = out[:, :count]

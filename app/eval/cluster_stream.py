@@ -236,8 +236,17 @@ def tally_log(
     columns = columns or RunColumns()
     if fmt in ("trec", "jsonl", "parquet") and path.stat().st_size >= compiled_from:
         shape = HIT_FORMAT if fmt == "jsonl" else fmt
+        coded = _coded(corpus)
+
+        def fallback(block: pl.DataFrame) -> ClusterTally:
+            return _block_tally(
+                block, coded, corpus, tuple(ks), order=order, fmt=fmt, source=str(path)
+            )
+
         try:
-            tally, lines = compiled_tally(path, corpus, ks, order=order, fmt=shape, columns=columns)
+            tally, lines = compiled_tally(
+                path, corpus, ks, order=order, fmt=shape, columns=columns, fallback=fallback
+            )
             return LogTally(tally, lines=lines, streamed=True)
         except NotTaken:
             pass
@@ -386,3 +395,37 @@ def stream_log_traces(
         warnings=repeat_warnings(dropped),
     )
     return report, totals
+
+
+def warm() -> None:
+    """Compile the compiled paths ahead (numba keeps what it compiles on disk): a tiny log
+    in each format and order, and a tiny corpus, so that the first large log is not kept
+    waiting (``make install``, the image). Raises if a path declined its own input."""
+    import tempfile
+
+    from app.eval.cluster_corpus import read_compiled
+
+    with tempfile.TemporaryDirectory(prefix="misstriage-warm-") as tmp:
+        folder = Path(tmp)
+        (folder / "corpus.jsonl").write_text(
+            '{"_id": "d1", "title": "t", "text": "x", "cluster_id": "c1"}\n'
+            '{"_id": "d2", "title": "", "text": "y\\u00e9", "cluster_id": "c1"}\n'
+            '{"_id": "d3", "text": "z"}\n'
+        )
+        corpus = read_compiled(folder / "corpus.jsonl")
+        if corpus is None:
+            raise RuntimeError("the corpus was not read by its compiled pass")
+        (folder / "log.trec").write_text(
+            "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t\nq1 Q0 d9 3 1.5 t\nq2 Q0 d3 1 1 t\n"
+        )
+        (folder / "log.jsonl").write_text(
+            '{"qid": "q1", "doc_id": "d1", "score": 2.5, "rank": 1}\n'
+            '{"qid": "q1", "doc_id": "d9", "score": 1.5, "rank": 2}\n'
+        )
+        results = {"qid": ["q1", "q1"], "doc_id": ["d1", "d9"], "score": [2.0, 1.0]}
+        pl.DataFrame({**results, "rank": [1, 2]}).write_parquet(folder / "log.parquet")
+        for name in ("log.trec", "log.jsonl", "log.parquet"):
+            for order in Order:
+                tallied = tally_log(folder / name, corpus, (1, 2), order=order, compiled_from=0)
+                if not tallied.streamed:
+                    raise RuntimeError(f"{name} was not streamed")

@@ -21,7 +21,7 @@ import locale
 import mmap
 import os
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +32,9 @@ import polars as pl
 
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
-from app.eval.parquet import RunColumns, parquet_blocks
-from app.eval.streaming import QueriesNotContiguous, ahead, whole_queries
+from app.eval.log_parquet import FallbackFn, tally_parquet
+from app.eval.parquet import RunColumns
+from app.eval.streaming import QueriesNotContiguous, ahead
 from app.eval.textio import BOM, GZIP_MAGIC, plain_stream, separator_of
 
 #: Bytes read at once (two halves, a thread each).
@@ -49,6 +50,10 @@ HALVES_FROM = 1 << 20
 #: are put there, so that a block is not copied to be joined to them.
 _RESERVE = 1 << 20
 _NO_VALUES = (np.zeros(0, np.float64), np.zeros(0, np.int64))
+
+
+#: The orders as the compiled pass numbers them (``compiled.tally``'s TREC_EVAL, RANK, FILE).
+_ORDERS = {Order.TREC_EVAL: 0, Order.RANK: 1, Order.FILE: 2}
 
 
 class NotTaken(Exception):
@@ -125,6 +130,38 @@ class _Worker:
             np.zeros(self.corpus.clusters + 1, np.int64),  # a mark per cluster
         )
 
+    def columns(self, order: Order) -> Callable[..., int]:
+        """``compiled.tally.tally_columns`` into this worker's accumulators."""
+        from app.eval.compiled import tally as kernel
+
+        code = _ORDERS[order]
+
+        def tally(
+            begins: np.ndarray,
+            in_order: np.ndarray,
+            hashes: np.ndarray,
+            rows: np.ndarray,
+            scores: np.ndarray,
+            ranks: np.ndarray,
+        ) -> int:
+            if self.lines.shape[1] < len(hashes):  # a batch's rows at once, kept for the next
+                self.lines = np.zeros((self.lines.shape[0], len(hashes)), np.int64)
+            return kernel.tally_columns(
+                begins,
+                in_order,
+                hashes,
+                rows,
+                scores,
+                ranks,
+                code,
+                self.lines,
+                self.ks,
+                self.corpus.records,
+                self.accumulators,
+            )
+
+        return tally
+
     def tally(
         self, part: np.ndarray, shape: tuple[int, int, int, bool], final: bool, given: Any
     ) -> tuple[int, int, int, np.ndarray]:
@@ -147,13 +184,8 @@ class _Worker:
 def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
     """The kernel's ``shape`` of a file in ``fmt`` whose first bytes are ``head``."""
     from app.eval.compiled import lines
-    from app.eval.compiled import tally as kernel
 
-    orders = {
-        Order.TREC_EVAL: kernel.TREC_EVAL,
-        Order.RANK: kernel.RANK,
-        Order.FILE: kernel.FILE,
-    }
+    orders = _ORDERS
     # C's strtod reads a long decimal as Python does in the C locale's numbers (a program
     # that set another would read "0,5")
     long_ok = locale.localeconv()["decimal_point"] == "."
@@ -177,11 +209,13 @@ def compiled_tally(
     order: Order,
     fmt: str,
     columns: RunColumns | None = None,
+    fallback: FallbackFn | None = None,
 ) -> tuple[ClusterTally, int]:
     """The cluster tally of every query of the log at ``path`` and its lines (see the
-    module); ``fmt``: "trec", "jsonl-hits" or "parquet" (``columns`` naming its columns).
-    NotTaken, QueriesNotContiguous, or an InputError of the file itself (a truncated gzip,
-    a bad Parquet row)."""
+    module); ``fmt``: "trec", "jsonl-hits" or "parquet" (``columns`` naming its columns;
+    ``fallback`` tallies a batch of whole queries the compiled pass does not, polars'
+    way). NotTaken, QueriesNotContiguous, or an InputError of the file itself (a truncated
+    gzip, a bad Parquet row)."""
     try:
         from app.eval.compiled import tally as kernel
     except (ImportError, RuntimeError):  # no numba here, or nowhere to cache what it compiles
@@ -189,15 +223,33 @@ def compiled_tally(
     cutoffs = np.asarray(sorted(set(ks)), np.int64)
     documents = kernel_corpus(corpus)
     workers = [_Worker(documents, cutoffs) for _ in range(2)]
+    others: list[tuple[ClusterTally, int]] = []
     if fmt == "parquet":
-        _tally_parquet(path, columns or RunColumns(), order, workers)
+        if fallback is None:
+            raise NotTaken
+        try:
+            others = tally_parquet(
+                path,
+                corpus,
+                columns=columns or RunColumns(),
+                order=order,
+                tally_columns=workers[0].columns(order),
+                seen=_Seen(),
+                fallback=fallback,
+            )
+        except LookupError:
+            raise NotTaken from None
     else:
         _tally_text(path, fmt, order, workers)
     counters = sum(w.accumulators[5] for w in workers)
     read = int(counters[kernel.Q_LINES])  # type: ignore[index]
+    read += sum(rows for _, rows in others)
     if not read:
         raise NotTaken  # "the run is empty", worded by the careful reader
-    return _tally_of(workers, cutoffs, has_text=corpus.has_text), read
+    tally = _tally_of(workers, cutoffs, has_text=corpus.has_text)
+    for other, _ in others:
+        tally.add(other)
+    return tally, read
 
 
 def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:
@@ -295,12 +347,11 @@ def _tally_halves(
     n = len(work)
     cut = lines.query_cut(work, n // 2, n, shape[0], shape[1]) if n >= HALVES_FROM else -1
     halves = [(work[:cut], True), (work[cut:], last)] if cut > 0 else [(work, last)]
-    results = list(
-        pool.map(
-            lambda i: workers[i].tally(halves[i][0], shape, halves[i][1], _NO_VALUES),
-            range(len(halves)),
-        )
-    )
+    futures = [
+        pool.submit(workers[i].tally, halves[i][0], shape, halves[i][1], _NO_VALUES)
+        for i in range(len(halves))
+    ]
+    results = [future.result() for future in futures]
     if any(status != kernel.DONE for status, _, _, _ in results):
         raise NotTaken
     if len(halves) == 2 and results[0][1] != len(halves[0][0]):
@@ -361,44 +412,6 @@ def _blocks(stream: Any) -> Generator[tuple[np.ndarray, int, bool]]:
         pending = (buffer, size)
 
 
-def _tally_parquet(path: Path, columns: RunColumns, order: Order, workers: list[_Worker]) -> None:
-    from app.eval.compiled import tally as kernel
-
-    shape = _shape("parquet", order, b"")
-    with_rank = order is Order.RANK
-
-    def batches() -> Generator[tuple[pl.DataFrame, bool, int]]:
-        previous: pl.DataFrame | None = None
-        for batch in parquet_blocks(path, columns, with_rank=with_rank, rows=PARQUET_ROWS):
-            if previous is not None:
-                yield previous, False, 0
-            previous = batch
-        if previous is not None:
-            yield previous, True, 0
-
-    def written(
-        frames: Iterator[tuple[pl.DataFrame, int, int]],
-    ) -> Generator[tuple[np.ndarray, tuple[np.ndarray, np.ndarray], int]]:
-        for frame, _, _ in frames:
-            if frame.height:
-                text = frame.select("qid", "doc_id").write_csv(
-                    separator="\t", include_header=False, quote_style="never"
-                )
-                # writable arrays, as the text path's: the compiled pass is one specialisation
-                given = (
-                    frame.get_column("score").fill_null(0.0).to_numpy(writable=True),
-                    frame.get_column("rank").fill_null(0).to_numpy(writable=True),
-                )
-                yield np.frombuffer(bytearray(text, "utf-8"), np.uint8), given, frame.height
-
-    with ahead(written(whole_queries(batches()))) as blocks:
-        for buffer, given, height in blocks:
-            status, consumed, taken, _ = workers[0].tally(buffer, shape, True, given)
-            if status != kernel.DONE or consumed != len(buffer) or taken != height:
-                # an id with a tab or a newline in it: not two fields a line
-                raise NotTaken
-
-
 def _trimmed(values: np.ndarray) -> list[Any]:
     """A per-rank list up to its last non-zero entry (``RankTotals``'s lists)."""
     nonzero = np.flatnonzero(values)
@@ -429,22 +442,3 @@ def _tally_of(workers: list[_Worker], ks: np.ndarray, *, has_text: bool) -> Clus
             tokens=[float(v) for v in _trimmed(tokens)] if has_text else None,  # type: ignore[arg-type]
         ),
     )
-
-
-def warm() -> None:
-    """Compile the pass ahead (numba keeps what it compiles on disk): a tiny log in each
-    format, so that the first large log is not kept waiting (``make install``, the image)."""
-    import tempfile
-
-    corpus = ClusterCorpus.of({"d1": "c1", "d2": "c1"}, {"d1": 1.0, "d2": 2.0, "d3": 0.5})
-    with tempfile.TemporaryDirectory(prefix="misstriage-warm-") as tmp:
-        trec = Path(tmp) / "log.trec"
-        trec.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t\nq2 Q0 d3 1 1 t\n")
-        jsonl = Path(tmp) / "log.jsonl"
-        jsonl.write_text('{"qid": "q1", "doc_id": "d1", "score": 2.5, "rank": 1}\n')
-        parquet = Path(tmp) / "log.parquet"
-        results = {"qid": ["q1"], "doc_id": ["d1"], "score": [1.0], "rank": [1]}
-        pl.DataFrame(results).write_parquet(parquet)
-        for path, fmt in ((trec, "trec"), (jsonl, "jsonl-hits"), (parquet, "parquet")):
-            for order in Order:
-                compiled_tally(path, corpus, (1, 2), order=order, fmt=fmt)

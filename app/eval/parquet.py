@@ -85,12 +85,10 @@ def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.E
     ]
 
 
-def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
-    """The rows numbered (``line``), or an InputError naming the first bad row."""
-    frame = frame.with_columns(
-        (pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row).alias("line")
-    )
-    bad = frame.filter(
+def _bad_row() -> pl.Expr:
+    """True on a row the conventions cannot read: an id missing or empty, a score not
+    finite, a rank beyond a 32-bit integer."""
+    return (
         pl.col("qid").is_null()
         | pl.col("doc_id").is_null()
         | (pl.col("qid").str.len_bytes() == 0)
@@ -98,6 +96,14 @@ def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
         | ~pl.col("score").is_finite().fill_null(True)
         | ~pl.col("rank").is_between(-INT32_MAX, INT32_MAX).fill_null(True)
     )
+
+
+def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
+    """The rows numbered (``line``), or an InputError naming the first bad row."""
+    frame = frame.with_columns(
+        (pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row).alias("line")
+    )
+    bad = frame.filter(_bad_row())
     if bad.height:
         row = bad.row(0, named=True)
         if not row["qid"] or not row["doc_id"]:
@@ -108,6 +114,30 @@ def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
             what = f"a score that is not a finite number ({row['score']})"
         raise InputError(path, int(row["line"]), f"the row holds {what}")
     return frame
+
+
+def checked_batches(
+    path: Path,
+    columns: RunColumns = RunColumns(),
+    *,
+    with_rank: bool = False,
+    rows: int | None = None,
+) -> Iterator[pl.DataFrame]:
+    """``parquet_blocks``' results without their ``line``: a batch is checked by one pass,
+    and numbered only when a row of it is bad (its InputError names the row)."""
+    selection = _selection(path, columns, with_rank=with_rank)
+    first_row = 1
+    try:
+        batches = (
+            pl.scan_parquet(path).select(selection).collect_batches(chunk_size=rows or BLOCK_ROWS)
+        )
+        for batch in batches:
+            if batch.select(_bad_row().any()).item():
+                _checked(batch, path, first_row)
+            yield batch
+            first_row += batch.height
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+        raise InputError(path, None, f"cannot be read as a run ({reason_of(exc)})") from None
 
 
 def parquet_blocks(

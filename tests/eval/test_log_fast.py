@@ -23,8 +23,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.eval import log_fast
-from app.eval.cluster_profile import ClusterCorpus, cluster_profile, profile_of_tally
+from app.eval import cluster_stream, log_fast, log_parquet
+from app.eval.cluster_profile import ClusterCorpus, ClusterTally, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
 from app.eval.compiled import scan
 from app.eval.conventions import Order
@@ -109,12 +109,23 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(log_fast, "BLOCK_BYTES", 700)
     monkeypatch.setattr(log_fast, "_BATCH_LINES", 16)
     monkeypatch.setattr(log_fast, "HALVES_FROM", 200)
-    monkeypatch.setattr(log_fast, "PARQUET_ROWS", 23)
+    monkeypatch.setattr(log_parquet, "PARQUET_ROWS", 23)
 
 
 def _compiled(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], order: Order, fmt: str):
+    """The compiled tally's profile and lines; a Parquet batch it does not take is tallied
+    by polars' way there (``cluster_stream``'s block tally), as ``tally_log`` does."""
     columns = PARQUET_COLUMNS if fmt == "parquet" else None
-    tally, lines = compiled_tally(path, corpus, ks, order=order, fmt=FORMATS[fmt], columns=columns)
+    coded = cluster_stream._coded(corpus)
+
+    def fallback(block: pl.DataFrame) -> ClusterTally:
+        return cluster_stream._block_tally(
+            block, coded, corpus, ks, order=order, fmt="parquet", source=str(path)
+        )
+
+    tally, lines = compiled_tally(
+        path, corpus, ks, order=order, fmt=FORMATS[fmt], columns=columns, fallback=fallback
+    )
     return profile_of_tally(tally), lines
 
 
@@ -335,5 +346,41 @@ def test_a_decimal_is_read_as_python_reads_it(text: str) -> None:
         assert str(value) == str(want)  # the same sign of zero too
 
 
-def test_warm_compiles_every_format() -> None:
-    log_fast.warm()  # raises NotTaken if the pass declined one of its own logs
+def test_warm_compiles_every_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``warm`` (make install, the image) runs the compiled paths on their own small inputs:
+    none of them declined (a path that fell back would leave its pass uncompiled)."""
+    declined: list[str] = []
+    original = log_fast.compiled_tally
+
+    def watched(*args: object, **kwargs: object) -> object:
+        try:
+            return original(*args, **kwargs)  # type: ignore[arg-type]
+        except NotTaken:
+            declined.append(str(kwargs.get("fmt")))
+            raise
+
+    monkeypatch.setattr(cluster_stream, "compiled_tally", watched)
+    cluster_stream.warm()
+    assert declined == []
+
+
+def test_a_hash_never_decides_a_parquet_document_alone() -> None:
+    """The Parquet path finds documents by polars' 64-bit hash; the two guards that keep a
+    collision from counting: a row found in the corpus by its hash but holding another id is
+    set apart (not in the corpus), and two documents of one query outside the corpus that
+    share a hash send the batch to polars (the check answers False)."""
+    corpus_ids = pl.Series(["d1", "d2", "d3"])
+    frame = pl.DataFrame({"qid": ["q1"] * 4, "doc_id": ["d1", "dX", "u1", "u2"]})
+    begins = np.array([True, False, False, False])
+    # dX "found" at d2's row (as a collision would find it); u1 and u2 share a hash
+    found = np.array([0, 1, -1, -1])
+    hashes = np.array([11, 22, 77, 77], np.uint64)
+    arrays = {"begins": begins, "hashes": hashes}
+    assert not log_parquet._documents_checked(frame, arrays, found, corpus_ids)
+    assert found.tolist() == [0, -1, -1, -1]
+    # the same hashes on one document repeated: one document, the batch is the pass's
+    again = pl.DataFrame({"qid": ["q1"] * 3, "doc_id": ["d1", "u1", "u1"]})
+    found = np.array([0, -1, -1])
+    arrays = {"begins": begins[:3], "hashes": np.array([11, 77, 77], np.uint64)}
+    assert log_parquet._documents_checked(again, arrays, found, corpus_ids)
+    assert found.tolist() == [0, -1, -1]

@@ -16,6 +16,7 @@ import numpy as np
 
 from app.eval.compiled import compiled
 from app.eval.compiled.scan import blanks, json_id
+from app.eval.textio import MAX_LINE_BYTES
 
 #: Where a document's fields lie (rows of the output, by line): its id's start and end, its
 #: cluster id's (-1: none), its title's and text's characters.
@@ -32,6 +33,10 @@ DONE = 0
 REFUSED = 1
 
 _INT32_MAX = 2**31 - 1
+#: The most digits of a number's integer part taken: Python's json reads an integer of more
+#: digits than ``sys.get_int_max_str_digits()`` (4,300 unless set, never set below 640) as an
+#: error, which the careful reader words.
+_INT_DIGITS = 640
 #: The members the careful reader looks at, by a number.
 _OTHER = 0
 _ID = 1
@@ -184,7 +189,8 @@ def _scalar(buf: np.ndarray, i: int, end: int) -> int:
 
 @compiled
 def _json_number(buf: np.ndarray, i: int, end: int) -> int:
-    """Where the JSON number at ``i`` ends, or -1."""
+    """Where the JSON number at ``i`` ends, or -1 (for one of more than ``_INT_DIGITS``
+    digits before its point too)."""
     if i < end and buf[i] == 45:
         i += 1
     if i >= end or not (48 <= buf[i] <= 57):
@@ -192,8 +198,11 @@ def _json_number(buf: np.ndarray, i: int, end: int) -> int:
     if buf[i] == 48:
         i += 1
     else:
+        digits = i
         while i < end and 48 <= buf[i] <= 57:
             i += 1
+        if i - digits > _INT_DIGITS:
+            return -1
     if i < end and buf[i] == 46:
         i += 1
         if i >= end or not (48 <= buf[i] <= 57):
@@ -313,16 +322,22 @@ def _blank_line(buf: np.ndarray, pos: int, end: int) -> bool:
 
 
 @compiled
-def corpus_block(buf: np.ndarray, n: int, final: bool, out: np.ndarray) -> tuple[int, int, int]:
+def corpus_block(
+    buf: np.ndarray, n: int, final: bool, out: np.ndarray, max_line: int = MAX_LINE_BYTES
+) -> tuple[int, int, int]:
     """Read the whole lines of ``buf[:n]`` (the last one too when ``final``) into ``out``
     (``CORPUS_FIELDS`` x capacity, a column a document): (DONE or REFUSED, the bytes
-    consumed, the documents read)."""
+    consumed, the documents read). A line of ``max_line`` bytes or more (the careful
+    reader's bound, ``textio.MAX_LINE_BYTES``), whole or not yet, is refused: the careful
+    reader names it, and a gigabyte without a newline is not held past the bound."""
     count = 0
     pos = 0
     while pos < n:
         end = pos
         while end < n and buf[end] != 10:
             end += 1
+        if end - pos >= max_line:
+            return REFUSED, 0, 0
         if end == n and not final:
             break
         if not _blank_line(buf, pos, end):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.eval.compiled import compiled
+from app.eval.compiled import compiled, inlined
 from app.eval.compiled.scan import (
     blanks,
     json_id,
@@ -30,7 +30,7 @@ PARTIAL = 2  # the buffer ends inside the line (not the file's last block)
 BAD = 3
 
 
-@compiled
+@inlined
 def _trec_line(
     buf: np.ndarray, pos: int, n: int, sep: int, final: bool
 ) -> tuple[int, int, int, int, int, int, int, int, int, int]:
@@ -87,7 +87,7 @@ _RANK_KEY = np.frombuffer(b'"rank"', np.uint8)
 _NULL = np.frombuffer(b"null", np.uint8)
 
 
-@compiled
+@inlined
 def _jsonl_line(
     buf: np.ndarray, pos: int, n: int, final: bool
 ) -> tuple[int, int, int, int, int, int, int, int, int, int]:
@@ -160,7 +160,7 @@ def _jsonl_line(
     return LINE, nxt, qs, qe, ds, de, rs, re, ss, se
 
 
-@compiled
+@inlined
 def _pairs_line(
     buf: np.ndarray, pos: int, n: int
 ) -> tuple[int, int, int, int, int, int, int, int, int, int]:
@@ -178,7 +178,7 @@ def _pairs_line(
     return LINE, j + 1, pos, i, i + 1, j, -1, -1, -1, -1
 
 
-@compiled
+@inlined
 def line(
     buf: np.ndarray, pos: int, n: int, fmt: int, sep: int, final: bool
 ) -> tuple[int, int, int, int, int, int, int, int, int, int]:

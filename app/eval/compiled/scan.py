@@ -11,7 +11,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from app.eval.compiled import compiled, inlined
+from app.eval.compiled import inlined
 
 _OFFSET = np.uint64(0xCBF29CE484222325)
 _PRIME = np.uint64(0x100000001B3)
@@ -118,7 +118,7 @@ def _strtod(typingctx: Any, address: Any) -> Any:  # pragma: no cover - compiled
     return signature, codegen
 
 
-@compiled
+@inlined
 def number(buf: np.ndarray, start: int, end: int, json: bool, long_ok: bool) -> tuple[bool, float]:
     """(taken, value) of a decimal ``-?digits(.digits)?([eE][+-]?digits)?`` (JSON: no
     leading zero before another digit), as the double nearest to it; -0.0 comes back as 0.0.
@@ -231,7 +231,7 @@ def integer(buf: np.ndarray, start: int, end: int) -> tuple[bool, int]:
 
 
 #: what a line parser finds at ``pos``
-@compiled
+@inlined
 def printable_end(buf: np.ndarray, i: int, n: int) -> int:
     """The first byte at or after ``i`` that is not printable ASCII (or ``n``)."""
     while i < n:
@@ -242,14 +242,14 @@ def printable_end(buf: np.ndarray, i: int, n: int) -> int:
     return n
 
 
-@compiled
+@inlined
 def blanks(buf: np.ndarray, i: int, end: int) -> int:
     while i < end and (buf[i] == 32 or buf[i] == 9 or buf[i] == 13):
         i += 1
     return i
 
 
-@compiled
+@inlined
 def word(buf: np.ndarray, i: int, end: int, word: np.ndarray) -> int:
     """The position after ``word`` at ``i`` (blanks before it skipped), or -1."""
     i = blanks(buf, i, end)
@@ -261,7 +261,7 @@ def word(buf: np.ndarray, i: int, end: int, word: np.ndarray) -> int:
     return i + len(word)
 
 
-@compiled
+@inlined
 def key(buf: np.ndarray, i: int, end: int, key: np.ndarray) -> int:
     """The position after ``"key" :`` at ``i``, or -1."""
     i = word(buf, i, end, key)
@@ -273,7 +273,7 @@ def key(buf: np.ndarray, i: int, end: int, key: np.ndarray) -> int:
     return blanks(buf, i + 1, end)
 
 
-@compiled
+@inlined
 def json_id(buf: np.ndarray, i: int, end: int) -> tuple[int, int, int]:
     """(start, end, next) of an id at ``i``: a string of printable ASCII without blanks,
     quotes or backslashes, or an integer as Python writes it back; start -1 when neither."""
@@ -300,7 +300,7 @@ def json_id(buf: np.ndarray, i: int, end: int) -> tuple[int, int, int]:
     return i, j, j
 
 
-@compiled
+@inlined
 def json_number_end(buf: np.ndarray, i: int, end: int) -> int:
     """Where the JSON number text at ``i`` ends (its characters: sign, digits, . e E +)."""
     while i < end:

@@ -117,3 +117,45 @@ def add_new(slots: np.ndarray, hashes: np.ndarray) -> int:
             slot = (slot + np.uint64(1)) & mask
         slots[slot] = h
     return len(hashes)
+
+
+@compiled
+def hashed_table(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An open-addressing table of 64-bit hashes (a corpus's ids, hashed by polars): (the
+    hashes, the row or -1) a slot, a power of two at least twice them; empty arrays when
+    two rows share a hash (their documents could not be told apart by it)."""
+    n = len(hashes)
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    keys = np.zeros(size, np.uint64)
+    rows = np.full(size, -1, np.int64)
+    mask = np.uint64(size - 1)
+    for row in range(n):
+        h = hashes[row]
+        slot = h & mask
+        while rows[slot] >= 0:
+            if keys[slot] == h:
+                return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+            slot = (slot + np.uint64(1)) & mask
+        keys[slot] = h
+        rows[slot] = row
+    return keys, rows
+
+
+@compiled
+def hashed_rows(keys: np.ndarray, rows: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """The row of each of ``hashes`` in ``hashed_table``'s table, or -1."""
+    out = np.empty(len(hashes), np.int64)
+    mask = np.uint64(len(rows) - 1)
+    for i in range(len(hashes)):
+        h = hashes[i]
+        slot = h & mask
+        row = -1
+        while rows[slot] >= 0:
+            if keys[slot] == h:
+                row = rows[slot]
+                break
+            slot = (slot + np.uint64(1)) & mask
+        out[i] = row
+    return out
