@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from app.eval import textio
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
 from app.eval.log_parquet import FallbackFn, tally_parquet
@@ -294,8 +295,10 @@ def _tally_mapped(
             rest = _tally_halves(data[start:end], end == size, shape, workers, pool, seen)
             consumed = end - start - len(rest)
             del rest
-            if not consumed:
-                block *= 2  # no query ends in the block: a longer one
+            if not consumed:  # no query ends in the block: a longer one, up to a bound
+                if block > textio.MAX_LINE_BYTES:
+                    raise NotTaken  # the careful reader names the line too long
+                block *= 2
                 continue
             block = BLOCK_BYTES
             page = start - start % mmap.PAGESIZE
@@ -329,6 +332,8 @@ def _tally_stream(
             if shape is None:
                 shape = _shape(fmt, order, bytes(work[: 64 << 10]))
             carry = _tally_halves(work, last, shape, workers, pool, seen).copy()
+            if len(carry) > textio.MAX_LINE_BYTES:
+                raise NotTaken  # one query longer than a line may be: the careful reader
 
 
 def _tally_halves(

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.eval import cluster_stream, log_fast, log_parquet
+from app.eval import cluster_stream, log_fast, log_parquet, textio
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
 from app.eval.compiled import scan
@@ -384,3 +384,23 @@ def test_a_hash_never_decides_a_parquet_document_alone() -> None:
     arrays = {"begins": begins[:3], "hashes": np.array([11, 77, 77], np.uint64)}
     assert log_parquet._documents_checked(again, arrays, found, corpus_ids)
     assert found.tolist() == [0, -1, -1]
+
+
+@pytest.mark.usefixtures("small_blocks")
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_line_past_the_bound_is_the_careful_readers_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compressed: bool
+) -> None:
+    """A query (or a line) longer than a line may be (``MAX_LINE_BYTES``) is not held by the
+    pass block after block: it declines, and ``tally_log`` answers as the careful paths do."""
+    monkeypatch.setattr(textio, "MAX_LINE_BYTES", 2_000)
+    usual = "".join(f"q{i // 3} Q0 d{i:03} {i % 3 + 1} {3 - i % 3} x\n" for i in range(30))
+    text = usual + "q99 Q0 d1 1 1.0 " + "x" * 5_000 + "\n" + usual.replace("q", "p")
+    path = tmp_path / ("log.trec.gz" if compressed else "log.trec")
+    path.write_bytes(gzip.compress(text.encode()) if compressed else text.encode())
+    corpus = ClusterCorpus.of({"d001": "c1"})
+    with pytest.raises(NotTaken):
+        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="trec")
+    want = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
+    assert profile_of_tally(tally_log(path, corpus, (5,), compiled_from=0).tally) == want
+    assert want.queries == 21
