@@ -123,8 +123,9 @@ def checked_batches(
     with_rank: bool = False,
     rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
-    """``parquet_blocks``' results without their ``line``: a batch is checked by one pass,
-    and numbered only when a row of it is bad (its InputError names the row)."""
+    """The file's results (qid, doc_id, score, rank) some ``rows`` at a time, in file
+    order: a batch is checked by one pass, and numbered only when a row of it is bad (its
+    InputError names the row, as it does a missing column)."""
     selection = _selection(path, columns, with_rank=with_rank)
     first_row = 1
     try:
@@ -137,6 +138,7 @@ def checked_batches(
             yield batch
             first_row += batch.height
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+        # a panic too: a corrupt file is bad input, not a crash
         raise InputError(path, None, f"cannot be read as a run ({reason_of(exc)})") from None
 
 
@@ -149,18 +151,12 @@ def parquet_blocks(
 ) -> Iterator[pl.DataFrame]:
     """The file's results (qid, doc_id, score, rank, line) some ``rows`` at a time, in file
     order; an InputError names a missing column or the first bad row."""
-    selection = _selection(path, columns, with_rank=with_rank)
     first_row = 1
-    try:
-        batches = (
-            pl.scan_parquet(path).select(selection).collect_batches(chunk_size=rows or BLOCK_ROWS)
+    for batch in checked_batches(path, columns, with_rank=with_rank, rows=rows):
+        yield batch.with_columns(
+            (pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row).alias("line")
         )
-        for batch in batches:
-            yield _checked(batch, path, first_row)
-            first_row += batch.height
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
-        # a panic too: a corrupt file is bad input, not a crash
-        raise InputError(path, None, f"cannot be read as a run ({reason_of(exc)})") from None
+        first_row += batch.height
 
 
 def read_parquet_run(

@@ -119,21 +119,14 @@ def _strtod(typingctx: Any, address: Any) -> Any:  # pragma: no cover - compiled
 
 
 @inlined
-def number(buf: np.ndarray, start: int, end: int, json: bool, long_ok: bool) -> tuple[bool, float]:
-    """(taken, value) of a decimal ``-?digits(.digits)?([eE][+-]?digits)?`` (JSON: no
-    leading zero before another digit), as the double nearest to it; -0.0 comes back as 0.0.
-    At most 2^53 as an integer times a power of ten up to 22 converts by one IEEE operation
-    (exact: Clinger's fast path); a longer one by C's strtod when ``long_ok``. The text must
-    be followed by a byte that cannot go on a number (as a field's separator)."""
-    i = start
-    if i < end and buf[i] == 45:  # '-'
+def plain_decimal(buf: np.ndarray, i: int, end: int) -> tuple[int, bool, float]:
+    """(where it stops, taken, value) of the usual score at ``i``: ``-?digits(.digits)?``
+    with at most 15 digits, the nearest double by one division of exact numbers (exact), -0.0
+    as 0.0. It stops at the first byte that is neither a digit nor the first point; taken is
+    False for any other text (``number`` reads it)."""
+    negative = i < end and buf[i] == 45
+    if negative:
         i += 1
-    if i >= end or not (48 <= buf[i] <= 57):
-        return False, 0.0
-    if json and buf[i] == 48 and i + 1 < end and 48 <= buf[i + 1] <= 57:
-        return False, 0.0
-    # the usual score, digits and maybe a point, at most 15 digits: one division, exact
-    first = i
     mantissa = 0
     digits = 0
     point = -1
@@ -147,12 +140,40 @@ def number(buf: np.ndarray, start: int, end: int, json: bool, long_ok: bool) -> 
         else:
             break
         i += 1
-    if i == end and digits <= 15 and point != digits:
-        value = float(mantissa)
-        if point >= 0:
-            value /= POW10[digits - point]
-        return True, (-value if buf[start] == 45 else value) + 0.0
-    i = first
+    if digits == 0 or digits > 15 or point == digits or point == 0:
+        return i, False, 0.0
+    value = float(mantissa)
+    if point >= 0:
+        value /= POW10[digits - point]
+    return i, True, (-value if negative else value) + 0.0
+
+
+@inlined
+def field_end(buf: np.ndarray, i: int, n: int) -> int:
+    """Where the field at ``i`` ends: the first byte at or after it that is not a printable
+    (past a blank or a control; the caller checked there is no byte past ASCII)."""
+    while i < n and buf[i] > 32:
+        i += 1
+    return i
+
+
+@inlined
+def number(buf: np.ndarray, start: int, end: int, json: bool, long_ok: bool) -> tuple[bool, float]:
+    """(taken, value) of a decimal ``-?digits(.digits)?([eE][+-]?digits)?`` (JSON: no
+    leading zero before another digit), as the double nearest to it; -0.0 comes back as 0.0.
+    At most 2^53 as an integer times a power of ten up to 22 converts by one IEEE operation
+    (exact: Clinger's fast path); a longer one by C's strtod when ``long_ok``. The text must
+    be followed by a byte that cannot go on a number (as a field's separator)."""
+    i = start
+    if i < end and buf[i] == 45:  # '-'
+        i += 1
+    if i >= end or not (48 <= buf[i] <= 57):
+        return False, 0.0
+    if json and buf[i] == 48 and i + 1 < end and 48 <= buf[i + 1] <= 57:
+        return False, 0.0
+    stop, taken, value = plain_decimal(buf, start, end)  # the usual score
+    if taken and stop == end:
+        return True, value
     mantissa = 0
     digits = 0  # significant digits (leading zeros not counted)
     scale = 0

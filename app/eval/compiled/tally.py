@@ -11,7 +11,15 @@ import numpy as np
 
 from app.eval.compiled import compiled, inlined
 from app.eval.compiled.lines import BAD, BLANK, JSONL, PAIRS, PARTIAL, TREC, line
-from app.eval.compiled.scan import POW10, greater, id_hash, integer, number, same
+from app.eval.compiled.scan import (
+    field_end,
+    greater,
+    id_hash,
+    integer,
+    number,
+    plain_decimal,
+    same,
+)
 from app.eval.compiled.table import R_CODE, R_TOKENS, lookup
 
 #: What a block's pass ends with.
@@ -134,65 +142,32 @@ def _usual_trec_line(
     and maybe a point (at most 15 digits: one division, exact), with ``order`` rank a rank
     of digits (the block holds no byte past ASCII: ``_ascii``). The next line's start is -1
     for any other line (``line`` reads it)."""
-    i = pos
-    while i < n and buf[i] > 32:
-        i += 1
-    qid_end = i
-    if i >= n or buf[i] != sep or i == pos:
-        return -1, 0, 0, 0, 0.0, 0
-    i += 1
-    field = i
-    while i < n and buf[i] > 32:
-        i += 1
-    if i >= n or buf[i] != sep or i == field:
-        return -1, 0, 0, 0, 0.0, 0
-    i += 1
-    doc_start = i
-    while i < n and buf[i] > 32:
-        i += 1
-    doc_end = i
-    if i >= n or buf[i] != sep or i == doc_start:
-        return -1, 0, 0, 0, 0.0, 0
-    i += 1
-    field = i
-    while i < n and buf[i] > 32:
-        i += 1
-    if i >= n or buf[i] != sep or i == field:
-        return -1, 0, 0, 0, 0.0, 0
+    failed = (-1, 0, 0, 0, 0.0, 0)
+    qid_end = field_end(buf, pos, n)
+    if qid_end >= n or buf[qid_end] != sep or qid_end == pos:
+        return failed
+    i = field_end(buf, qid_end + 1, n)  # Q0
+    if i >= n or buf[i] != sep or i == qid_end + 1:
+        return failed
+    doc_start = i + 1
+    doc_end = field_end(buf, doc_start, n)
+    if doc_end >= n or buf[doc_end] != sep or doc_end == doc_start:
+        return failed
+    i = field_end(buf, doc_end + 1, n)  # the rank
+    if i >= n or buf[i] != sep or i == doc_end + 1:
+        return failed
     rank = 0
     if order == RANK:
-        taken, rank = integer(buf, field, i)
+        taken, rank = integer(buf, doc_end + 1, i)
         if not taken:
-            return -1, 0, 0, 0, 0.0, 0
-    i += 1
-    mantissa = 0
-    digits = 0
-    point = -1
-    negative = i < n and buf[i] == 45
-    if negative:
-        i += 1
-    while i < n:
-        c = buf[i]
-        if 48 <= c <= 57:
-            mantissa = mantissa * 10 + (c - 48)
-            digits += 1
-        elif c == 46 and point < 0:
-            point = digits
-        else:
-            break
-        i += 1
-    if i >= n or buf[i] != sep or digits == 0 or digits > 15 or point == digits or point == 0:
-        return -1, 0, 0, 0, 0.0, 0
-    i += 1
-    field = i
-    while i < n and buf[i] > 32:
-        i += 1
-    if i == field or i >= n or buf[i] != 10:
-        return -1, 0, 0, 0, 0.0, 0
-    score = float(mantissa)
-    if point >= 0:
-        score /= POW10[digits - point]
-    return i + 1, qid_end, doc_start, doc_end, (-score if negative else score) + 0.0, rank
+            return failed
+    i, taken, score = plain_decimal(buf, i + 1, n)
+    if not taken or i >= n or buf[i] != sep:
+        return failed
+    end = field_end(buf, i + 1, n)  # the tag
+    if end == i + 1 or end >= n or buf[end] != 10:
+        return failed
+    return end + 1, qid_end, doc_start, doc_end, score, rank
 
 
 @compiled
@@ -351,7 +326,6 @@ def tally_block(
     fmt, sep, order, long_ok = shape
     given_scores, given_ranks = given
     ids, offsets, slots, records = corpus
-    histograms, short, clustered, known, token_sums, counters, doc_marks, cluster_marks = tally
     if fmt != PAIRS and not _ascii(buf, n):
         return REFUSED, 0, 0, np.empty(0, np.uint64)  # the line readers take ASCII alone
     query_hashes = np.empty(1024, np.uint64)
@@ -387,14 +361,7 @@ def tally_block(
             lines,
             ks,
             records,
-            histograms,
-            short,
-            clustered,
-            known,
-            token_sums,
-            counters,
-            doc_marks,
-            cluster_marks,
+            tally,
             query_hashes,
             queries,
             False,
@@ -421,14 +388,7 @@ def _tally_queries(
     lines: np.ndarray,
     ks: np.ndarray,
     records: np.ndarray,
-    histograms: np.ndarray,
-    short: np.ndarray,
-    clustered: np.ndarray,
-    known: np.ndarray,
-    token_sums: np.ndarray,
-    counters: np.ndarray,
-    doc_marks: np.ndarray,
-    cluster_marks: np.ndarray,
+    tally: tuple[np.ndarray, ...],
     query_hashes: np.ndarray,
     queries: int,
     hashed: bool,
@@ -438,6 +398,7 @@ def _tally_queries(
     tallied, the hashes (a larger array when it grew), how many it holds). ``hashed``: the
     lines' documents not in the corpus are told apart by their hashes alone (the lines
     have no bytes in ``buf``; their caller checked no two of a query share one)."""
+    histograms, short, clustered, known, token_sums, counters, doc_marks, cluster_marks = tally
     flags = lines[L_FLAGS]
     record_floats = records.view(np.float64)
     keep = np.empty(64, np.int64)
@@ -624,7 +585,6 @@ def tally_columns(
     checks first that no two of a query share one (``repeated_unknowns``). ``lines``: the
     calling thread's scratch (``tally_block``); ``tally`` its accumulators. The queries
     tallied come back."""
-    histograms, short, clustered, known, token_sums, counters, doc_marks, cluster_marks = tally
     count = len(doc_hashes)
     if lines.shape[1] < count:
         lines = np.zeros((lines.shape[0], count), np.int64)
@@ -647,14 +607,7 @@ def tally_columns(
         lines,
         ks,
         records,
-        histograms,
-        short,
-        clustered,
-        known,
-        token_sums,
-        counters,
-        doc_marks,
-        cluster_marks,
+        tally,
         np.empty(1024, np.uint64),
         0,
         True,
