@@ -14,7 +14,8 @@ COPY app ./app
 COPY migrations ./migrations
 COPY templates ./templates
 COPY examples ./examples
-RUN pip install . && python -c "from app.eval.cluster_stream import warm; warm()" \
+# (warmed from another folder than the source: the installed package is what runs)
+RUN pip install . && cd / && python -c "from app.eval.cluster_stream import warm; warm()" \
     && useradd --system --home /srv/misstriage misstriage \
     && mkdir -p /srv/misstriage/var && chown -R misstriage /srv/misstriage/var
 

@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from app.eval.cluster_profile import (
@@ -424,6 +425,13 @@ def warm() -> None:
         )
         results = {"qid": ["q1", "q1"], "doc_id": ["d1", "d9"], "score": [2.0, 1.0]}
         pl.DataFrame({**results, "rank": [1, 2]}).write_parquet(folder / "log.parquet")
+        from app.eval.compiled import lines
+
+        # a block's halves are cut only in a block of a megabyte or more
+        text = b"q1 Q0 d1 1 1 t\nq1 Q0 d2 2 1 t\nq2 Q0 d2 1 1 t\n"
+        buf = np.frombuffer(bytearray(text), np.uint8)
+        if lines.query_cut(buf, 0, len(buf), lines.TREC, ord(" ")) != 30:
+            raise RuntimeError("query_cut did not find the second query")
         for name in ("log.trec", "log.jsonl", "log.parquet"):
             for order in Order:
                 tallied = tally_log(folder / name, corpus, (1, 2), order=order, compiled_from=0)

@@ -4,10 +4,9 @@ A log of TREC lines or JSONL hits, plain or gzip, is read a block at a time (a t
 or inflates, the next block while this one is tallied); each block is cut in two at a query
 boundary and the halves are tallied at once, each by a thread of its own, by the compiled pass
 of ``app.eval.compiled.tally`` (which lets go of the GIL). A query's lines left at the end of a
-block go with the next. A Parquet log is read by polars, a batch of whole queries at a time,
-its two id columns written out as ``qid<TAB>doc_id`` lines for the same pass (its scores
-handed over as they are). Memory: a few blocks, the corpus's table and, per thread, a block's
-lines taken apart and a mark per corpus document.
+block go with the next. A Parquet log is read by polars (``app.eval.log_parquet``). Memory: a
+few blocks, the corpus's table, 16 bytes a query seen and, per thread, a block's lines taken
+apart and a mark per corpus document.
 
 ``NotTaken`` when this path does not read the file: a line the compiled pass does not take,
 another format, no compiler (numba) here, or no log at all. The caller then reads it the way
@@ -16,10 +15,7 @@ that words every error and gives the same figures.
 
 from __future__ import annotations
 
-import contextlib
 import locale
-import mmap
-import os
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,18 +26,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from app.eval import textio
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
-from app.eval.log_parquet import FallbackFn, tally_parquet
+from app.eval.log_parquet import Declined, FallbackFn, tally_parquet
 from app.eval.parquet import RunColumns
 from app.eval.streaming import QueriesNotContiguous, ahead
-from app.eval.textio import BOM, GZIP_MAGIC, plain_stream, separator_of
+from app.eval.textio import plain_stream, separator_of
 
 #: Bytes read at once (two halves, a thread each).
 BLOCK_BYTES = 16 << 20
-#: Rows of a Parquet log read at once.
-PARQUET_ROWS = 1000000
 #: Lines taken apart at a time (a block's half, about 300,000: batches of a few thousand
 #: measured slower).
 _BATCH_LINES = 250_000
@@ -50,7 +43,8 @@ HALVES_FROM = 1 << 20
 #: Bytes kept free before each block read: the lines of a query left by the block before
 #: are put there, so that a block is not copied to be joined to them.
 _RESERVE = 1 << 20
-_NO_VALUES = (np.zeros(0, np.float64), np.zeros(0, np.int64))
+#: The longest query the pass holds, in bytes: a longer one is the careful reader's.
+MAX_QUERY_BYTES = 64 << 20
 
 
 #: The orders as the compiled pass numbers them (``compiled.tally``'s TREC_EVAL, RANK, FILE).
@@ -164,8 +158,8 @@ class _Worker:
         return tally
 
     def tally(
-        self, part: np.ndarray, shape: tuple[int, int, int, bool], final: bool, given: Any
-    ) -> tuple[int, int, int, np.ndarray]:
+        self, part: np.ndarray, shape: tuple[int, int, int, bool], final: bool
+    ) -> tuple[int, int, np.ndarray]:
         """``kernel.tally_block`` of ``part`` into this worker's accumulators."""
         from app.eval.compiled import tally as kernel
 
@@ -175,7 +169,6 @@ class _Worker:
             shape,
             final,
             self.lines,
-            given,
             self.ks,
             self.corpus.arrays(),
             self.accumulators,
@@ -197,8 +190,6 @@ def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
         return lines.TREC, ord(separator), orders[order], long_ok
     if fmt == "jsonl-hits":
         return lines.JSONL, 0, orders[order], long_ok
-    if fmt == "parquet":
-        return lines.PAIRS, 0, orders[order], long_ok
     raise NotTaken
 
 
@@ -238,7 +229,7 @@ def compiled_tally(
                 seen=_Seen(),
                 fallback=fallback,
             )
-        except LookupError:
+        except Declined:
             raise NotTaken from None
     else:
         _tally_text(path, fmt, order, workers)
@@ -254,72 +245,15 @@ def compiled_tally(
 
 
 def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:
+    """Read the file a block at a time by a thread of its own (plain, or gzip inflated), and
+    tally each block's whole queries. (Not mapped into memory: a log cut short while it is
+    read, as a rotation does, would end the process rather than the read.)"""
     seen = _Seen()
-    with ThreadPoolExecutor(2, thread_name_prefix="log-tally") as pool:
-        if _head(path)[:2] == GZIP_MAGIC:
-            _tally_stream(path, fmt, order, workers, pool, seen)
-        else:
-            _tally_mapped(path, fmt, order, workers, pool, seen)
-
-
-def _head(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(len(BOM))
-
-
-def _tally_mapped(
-    path: Path,
-    fmt: str,
-    order: Order,
-    workers: list[_Worker],
-    pool: ThreadPoolExecutor,
-    seen: _Seen,
-) -> None:
-    """A plain file, mapped into memory: its blocks are views of the page cache, not copies,
-    and each block's pages are let go once it is tallied (memory stays a block or two)."""
-    with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if not size:
-            raise NotTaken  # "the run is empty"
-        # a private mapping (copy on write, never written): the arrays on it are writable,
-        # as the stream's are, so the compiled pass is one specialisation
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-    try:
-        mapped.madvise(mmap.MADV_SEQUENTIAL)
-        data = np.frombuffer(mapped, np.uint8)
-        start = len(BOM) if bytes(data[: len(BOM)]) == BOM else 0
-        shape = _shape(fmt, order, bytes(data[start : start + (64 << 10)]))
-        block = BLOCK_BYTES
-        while start < size:
-            end = min(start + block, size)
-            rest = _tally_halves(data[start:end], end == size, shape, workers, pool, seen)
-            consumed = end - start - len(rest)
-            del rest
-            if not consumed:  # no query ends in the block: a longer one, up to a bound
-                if block > textio.MAX_LINE_BYTES:
-                    raise NotTaken  # the careful reader names the line too long
-                block *= 2
-                continue
-            block = BLOCK_BYTES
-            page = start - start % mmap.PAGESIZE
-            start += consumed
-            mapped.madvise(mmap.MADV_DONTNEED, page, start - start % mmap.PAGESIZE - page)
-        del data
-    finally:
-        with contextlib.suppress(BufferError):  # a view in a traceback: let go with it
-            mapped.close()
-
-
-def _tally_stream(
-    path: Path,
-    fmt: str,
-    order: Order,
-    workers: list[_Worker],
-    pool: ThreadPoolExecutor,
-    seen: _Seen,
-) -> None:
-    """A gzip file, inflated a block at a time by a thread of its own."""
-    with plain_stream(path) as stream, ahead(_blocks(stream)) as blocks:
+    with (
+        ThreadPoolExecutor(2, thread_name_prefix="log-tally") as pool,
+        plain_stream(path) as stream,
+        ahead(_blocks(stream)) as blocks,
+    ):
         carry = np.zeros(0, np.uint8)
         shape: tuple[int, int, int, bool] | None = None
         for buffer, size, last in blocks:
@@ -332,8 +266,8 @@ def _tally_stream(
             if shape is None:
                 shape = _shape(fmt, order, bytes(work[: 64 << 10]))
             carry = _tally_halves(work, last, shape, workers, pool, seen).copy()
-            if len(carry) > textio.MAX_LINE_BYTES:
-                raise NotTaken  # one query longer than a line may be: the careful reader
+            if len(carry) > MAX_QUERY_BYTES:
+                raise NotTaken  # one query longer than the pass holds: the careful reader
 
 
 def _tally_halves(
@@ -353,15 +287,14 @@ def _tally_halves(
     cut = lines.query_cut(work, n // 2, n, shape[0], shape[1]) if n >= HALVES_FROM else -1
     halves = [(work[:cut], True), (work[cut:], last)] if cut > 0 else [(work, last)]
     futures = [
-        pool.submit(workers[i].tally, halves[i][0], shape, halves[i][1], _NO_VALUES)
-        for i in range(len(halves))
+        pool.submit(workers[i].tally, halves[i][0], shape, halves[i][1]) for i in range(len(halves))
     ]
     results = [future.result() for future in futures]
-    if any(status != kernel.DONE for status, _, _, _ in results):
+    if any(status != kernel.DONE for status, _, _ in results):
         raise NotTaken
     if len(halves) == 2 and results[0][1] != len(halves[0][0]):
         raise NotTaken  # the first half is whole queries: every line of it is tallied
-    seen.add_new(np.concatenate([h for _, _, _, h in results]))
+    seen.add_new(np.concatenate([h for _, _, h in results]))
     part, final = halves[-1]
     consumed = results[-1][1]
     if final and consumed != len(part):

@@ -8,8 +8,9 @@ alone: a row found in the corpus by its hash is compared with that document's id
 the whole batch at once), and two documents of one query not in the corpus that share a
 hash are compared before the pass counts them as one. A batch with a query written out of
 ranking order, or with two distinct documents of one hash, is tallied by polars instead
-(``fallback``), as is a corpus two of whose ids share a hash. A thread reads and prepares the
-next batch while this one is tallied.
+(``fallback``). ``Declined`` (the whole log to the careful paths, which word the error or
+read it) for a corpus two of whose ids share a hash and for a result without the score (or
+rank) its order needs. A thread reads and prepares the next batch while this one is tallied.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ _SEED = 29
 FallbackFn = Callable[[pl.DataFrame], ClusterTally]
 
 
+class Declined(Exception):
+    """The compiled path does not read this log (see the module)."""
+
+
 def tally_parquet(
     path: Path,
     corpus: ClusterCorpus,
@@ -48,17 +53,22 @@ def tally_parquet(
     """Tally the Parquet log at ``path`` with ``tally_columns`` (``compiled.tally``'s, with a
     worker's scratch and accumulators); each query's first id's hash goes to ``seen``
     (which raises when one comes twice). The tallies of the batches polars tallied come
-    back, with their rows. LookupError when two of the corpus's ids share a hash."""
+    back, with their rows. Declined: see the module."""
     from app.eval.compiled import table
 
     corpus_ids = corpus.documents.get_column("doc_id")
     keys, rows = table.hashed_table(corpus_ids.hash(_SEED).to_numpy(writable=True))
     if corpus_ids.len() and not len(rows):
-        raise LookupError("two of the corpus's ids share a hash")
+        raise Declined("two of the corpus's ids share a hash")
+    needed = {Order.TREC_EVAL: "score", Order.RANK: "rank"}.get(order)
     other: list[tuple[ClusterTally, int]] = []
 
-    def prepared() -> Generator[tuple[pl.DataFrame, dict[str, np.ndarray]]]:
-        for frame, begins in _whole_queries(path, columns, with_rank=order is Order.RANK):
+    def prepared() -> Generator[tuple[pl.DataFrame, dict[str, np.ndarray], int]]:
+        for frame, begins, first_row in _whole_queries(
+            path, columns, with_rank=order is Order.RANK
+        ):
+            if needed is not None and frame.get_column(needed).null_count():
+                raise Declined(f"a result without a {needed}")  # the careful path names it
             arrays = {
                 "begins": begins.to_numpy(writable=True),
                 "starts": frame.get_column("qid").filter(begins).hash(_SEED).to_numpy(),
@@ -68,17 +78,18 @@ def tally_parquet(
                 if order is Order.RANK
                 else np.zeros(frame.height, np.int64),
             }
-            arrays["in_order"] = _in_order(frame, arrays, order)
-            yield frame, arrays
+            arrays["in_order"] = _after_the_row_before(frame, arrays, order)
+            yield frame, arrays, first_row
 
     with ahead(prepared()) as batches:
-        for frame, arrays in batches:
+        for frame, arrays, first_row in batches:
             seen.add_new(np.ascontiguousarray(arrays["starts"]))
             found = table.hashed_rows(keys, rows, arrays["hashes"])
             if not _documents_checked(frame, arrays, found, corpus_ids) or not bool(
                 (arrays["begins"] | arrays["in_order"]).all()
             ):
-                other.append((fallback(frame), frame.height))
+                line = pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row
+                other.append((fallback(frame.with_columns(line.alias("line"))), frame.height))
                 continue
             tally_columns(
                 arrays["begins"],
@@ -91,7 +102,9 @@ def tally_parquet(
     return other
 
 
-def _in_order(frame: pl.DataFrame, arrays: dict[str, np.ndarray], order: Order) -> np.ndarray:
+def _after_the_row_before(
+    frame: pl.DataFrame, arrays: dict[str, np.ndarray], order: Order
+) -> np.ndarray:
     """Whether each row comes after the row before in ranking order (on a query's first
     row: no matter): by the scores (or ranks) in the compiled pass, by the document ids
     (polars) on the rows whose score ties the row before's."""
@@ -125,10 +138,12 @@ def _documents_checked(
 
 def _whole_queries(
     path: Path, columns: RunColumns, *, with_rank: bool
-) -> Generator[tuple[pl.DataFrame, pl.Series]]:
-    """The log's rows in frames of whole queries, and where each query begins (a batch's
-    last query waits for the next; the caller checks that each query comes once)."""
+) -> Generator[tuple[pl.DataFrame, pl.Series, int]]:
+    """The log's rows in frames of whole queries, where each query begins, and the frame's
+    first row's number (a batch's last query waits for the next; the caller checks that
+    each query comes once)."""
     carry: pl.DataFrame | None = None
+    first_row = 1
     for batch in checked_batches(path, columns, with_rank=with_rank, rows=PARQUET_ROWS):
         frame = batch if carry is None else pl.concat([carry, batch])
         qid = frame.get_column("qid")
@@ -137,7 +152,8 @@ def _whole_queries(
         cut = int(starts[-1]) if len(starts) else 0
         carry = frame.slice(cut)
         if cut:
-            yield frame.slice(0, cut), begins.slice(0, cut)
+            yield frame.slice(0, cut), begins.slice(0, cut), first_row
+            first_row += cut
     if carry is not None and carry.height:
         qid = carry.get_column("qid")
-        yield carry, (qid != qid.shift()).fill_null(True)
+        yield carry, (qid != qid.shift()).fill_null(True), first_row

@@ -1,4 +1,4 @@
-"""The compiled path of a log's cluster tally (app.eval.log_fast, app.eval.log_kernel) gives
+"""The compiled path of a log's cluster tally (app.eval.log_fast, app.eval.compiled) gives
 the whole-file figures, or declines the file.
 
 The reference is the whole-file path (``load_log_run`` then ``cluster_profile``, itself checked
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import random
+import threading
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,10 +24,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.eval import cluster_stream, log_fast, log_parquet, textio
+from app.eval import cluster_stream, log_fast, log_parquet
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
 from app.eval.compiled import scan
+from app.eval.compiled import tally as tally_kernel
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.log_fast import NotTaken, compiled_tally
@@ -194,11 +196,13 @@ DECLINED = {
     "an infinite score": "q1 Q0 d1 1 1e400 x\n",
     "a lone carriage return": "q1 Q0 d1 1 1.0 x\ry\n",
     "a NUL byte": "q1 Q0 d\x001 1 1.0 x\n",
+    "a score that is not a number": "q1 Q0 d1 1 abc x\n",
 }
 
 
+@pytest.mark.parametrize("order", list(Order))
 @pytest.mark.parametrize("line", list(DECLINED.values()), ids=list(DECLINED))
-def test_a_line_it_does_not_take_declines_the_file(tmp_path: Path, line: str) -> None:
+def test_a_line_it_does_not_take_declines_the_file(tmp_path: Path, line: str, order: Order) -> None:
     """The pass declines (NotTaken) what it is not sure to read as the careful reader, and
     ``tally_log`` then reads the file that way: the same figures, or its error."""
     usual = "".join(f"q{i // 3} Q0 d{i:03} {i % 3 + 1} {3 - i % 3} x\n" for i in range(30))
@@ -206,13 +210,16 @@ def test_a_line_it_does_not_take_declines_the_file(tmp_path: Path, line: str) ->
     path.write_text(usual + line + usual.replace("q", "p"))
     corpus = ClusterCorpus.of({"d001": "c1"}, {"d001": 1.0})
     with pytest.raises(NotTaken):
-        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="trec")
+        compiled_tally(path, corpus, (5,), order=order, fmt="trec")
     try:
-        want: object = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
+        slow = tally_log(path, corpus, (5,), order=order, compiled_from=1 << 40)
+        want: object = profile_of_tally(slow.tally)
     except InputError as error:
         want = str(error)
     try:
-        got: object = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=0).tally)
+        got: object = profile_of_tally(
+            tally_log(path, corpus, (5,), order=order, compiled_from=0).tally
+        )
     except InputError as error:
         got = str(error)
     assert got == want
@@ -313,7 +320,14 @@ def test_a_large_log_takes_the_compiled_path(tmp_path: Path) -> None:
     files = _write_all(tmp_path, _log_rows(rng, 100))
     corpus = ClusterCorpus.of(clusters, tokens)
     slow = tally_log(files["trec"], corpus, (5, 10), compiled_from=1 << 40)
-    fast = tally_log(files["trec"], corpus, (5, 10), compiled_from=0)
+
+    def not_here(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the compiled path declined the log")
+
+    with pytest.MonkeyPatch.context() as patch:  # the polars paths are not there to fall to
+        patch.setattr(cluster_stream, "_streamed", not_here)
+        patch.setattr(cluster_stream, "_whole", not_here)
+        fast = tally_log(files["trec"], corpus, (5, 10), compiled_from=0)
     assert fast.streamed
     assert slow.streamed
     assert fast.tally == slow.tally
@@ -388,14 +402,15 @@ def test_a_hash_never_decides_a_parquet_document_alone() -> None:
 
 @pytest.mark.usefixtures("small_blocks")
 @pytest.mark.parametrize("compressed", [False, True])
-def test_a_line_past_the_bound_is_the_careful_readers_error(
+def test_a_query_past_the_bound_is_the_careful_readers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compressed: bool
 ) -> None:
-    """A query (or a line) longer than a line may be (``MAX_LINE_BYTES``) is not held by the
-    pass block after block: it declines, and ``tally_log`` answers as the careful paths do."""
-    monkeypatch.setattr(textio, "MAX_LINE_BYTES", 2_000)
+    """A query longer than the pass holds (``MAX_QUERY_BYTES``) is not carried block after
+    block: it declines, and ``tally_log`` answers as the careful paths do."""
+    monkeypatch.setattr(log_fast, "MAX_QUERY_BYTES", 2_000)
     usual = "".join(f"q{i // 3} Q0 d{i:03} {i % 3 + 1} {3 - i % 3} x\n" for i in range(30))
-    text = usual + "q99 Q0 d1 1 1.0 " + "x" * 5_000 + "\n" + usual.replace("q", "p")
+    long = "".join(f"q99 Q0 d{i:03} {i + 1} {400 - i} x\n" for i in range(300))
+    text = usual + long + usual.replace("q", "p")
     path = tmp_path / ("log.trec.gz" if compressed else "log.trec")
     path.write_bytes(gzip.compress(text.encode()) if compressed else text.encode())
     corpus = ClusterCorpus.of({"d001": "c1"})
@@ -404,3 +419,77 @@ def test_a_line_past_the_bound_is_the_careful_readers_error(
     want = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
     assert profile_of_tally(tally_log(path, corpus, (5,), compiled_from=0).tally) == want
     assert want.queries == 21
+
+
+def test_long_queries_of_documents_outside_the_corpus(tmp_path: Path) -> None:
+    """Queries of 65 to 300 lines, most of their documents outside the corpus, some repeated:
+    the per-query set of such documents grows past its first size (a set that is not a power
+    of two once sent the pass round forever)."""
+    rng = random.Random(65)
+    lines = []
+    for q in range(12):
+        n = rng.choice([65, 100, 129, 300])
+        for r in range(n):
+            doc = f"u{rng.randint(0, 2 * n)}" if r % 7 else f"d{rng.randint(0, 140):03}"
+            lines.append(f"q{q:02} Q0 {doc} {r + 1} {1000 - r} x\n")
+    path = tmp_path / "long.trec"
+    path.write_text("".join(lines))
+    clusters, tokens = _corpus(rng)
+    corpus = ClusterCorpus.of(clusters, tokens)
+    result: list[object] = []
+    worker = threading.Thread(
+        target=lambda: result.append(_compiled(path, corpus, (10, 100), Order.TREC_EVAL, "trec")),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the compiled pass did not finish"
+    top = load_log_run(path, depth=100)
+    want = cluster_profile(top, clusters, ks=(10, 100), tokens=tokens)
+    assert result == [(want, len(lines))]
+
+
+@pytest.mark.parametrize(
+    ("frame", "order"),
+    [
+        ({"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [1.0, None]}, Order.TREC_EVAL),
+        ({"qid": ["q1", "q1"], "doc_id": ["d1", "d2"]}, Order.TREC_EVAL),
+        ({"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1, None]}, Order.RANK),
+        ({"qid": ["q1", "q2"], "doc_id": ["d1", "d2"], "score": [None, None]}, Order.FILE),
+    ],
+)
+def test_a_parquet_log_without_what_its_order_needs(
+    tmp_path: Path, frame: dict[str, list[object]], order: Order
+) -> None:
+    """A result without the score (or rank) its order needs: the compiled path declines and
+    the careful path's answer (its error) is ``tally_log``'s."""
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(frame).write_parquet(path)
+    corpus = ClusterCorpus.of({"d1": "c1"}, {"d1": 1.0})
+    try:
+        slow = tally_log(path, corpus, (5,), order=order, compiled_from=1 << 40)
+        want: object = profile_of_tally(slow.tally)
+    except InputError as error:
+        want = str(error)
+    try:
+        got: object = profile_of_tally(
+            tally_log(path, corpus, (5,), order=order, compiled_from=0).tally
+        )
+    except InputError as error:
+        got = str(error)
+    assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_DECIMALS)
+def test_a_trec_lines_score_is_read_as_python_reads_it(text: str) -> None:
+    """The one-pass TREC reader's score (``_usual_trec_line``) is Python's float of it, or
+    the line goes to the general reader (-1)."""
+    line = f"q1 Q0 d1 1 {text} x\n".encode()
+    buf = np.frombuffer(bytearray(line), np.uint8)
+    nxt, _, _, _, score, _ = tally_kernel._usual_trec_line(buf, 0, len(buf), 32, 0)
+    if nxt >= 0:
+        want = float(Decimal(text)) + 0.0
+        assert nxt == len(buf)
+        assert score == want
+        assert str(score) == str(want)

@@ -2,7 +2,7 @@
 
 The libraries: polars and PyStemmer; numpy, krippendorff and statsmodels for the agreement
 between reviewers (app/eval/agreement.py); numba (and llvmlite, its code generator) for the
-compiled pass over large logs (app/eval/log_kernel.py).
+compiled passes over large logs and corpora (app/eval/compiled/).
 
 An allow-list, read from the import graph (grimp, import-linter's engine): a new import of a
 web, database or template library, or of any module of the app outside app.eval, fails here.

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -21,6 +23,8 @@ from numba import njit
 from numba.core import config
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+#: A cache folder's name: the first 16 hexadecimal digits of its source's digest.
+_DIGEST = re.compile(r"[0-9a-f]{16}")
 
 
 def _cache_dir() -> str | None:
@@ -28,7 +32,9 @@ def _cache_dir() -> str | None:
     source. numba tells a stale copy by its own file's time alone, and a function compiled
     here takes in the functions it calls from the other modules: a change to any module must
     compile them all again. NUMBA_CACHE_DIR, else beside the source, else the user's cache;
-    None when no folder can be written (numba's own choice then)."""
+    a folder only this user may write to (numba's cache holds pickles, which run code when
+    read); the digests of older sources there are removed. None when no folder will do
+    (numba's own choice then)."""
     here = Path(__file__).parent
     digest = hashlib.sha256()
     for source in sorted(here.glob("*.py")):
@@ -42,11 +48,21 @@ def _cache_dir() -> str | None:
         folder = Path(base) / name
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not _own(folder) or not os.access(folder, os.W_OK):
+                continue
+            for older in Path(base).iterdir():
+                if older.name != name and _DIGEST.fullmatch(older.name) and _own(older):
+                    shutil.rmtree(older, ignore_errors=True)
         except OSError:
             continue
-        if os.access(folder, os.W_OK):
-            return str(folder)
+        return str(folder)
     return None
+
+
+def _own(folder: Path) -> bool:
+    """True when ``folder`` is this user's and no one else may write to it."""
+    status = folder.stat()
+    return status.st_uid == os.geteuid() and not status.st_mode & 0o022
 
 
 _CACHE_DIR = _cache_dir()

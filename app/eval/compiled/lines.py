@@ -1,5 +1,5 @@
-"""The lines of a log: where a TREC line's, a JSONL hit's or a ``qid<TAB>doc_id`` pair's
-fields lie (see the package); and where the first query after a byte begins."""
+"""The lines of a log: where a TREC line's or a JSONL hit's fields lie (see the package); and
+where the first query after a byte begins."""
 
 from __future__ import annotations
 
@@ -19,9 +19,6 @@ from app.eval.compiled.scan import (
 #: The formats of lines.
 TREC = 0
 JSONL = 1
-#: "qid<TAB>doc_id" a line, the scores and ranks given apart (a columnar file's results,
-#: written out by polars: any bytes but tab and newline in an id)
-PAIRS = 2
 
 #: What a line parser finds at a position.
 LINE = 0
@@ -45,8 +42,6 @@ def _trec_line(
             return BLANK, e0 + 2, 0, 0, 0, 0, 0, 0, 0, 0
         if e0 + 1 >= n and not final:
             return PARTIAL, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        if e0 == n:
-            return BLANK, n, 0, 0, 0, 0, 0, 0, 0, 0
         return BAD, 0, 0, 0, 0, 0, 0, 0, 0, 0
     if e0 == n or buf[e0] != sep:
         return PARTIAL if e0 == n and not final else BAD, 0, 0, 0, 0, 0, 0, 0, 0, 0
@@ -161,32 +156,12 @@ def _jsonl_line(
 
 
 @inlined
-def _pairs_line(
-    buf: np.ndarray, pos: int, n: int
-) -> tuple[int, int, int, int, int, int, int, int, int, int]:
-    """``_trec_line``'s answer for a line of two non-empty fields, a tab between them."""
-    i = pos
-    while i < n and buf[i] != 9 and buf[i] != 10:
-        i += 1
-    if i == pos or i >= n or buf[i] != 9:
-        return BAD, 0, 0, 0, 0, 0, 0, 0, 0, 0
-    j = i + 1
-    while j < n and buf[j] != 9 and buf[j] != 10:
-        j += 1
-    if j == i + 1 or (j < n and buf[j] == 9):
-        return BAD, 0, 0, 0, 0, 0, 0, 0, 0, 0
-    return LINE, j + 1, pos, i, i + 1, j, -1, -1, -1, -1
-
-
-@inlined
 def line(
     buf: np.ndarray, pos: int, n: int, fmt: int, sep: int, final: bool
 ) -> tuple[int, int, int, int, int, int, int, int, int, int]:
     if fmt == TREC:
         return _trec_line(buf, pos, n, sep, final)
-    if fmt == JSONL:
-        return _jsonl_line(buf, pos, n, final)
-    return _pairs_line(buf, pos, n)
+    return _jsonl_line(buf, pos, n, final)
 
 
 @compiled

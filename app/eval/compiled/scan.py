@@ -251,7 +251,6 @@ def integer(buf: np.ndarray, start: int, end: int) -> tuple[bool, int]:
     return True, -value if negative else value
 
 
-#: what a line parser finds at ``pos``
 @inlined
 def printable_end(buf: np.ndarray, i: int, n: int) -> int:
     """The first byte at or after ``i`` that is not printable ASCII (or ``n``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.eval.compiled import compiled, inlined
-from app.eval.compiled.lines import BAD, BLANK, JSONL, PAIRS, PARTIAL, TREC, line
+from app.eval.compiled.lines import BAD, BLANK, JSONL, PARTIAL, TREC, line
 from app.eval.compiled.scan import (
     field_end,
     greater,
@@ -21,6 +21,9 @@ from app.eval.compiled.scan import (
     same,
 )
 from app.eval.compiled.table import R_CODE, R_TOKENS, lookup
+
+#: The most lines of one query the pass holds (some 200 MB of scratch).
+MAX_QUERY_LINES = 1 << 20
 
 #: What a block's pass ends with.
 DONE = 0
@@ -193,14 +196,10 @@ def _parse_lines(
     long_ok: bool,
     lines: np.ndarray,
     count: int,
-    given_scores: np.ndarray,
-    given_ranks: np.ndarray,
-    given_first: int,
 ) -> tuple[int, int, int]:
     """Take apart the lines from byte ``pos`` into ``lines`` from its column ``count`` on,
     until it is full: (DONE or REFUSED, the lines it then holds, where the next line
-    begins). In ``PAIRS``, column ``c``'s score and rank are ``given_*[given_first + c]``.
-    A TREC line as a log writes it is taken in one pass
+    begins). A TREC line as a log writes it is taken in one pass
     (``_usual_trec_line``), any other by ``line`` and the number readers. Each line's flags
     say whether it goes on the query of the line before and comes after it in ranking order
     (decided here, while both lines are in cache)."""
@@ -228,16 +227,13 @@ def _parse_lines(
             if what == BLANK:
                 pos = nxt
                 continue
-            score = 0.0
             rank = 0
-            if fmt == PAIRS:
-                score = given_scores[given_first + count] + 0.0  # -0.0 ties with 0.0
-                rank = given_ranks[given_first + count]
-            elif order == TREC_EVAL:
-                taken, score = number(buf, ss, se, fmt == JSONL, long_ok)
-                if not taken:
-                    return REFUSED, 0, 0
-            elif order == RANK:
+            # the score is read in every order: the careful readers refuse one that is not
+            # a finite number whatever orders the results
+            taken, score = number(buf, ss, se, fmt == JSONL, long_ok)
+            if not taken:
+                return REFUSED, 0, 0
+            if order == RANK:
                 if rs < 0:
                     return REFUSED, 0, 0
                 taken, rank = integer(buf, rs, re)
@@ -300,20 +296,19 @@ def tally_block(
     shape: tuple[int, int, int, bool],
     final: bool,
     lines: np.ndarray,
-    given: tuple[np.ndarray, np.ndarray],
     ks: np.ndarray,
     corpus: tuple[np.ndarray, ...],
     tally: tuple[np.ndarray, ...],
-) -> tuple[int, int, int, np.ndarray]:
+) -> tuple[int, int, np.ndarray]:
     """Tally the queries of ``buf[:n]`` (whole lines from a query's first) at the cutoffs
     ``ks``. Unless ``final``, the last query may go on past ``n``: it is left for the next
     call.
 
     ``shape``: (the lines' format, TREC's separator byte, the order, whether a long decimal
-    is read by strtod). ``lines``: the calling thread's ``LINE_FIELDS`` x capacity scratch,
-    a few thousand lines (it stays in cache): the block's lines go through it a batch at a
-    time, a query not tallied yet moved to its front.
-    ``given``: (scores, ranks) of the lines in ``PAIRS``, by their number (empty otherwise).
+    is read by strtod). ``lines``: the calling thread's ``LINE_FIELDS`` x capacity scratch
+    (a block's half holds some 300,000 lines): the block's lines go through it a batch at
+    a time, a query not tallied yet moved to its front (a query longer than the scratch
+    grows it, up to ``MAX_QUERY_LINES``).
     ``corpus``: (its ids' bytes, their offsets, their table's slots and records
     (``table.corpus_table``)).
     ``tally``: the calling thread's accumulators, added to: (per k the histogram of distinct
@@ -321,16 +316,14 @@ def tally_block(
     results and their tokens, the ``Q_*`` counters, a mark per corpus row and per cluster).
 
     Returns (DONE or REFUSED, the bytes consumed (where the query left for the next call
-    begins), the lines consumed, the hash of each
-    query tallied, in the file's order)."""
+    begins), the hash of each query tallied, in the file's order). REFUSED too for a query
+    of more than ``MAX_QUERY_LINES`` lines (the careful reader holds it)."""
     fmt, sep, order, long_ok = shape
-    given_scores, given_ranks = given
     ids, offsets, slots, records = corpus
-    if fmt != PAIRS and not _ascii(buf, n):
-        return REFUSED, 0, 0, np.empty(0, np.uint64)  # the line readers take ASCII alone
+    if not _ascii(buf, n):
+        return REFUSED, 0, np.empty(0, np.uint64)  # the line readers take ASCII alone
     query_hashes = np.empty(1024, np.uint64)
     queries = 0
-    done = 0  # lines of the block whose queries are tallied, before the scratch's first
     carried = 0  # lines in the scratch of a query not tallied yet
     pos = 0
     while True:
@@ -345,12 +338,9 @@ def tally_block(
             long_ok,
             lines,
             carried,
-            given_scores,
-            given_ranks,
-            done,
         )
         if status == REFUSED:
-            return REFUSED, 0, 0, np.empty(0, np.uint64)
+            return REFUSED, 0, np.empty(0, np.uint64)
         _look_up_lines(buf, carried, count, lines, slots, records, ids, offsets)
         more = count == lines.shape[1] and pos < n
         first, query_hashes, queries = _tally_queries(
@@ -368,14 +358,15 @@ def tally_block(
         )
         if not more:
             consumed = lines[L_BEGIN, first] if first < count else pos
-            return DONE, consumed, done + first, query_hashes[:queries]
-        if first == 0:  # one query fills the scratch: a larger one
+            return DONE, consumed, query_hashes[:queries]
+        if first == 0:  # one query fills the scratch: a larger one, up to a bound
+            if 2 * lines.shape[1] > MAX_QUERY_LINES:
+                return REFUSED, 0, np.empty(0, np.uint64)
             larger = np.empty((lines.shape[0], 2 * lines.shape[1]), np.int64)
             larger[:, :count] = lines[:, :count]
             lines = larger
         else:  # the lines of the query not tallied go to the front
             lines[:, : count - first] = lines[:, first:count]
-            done += first
         carried = count - first
 
 
@@ -420,9 +411,13 @@ def _tally_queries(
         if size > len(keep):
             keep = np.empty(2 * size, np.int64)
             spare = np.empty(2 * size, np.int64)
-            seen_hashes = np.zeros(4 * size, np.uint64)
-            seen_lines = np.zeros(4 * size, np.int64)
-            seen_marks = np.zeros(4 * size, np.int64)
+        if 2 * size > len(seen_marks):  # an open-addressing set: a power of two, half free
+            slots = len(seen_marks)
+            while slots < 2 * size:
+                slots *= 2
+            seen_hashes = np.zeros(slots, np.uint64)
+            seen_lines = np.zeros(slots, np.int64)
+            seen_marks = np.zeros(slots, np.int64)
         _tally_query(
             first,
             last,
@@ -451,7 +446,8 @@ def _tally_queries(
         )
         if queries == len(query_hashes):
             query_hashes = _grown(query_hashes, 2 * queries)
-        query_hashes[queries] = id_hash(buf, lines[L_QID_START, first], lines[L_QID_END, first])
+        if not hashed:  # (the columns' queries are checked by the caller)
+            query_hashes[queries] = id_hash(buf, lines[L_QID_START, first], lines[L_QID_END, first])
         queries += 1
         first = last
     return first, query_hashes, queries
