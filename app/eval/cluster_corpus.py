@@ -22,16 +22,17 @@ from app.eval.cluster_profile import (
     estimate_tokens,
     tokens_of_lengths,
 )
+from app.eval.log_fast import COMPILED_FROM_BYTES
 from app.eval.textio import plain_stream
 
-#: Corpora smaller than this are read by the careful reader (no compiler loaded for them).
-COMPILED_FROM_BYTES = 4 << 20
 #: Bytes read at once.
 BLOCK_BYTES = 16 << 20
 
 
 def read_cluster_corpus(path: Path, *, compiled_from: int = COMPILED_FROM_BYTES) -> ClusterCorpus:
-    """The corpus at ``path`` (BEIR ``corpus.jsonl``, plain or gzip) as a ClusterCorpus."""
+    """The corpus at ``path`` (BEIR ``corpus.jsonl``, plain or gzip) as a ClusterCorpus: by
+    the compiled pass from ``compiled_from`` bytes on (smaller ones are not worth loading the
+    compiler for)."""
     if path.is_file() and path.stat().st_size >= compiled_from:
         corpus = read_compiled(path)
         if corpus is not None:

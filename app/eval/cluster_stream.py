@@ -40,7 +40,7 @@ from app.eval.conventions import Order
 from app.eval.golden import IdLimits
 from app.eval.jsonl import HIT_FORMAT, jsonl_run_blocks
 from app.eval.jsonl_fast import hit_blocks
-from app.eval.log_fast import NotTaken, compiled_tally
+from app.eval.log_fast import COMPILED_FROM_BYTES, NotTaken, compiled_tally
 from app.eval.parquet import RunColumns, parquet_blocks
 from app.eval.ranking import (
     RunReport,
@@ -60,9 +60,6 @@ from app.eval.streaming import (
 from app.eval.textio import MAX_LINE_BYTES, ProgressFn, plain_file
 
 _Block = tuple[pl.DataFrame, bool, int]
-
-#: Logs smaller than this are not worth loading the compiler for (numba: some 0.4 s).
-COMPILED_FROM_BYTES = 4 << 20
 
 #: Blocks tallied at once while the reader thread parses the next: one. A block's tally is a
 #: few polars operations that use every core already; two at a time on two cores took longer
@@ -237,9 +234,12 @@ def tally_log(
     columns = columns or RunColumns()
     if fmt in ("trec", "jsonl", "parquet") and path.stat().st_size >= compiled_from:
         shape = HIT_FORMAT if fmt == "jsonl" else fmt
-        coded = _coded(corpus)
+        coded: pl.DataFrame | None = None  # made for the first batch polars tallies, if any
 
         def fallback(block: pl.DataFrame) -> ClusterTally:
+            nonlocal coded
+            if coded is None:
+                coded = _coded(corpus)
             return _block_tally(
                 block, coded, corpus, tuple(ks), order=order, fmt=fmt, source=str(path)
             )

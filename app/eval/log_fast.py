@@ -28,11 +28,14 @@ import polars as pl
 
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
-from app.eval.log_parquet import Declined, FallbackFn, tally_parquet
+from app.eval.log_parquet import Declined, FallbackFn, order_code, tally_parquet
 from app.eval.parquet import RunColumns
 from app.eval.streaming import QueriesNotContiguous, ahead
 from app.eval.textio import plain_stream, separator_of
 
+#: Logs and corpora smaller than this are not worth loading the compiler for (numba's start:
+#: some 0.5 s); the polars and careful readers read them.
+COMPILED_FROM_BYTES = 4 << 20
 #: Bytes read at once (two halves, a thread each).
 BLOCK_BYTES = 16 << 20
 #: Lines taken apart at a time (a block's half, about 300,000: batches of a few thousand
@@ -45,10 +48,6 @@ HALVES_FROM = 1 << 20
 _RESERVE = 1 << 20
 #: The longest query the pass holds, in bytes: a longer one is the careful reader's.
 MAX_QUERY_BYTES = 64 << 20
-
-
-#: The orders as the compiled pass numbers them (``compiled.tally``'s TREC_EVAL, RANK, FILE).
-_ORDERS = {Order.TREC_EVAL: 0, Order.RANK: 1, Order.FILE: 2}
 
 
 class NotTaken(Exception):
@@ -110,10 +109,11 @@ class _Worker:
     accumulators: tuple[np.ndarray, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        from app.eval.compiled import lines
         from app.eval.compiled import tally as kernel
 
         deepest = int(self.ks[-1])
-        self.lines = np.zeros((kernel.LINE_FIELDS, _BATCH_LINES), np.int64)
+        self.lines = np.zeros((lines.LINE_FIELDS, _BATCH_LINES), np.int64)
         self.accumulators = (
             np.zeros((len(self.ks), deepest + 1), np.int64),  # histograms
             np.zeros(len(self.ks), np.int64),  # short
@@ -126,10 +126,10 @@ class _Worker:
         )
 
     def columns(self, order: Order) -> Callable[..., int]:
-        """``compiled.tally.tally_columns`` into this worker's accumulators."""
-        from app.eval.compiled import tally as kernel
+        """``compiled.columns.tally_columns`` into this worker's accumulators."""
+        from app.eval.compiled import columns
 
-        code = _ORDERS[order]
+        code = order_code(order)
 
         def tally(
             begins: np.ndarray,
@@ -141,7 +141,7 @@ class _Worker:
         ) -> int:
             if self.lines.shape[1] < len(hashes):  # a batch's rows at once, kept for the next
                 self.lines = np.zeros((self.lines.shape[0], len(hashes)), np.int64)
-            return kernel.tally_columns(
+            return columns.tally_columns(
                 begins,
                 in_order,
                 hashes,
@@ -179,7 +179,6 @@ def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
     """The kernel's ``shape`` of a file in ``fmt`` whose first bytes are ``head``."""
     from app.eval.compiled import lines
 
-    orders = _ORDERS
     # C's strtod reads a long decimal as Python does in the C locale's numbers (a program
     # that set another would read "0,5")
     long_ok = locale.localeconv()["decimal_point"] == "."
@@ -187,9 +186,9 @@ def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
         separator = separator_of(head)
         if separator is None:
             raise NotTaken
-        return lines.TREC, ord(separator), orders[order], long_ok
+        return lines.TREC, ord(separator), order_code(order), long_ok
     if fmt == "jsonl-hits":
-        return lines.JSONL, 0, orders[order], long_ok
+        return lines.JSONL, 0, order_code(order), long_ok
     raise NotTaken
 
 
@@ -281,7 +280,6 @@ def _tally_halves(
     """Tally the whole queries of ``work`` (the lines of the query left before, then a
     block), in two halves at once; what is left for the next block comes back (a view)."""
     from app.eval.compiled import lines
-    from app.eval.compiled import tally as kernel
 
     n = len(work)
     cut = lines.query_cut(work, n // 2, n, shape[0], shape[1]) if n >= HALVES_FROM else -1
@@ -290,7 +288,7 @@ def _tally_halves(
         pool.submit(workers[i].tally, halves[i][0], shape, halves[i][1]) for i in range(len(halves))
     ]
     results = [future.result() for future in futures]
-    if any(status != kernel.DONE for status, _, _ in results):
+    if any(status != lines.DONE for status, _, _ in results):
         raise NotTaken
     if len(halves) == 2 and results[0][1] != len(halves[0][0]):
         raise NotTaken  # the first half is whole queries: every line of it is tallied

@@ -36,6 +36,13 @@ _SEED = 29
 FallbackFn = Callable[[pl.DataFrame], ClusterTally]
 
 
+def order_code(order: Order) -> int:
+    """``order`` as the compiled pass numbers it (``compiled.lines``' TREC_EVAL, RANK, FILE)."""
+    from app.eval.compiled import lines
+
+    return {Order.TREC_EVAL: lines.TREC_EVAL, Order.RANK: lines.RANK, Order.FILE: lines.FILE}[order]
+
+
 class Declined(Exception):
     """The compiled path does not read this log (see the module)."""
 
@@ -108,10 +115,9 @@ def _after_the_row_before(
     """Whether each row comes after the row before in ranking order (on a query's first
     row: no matter): by the scores (or ranks) in the compiled pass, by the document ids
     (polars) on the rows whose score ties the row before's."""
-    from app.eval.compiled import tally
+    from app.eval.compiled import columns
 
-    code = {Order.TREC_EVAL: tally.TREC_EVAL, Order.RANK: tally.RANK, Order.FILE: tally.FILE}
-    after, ties = tally.after_the_row_before(arrays["scores"], arrays["ranks"], code[order])
+    after, ties = columns.after_the_row_before(arrays["scores"], arrays["ranks"], order_code(order))
     if len(ties):
         doc_ids = frame.get_column("doc_id")
         after[ties] = (doc_ids.gather(ties) < doc_ids.gather(ties - 1)).to_numpy()
@@ -124,13 +130,13 @@ def _documents_checked(
     """Whether no two documents of a query outside the corpus share a hash; ``found`` (the
     rows found in the corpus by their hash) is set to -1 where the row holds another id
     than that document's (it is then not in the corpus)."""
-    from app.eval.compiled import tally
+    from app.eval.compiled import columns
 
     doc_ids = frame.get_column("doc_id")
     if corpus_ids.len():
         same = (doc_ids == corpus_ids.gather(np.maximum(found, 0))).to_numpy()
         found[(found >= 0) & ~same] = -1
-    pairs = tally.repeated_unknowns(arrays["begins"], found, arrays["hashes"])
+    pairs = columns.repeated_unknowns(arrays["begins"], found, arrays["hashes"])
     if not pairs.shape[1]:
         return True
     return bool((doc_ids.gather(pairs[0]) == doc_ids.gather(pairs[1])).all())

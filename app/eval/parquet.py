@@ -54,6 +54,10 @@ def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.E
     missing = [c for c in (columns.qid, columns.doc_id) if c not in schema]
     if with_rank and columns.rank not in schema:
         missing.append(columns.rank)
+    # a score column named by the caller and not there is a mistake, whatever the order (the
+    # default name may be absent: order rank or file needs no score)
+    if columns.score != RunColumns().score and columns.score not in schema:
+        missing.append(columns.score)
     if missing:
         have = ", ".join(shorten_name(c, 40) for c in list(schema)[:12])
         raise InputError(

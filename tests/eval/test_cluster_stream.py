@@ -32,14 +32,9 @@ from app.eval.errors import InputError
 from app.eval.parquet import RunColumns
 from app.eval.sources import load_log_run, load_log_traces
 from app.eval.streaming import SeenQueries
+from tests.support.cluster_logs import random_corpus
 
 KS_CASES = [(1,), (3, 5, 10, 20), (2, 40)]
-
-
-def _corpus(rng: random.Random) -> tuple[dict[str, str], dict[str, float]]:
-    clusters = {f"d{i:03}": f"c{rng.randint(0, 25)}" for i in range(150) if i % 4}
-    tokens = {f"d{i:03}": rng.randint(0, 60) / 4 for i in range(150)}
-    return clusters, tokens
 
 
 def _log_rows(rng: random.Random, queries: int = 300) -> list[tuple[str, str, int, float]]:
@@ -92,7 +87,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("order", list(Order))
 def test_streamed_equals_whole_file_in_every_format(tmp_path: Path, order: Order) -> None:
     rng = random.Random(29)
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     files = _write_all(tmp_path, _log_rows(rng))
     corpus = ClusterCorpus.of(clusters, tokens)
     for ks in KS_CASES:
@@ -120,7 +115,7 @@ def test_a_corpus_without_clusters_or_text(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("small_blocks")
 def test_json_lists_stream(tmp_path: Path) -> None:
     rng = random.Random(8)
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     rows = _log_rows(rng, 80)
     by_query: dict[str, list[str]] = {}
     for q, d, _, _ in rows:
@@ -140,7 +135,7 @@ def test_json_lists_stream(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("small_blocks")
 def test_queries_not_together_are_read_whole(tmp_path: Path) -> None:
     rng = random.Random(11)
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     rows = _log_rows(rng, 120)
     files = _write_all(tmp_path, rows)
     corpus = ClusterCorpus.of(clusters, tokens)
@@ -158,7 +153,7 @@ def test_queries_not_together_are_read_whole(tmp_path: Path) -> None:
 def test_the_streamed_traces_are_the_whole_files(tmp_path: Path) -> None:
     """What a log run's import stores, block by block: every query's trace and the totals."""
     rng = random.Random(17)
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     files = _write_all(tmp_path, _log_rows(rng, 150))
     source = CorpusSource.of(ClusterCorpus.of(clusters, tokens))
     report, traces = load_log_traces(files["trec"], source)
@@ -207,6 +202,16 @@ def test_parquet_errors_name_the_file_and_the_row(tmp_path: Path) -> None:
         tally_log(path, ClusterCorpus.of({}), (5,))
     with pytest.raises(InputError, match=r"log.parquet, line 2: the row holds an empty"):
         tally_log(path, ClusterCorpus.of({}), (5,), columns=RunColumns("query_id", "docid", "s"))
+    # a score column named and not there, in an order that needs no score too
+    for order in (Order.TREC_EVAL, Order.FILE):
+        with pytest.raises(InputError, match=r"no column 'relevance' \(the file has: query_id"):
+            tally_log(
+                path,
+                ClusterCorpus.of({}),
+                (5,),
+                order=order,
+                columns=RunColumns("query_id", "docid", "relevance"),
+            )
     pl.DataFrame({"qid": ["q1"], "doc_id": ["a"], "score": [float("inf")]}).write_parquet(path)
     with pytest.raises(
         InputError, match=r"line 1: the row holds a score that is not a finite number"

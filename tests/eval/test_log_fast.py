@@ -27,14 +27,15 @@ from hypothesis import strategies as st
 from app.eval import cluster_stream, log_fast, log_parquet
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
+from app.eval.compiled import lines as line_kernel
 from app.eval.compiled import scan
-from app.eval.compiled import tally as tally_kernel
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.log_fast import NotTaken, compiled_tally
 from app.eval.parquet import RunColumns
 from app.eval.sources import load_log_run
 from app.eval.streaming import QueriesNotContiguous
+from tests.support.cluster_logs import random_corpus
 
 KS_CASES = [(1,), (3, 5, 10, 20), (2, 40)]
 PARQUET_COLUMNS = RunColumns(qid="query", doc_id="doc", score="bm25", rank="position")
@@ -58,12 +59,6 @@ SCORES = [
     "-1.75",
     "123456789.123456789",
 ]
-
-
-def _corpus(rng: random.Random) -> tuple[dict[str, str], dict[str, float]]:
-    clusters = {f"d{i:03}": f"c{rng.randint(0, 25)}" for i in range(150) if i % 4}
-    tokens = {f"d{i:03}": rng.randint(0, 60) / 4 for i in range(150)}
-    return clusters, tokens
 
 
 def _log_rows(rng: random.Random, queries: int = 200) -> list[tuple[str, str, int, str]]:
@@ -131,13 +126,22 @@ def _compiled(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], order: Ord
     return profile_of_tally(tally), lines
 
 
+def _answer(path: Path, corpus: ClusterCorpus, order: Order, *, compiled_from: int) -> object:
+    """``tally_log``'s profile at k = 5, or the words of its InputError."""
+    try:
+        tallied = tally_log(path, corpus, (5,), order=order, compiled_from=compiled_from)
+    except InputError as error:
+        return str(error)
+    return profile_of_tally(tallied.tally)
+
+
 @pytest.mark.usefixtures("small_blocks")
 @pytest.mark.parametrize("order", list(Order))
 def test_the_compiled_tally_is_the_whole_files_in_every_format(
     tmp_path: Path, order: Order
 ) -> None:
     rng = random.Random(2029)
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     rows = _log_rows(rng)
     files = _write_all(tmp_path, rows)
     corpus = ClusterCorpus.of(clusters, tokens)
@@ -154,7 +158,7 @@ def test_the_compiled_tally_is_the_whole_files_in_every_format(
 @pytest.mark.usefixtures("small_blocks")
 def test_line_ends_blank_lines_and_a_byte_order_mark(tmp_path: Path) -> None:
     rng = random.Random(5)
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     rows = _log_rows(rng, 60)
     corpus = ClusterCorpus.of(clusters, tokens)
     plain = _write_all(tmp_path, rows)["trec"]
@@ -211,18 +215,9 @@ def test_a_line_it_does_not_take_declines_the_file(tmp_path: Path, line: str, or
     corpus = ClusterCorpus.of({"d001": "c1"}, {"d001": 1.0})
     with pytest.raises(NotTaken):
         compiled_tally(path, corpus, (5,), order=order, fmt="trec")
-    try:
-        slow = tally_log(path, corpus, (5,), order=order, compiled_from=1 << 40)
-        want: object = profile_of_tally(slow.tally)
-    except InputError as error:
-        want = str(error)
-    try:
-        got: object = profile_of_tally(
-            tally_log(path, corpus, (5,), order=order, compiled_from=0).tally
-        )
-    except InputError as error:
-        got = str(error)
-    assert got == want
+    assert _answer(path, corpus, order, compiled_from=0) == _answer(
+        path, corpus, order, compiled_from=1 << 40
+    )
 
 
 JSON_LINES = [
@@ -316,7 +311,7 @@ def test_a_large_log_takes_the_compiled_path(tmp_path: Path) -> None:
     """``tally_log`` reads a log past ``compiled_from`` by the compiled pass (and says it
     streamed), one it declines by polars: the same figures either way."""
     rng = random.Random(7)
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     files = _write_all(tmp_path, _log_rows(rng, 100))
     corpus = ClusterCorpus.of(clusters, tokens)
     slow = tally_log(files["trec"], corpus, (5, 10), compiled_from=1 << 40)
@@ -434,7 +429,7 @@ def test_long_queries_of_documents_outside_the_corpus(tmp_path: Path) -> None:
             lines.append(f"q{q:02} Q0 {doc} {r + 1} {1000 - r} x\n")
     path = tmp_path / "long.trec"
     path.write_text("".join(lines))
-    clusters, tokens = _corpus(rng)
+    clusters, tokens = random_corpus(rng)
     corpus = ClusterCorpus.of(clusters, tokens)
     result: list[object] = []
     worker = threading.Thread(
@@ -466,18 +461,9 @@ def test_a_parquet_log_without_what_its_order_needs(
     path = tmp_path / "log.parquet"
     pl.DataFrame(frame).write_parquet(path)
     corpus = ClusterCorpus.of({"d1": "c1"}, {"d1": 1.0})
-    try:
-        slow = tally_log(path, corpus, (5,), order=order, compiled_from=1 << 40)
-        want: object = profile_of_tally(slow.tally)
-    except InputError as error:
-        want = str(error)
-    try:
-        got: object = profile_of_tally(
-            tally_log(path, corpus, (5,), order=order, compiled_from=0).tally
-        )
-    except InputError as error:
-        got = str(error)
-    assert got == want
+    assert _answer(path, corpus, order, compiled_from=0) == _answer(
+        path, corpus, order, compiled_from=1 << 40
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -487,7 +473,7 @@ def test_a_trec_lines_score_is_read_as_python_reads_it(text: str) -> None:
     the line goes to the general reader (-1)."""
     line = f"q1 Q0 d1 1 {text} x\n".encode()
     buf = np.frombuffer(bytearray(line), np.uint8)
-    nxt, _, _, _, score, _ = tally_kernel._usual_trec_line(buf, 0, len(buf), 32, 0)
+    nxt, _, _, _, score, _ = line_kernel._usual_trec_line(buf, 0, len(buf), 32, 0)
     if nxt >= 0:
         want = float(Decimal(text)) + 0.0
         assert nxt == len(buf)

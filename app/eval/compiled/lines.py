@@ -1,5 +1,7 @@
-"""The lines of a log: where a TREC line's or a JSONL hit's fields lie (see the package); and
-where the first query after a byte begins."""
+"""The lines of a log: where a TREC line's or a JSONL hit's fields lie (see the package),
+where the first query after a byte begins, and a block's lines taken apart into a thread's
+scratch (``parse_lines``: ids' places, scores, ranks, and whether each line goes on the query
+of the line before and comes after it in ranking order)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,15 @@ import numpy as np
 from app.eval.compiled import compiled, inlined
 from app.eval.compiled.scan import (
     blanks,
+    field_end,
+    greater,
+    id_hash,
+    integer,
     json_id,
     json_number_end,
     key,
+    number,
+    plain_decimal,
     printable_end,
     same,
     word,
@@ -19,6 +27,16 @@ from app.eval.compiled.scan import (
 #: The formats of lines.
 TREC = 0
 JSONL = 1
+
+#: What a block's pass ends with.
+DONE = 0
+#: A line this pass does not take: the caller reads the file another way.
+REFUSED = 1
+
+#: The orders.
+TREC_EVAL = 0
+RANK = 1
+FILE = 2
 
 #: What a line parser finds at a position.
 LINE = 0
@@ -184,3 +202,155 @@ def query_cut(buf: np.ndarray, start: int, n: int, fmt: int, sep: int) -> int:
                 return i
         i = nxt
     return -1
+
+
+#: Where a block's lines are taken apart (``LINE_FIELDS`` arrays of one capacity): the
+#: line's start, its qid's start and end, its document's start and end (int64), the
+#: document's hash (uint64 bits), its corpus row (-1: none), the score (double bits), the
+#: rank. Allocated once a thread and reused block after block.
+L_BEGIN = 0
+L_QID_START = 1
+L_QID_END = 2
+L_DOC_START = 3
+L_DOC_END = 4
+L_DOC_HASH = 5
+L_ROW = 6
+L_SCORE = 7
+L_RANK = 8
+L_FLAGS = 9  # F_* bits
+LINE_FIELDS = 10
+#: The line goes on the query of the line before.
+F_SAME_QUERY = 1
+#: ... and comes after it in ranking order (``tally._before``), or no order is asked for.
+F_IN_ORDER = 2
+
+
+@inlined
+def _usual_trec_line(
+    buf: np.ndarray, pos: int, n: int, sep: int, order: int
+) -> tuple[int, int, int, int, float, int]:
+    """(where the next line begins, the qid's end, the document's start and end, the score,
+    the rank) of the TREC line at ``pos`` as a log writes it, taken apart in one pass: six
+    fields of printable ASCII, single ``sep`` between them, LF at the end, a score of digits
+    and maybe a point (at most 15 digits: one division, exact), with ``order`` rank a rank
+    of digits (the block holds no byte past ASCII: ``_ascii``). The next line's start is -1
+    for any other line (``line`` reads it)."""
+    failed = (-1, 0, 0, 0, 0.0, 0)
+    qid_end = field_end(buf, pos, n)
+    if qid_end >= n or buf[qid_end] != sep or qid_end == pos:
+        return failed
+    i = field_end(buf, qid_end + 1, n)  # Q0
+    if i >= n or buf[i] != sep or i == qid_end + 1:
+        return failed
+    doc_start = i + 1
+    doc_end = field_end(buf, doc_start, n)
+    if doc_end >= n or buf[doc_end] != sep or doc_end == doc_start:
+        return failed
+    i = field_end(buf, doc_end + 1, n)  # the rank
+    if i >= n or buf[i] != sep or i == doc_end + 1:
+        return failed
+    rank = 0
+    if order == RANK:
+        taken, rank = integer(buf, doc_end + 1, i)
+        if not taken:
+            return failed
+    i, taken, score = plain_decimal(buf, i + 1, n)
+    if not taken or i >= n or buf[i] != sep:
+        return failed
+    end = field_end(buf, i + 1, n)  # the tag
+    if end == i + 1 or end >= n or buf[end] != 10:
+        return failed
+    return end + 1, qid_end, doc_start, doc_end, score, rank
+
+
+@compiled
+def ascii_only(buf: np.ndarray, n: int) -> bool:
+    """True when no byte of ``buf[:n]`` is past printable ASCII (above 126): one pass the
+    compiler makes wide (many bytes an instruction), so that the line readers look at each
+    byte once, for its place alone."""
+    top = 0
+    for i in range(n):
+        top = max(top, buf[i])
+    return top <= 126
+
+
+@compiled
+def parse_lines(
+    buf: np.ndarray,
+    pos: int,
+    n: int,
+    fmt: int,
+    sep: int,
+    order: int,
+    final: bool,
+    long_ok: bool,
+    lines: np.ndarray,
+    count: int,
+) -> tuple[int, int, int]:
+    """Take apart the lines from byte ``pos`` into ``lines`` from its column ``count`` on,
+    until it is full: (DONE or REFUSED, the lines it then holds, where the next line
+    begins). A TREC line as a log writes it is taken in one pass
+    (``_usual_trec_line``), any other by ``line`` and the number readers. Each line's flags
+    say whether it goes on the query of the line before and comes after it in ranking order
+    (decided here, while both lines are in cache)."""
+    cap = lines.shape[1]
+    begins = lines[L_BEGIN]
+    qid_starts = lines[L_QID_START]
+    qid_ends = lines[L_QID_END]
+    doc_starts = lines[L_DOC_START]
+    doc_ends = lines[L_DOC_END]
+    doc_hashes = lines[L_DOC_HASH]
+    scores = lines[L_SCORE].view(np.float64)
+    ranks = lines[L_RANK]
+    flags = lines[L_FLAGS]
+    while pos < n and count < cap:
+        nxt = -1
+        qs = pos
+        if fmt == TREC:
+            nxt, qe, ds, de, score, rank = _usual_trec_line(buf, pos, n, sep, order)
+        if nxt < 0:
+            what, nxt, qs, qe, ds, de, rs, re, ss, se = line(buf, pos, n, fmt, sep, final)
+            if what == PARTIAL:
+                break
+            if what == BAD:
+                return REFUSED, 0, 0
+            if what == BLANK:
+                pos = nxt
+                continue
+            rank = 0
+            # the score is read in every order: the careful readers refuse one that is not
+            # a finite number whatever orders the results
+            taken, score = number(buf, ss, se, fmt == JSONL, long_ok)
+            if not taken:
+                return REFUSED, 0, 0
+            if order == RANK:
+                if rs < 0:
+                    return REFUSED, 0, 0
+                taken, rank = integer(buf, rs, re)
+                if not taken:
+                    return REFUSED, 0, 0
+        begins[count] = pos
+        qid_starts[count] = qs
+        qid_ends[count] = qe
+        doc_starts[count] = ds
+        doc_ends[count] = de
+        doc_hashes[count] = np.int64(id_hash(buf, ds, de))
+        scores[count] = score
+        ranks[count] = rank
+        flag = 0
+        p = count - 1
+        if count and same(buf, qid_starts[p], qid_ends[p], buf, qs, qe):
+            flag = F_SAME_QUERY
+            if order == FILE:
+                flag |= F_IN_ORDER
+            elif order == TREC_EVAL:
+                if scores[p] > score or (
+                    scores[p] == score and greater(buf, doc_starts[p], doc_ends[p], ds, de)
+                ):
+                    flag |= F_IN_ORDER
+            elif ranks[p] <= rank:
+                flag |= F_IN_ORDER
+        flags[count] = flag
+        count += 1
+        pos = nxt
+    return DONE, count, pos

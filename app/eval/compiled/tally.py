@@ -10,30 +10,31 @@ from __future__ import annotations
 import numpy as np
 
 from app.eval.compiled import compiled, inlined
-from app.eval.compiled.lines import BAD, BLANK, JSONL, PARTIAL, TREC, line
-from app.eval.compiled.scan import (
-    field_end,
-    greater,
-    id_hash,
-    integer,
-    number,
-    plain_decimal,
-    same,
+from app.eval.compiled.lines import (
+    DONE,
+    F_IN_ORDER,
+    F_SAME_QUERY,
+    L_BEGIN,
+    L_DOC_END,
+    L_DOC_HASH,
+    L_DOC_START,
+    L_FLAGS,
+    L_QID_END,
+    L_QID_START,
+    L_RANK,
+    L_ROW,
+    L_SCORE,
+    REFUSED,
+    TREC_EVAL,
+    ascii_only,
+    parse_lines,
 )
+from app.eval.compiled.scan import greater, id_hash, same
 from app.eval.compiled.table import R_CODE, R_TOKENS, lookup
 
 #: The most lines of one query the pass holds (some 200 MB of scratch).
 MAX_QUERY_LINES = 1 << 20
 
-#: What a block's pass ends with.
-DONE = 0
-#: A line this pass does not take: the caller reads the file another way.
-REFUSED = 1
-
-#: The orders.
-TREC_EVAL = 0
-RANK = 1
-FILE = 2
 
 #: counters (int64), by index
 Q_QUERIES = 0  # queries tallied
@@ -114,158 +115,6 @@ def _sort(
         keep[:count] = src[:count]
 
 
-#: Where a block's lines are taken apart (``LINE_FIELDS`` arrays of one capacity): the
-#: line's start, its qid's start and end, its document's start and end (int64), the
-#: document's hash (uint64 bits), its corpus row (-1: none), the score (double bits), the
-#: rank. Allocated once a thread and reused block after block.
-L_BEGIN = 0
-L_QID_START = 1
-L_QID_END = 2
-L_DOC_START = 3
-L_DOC_END = 4
-L_DOC_HASH = 5
-L_ROW = 6
-L_SCORE = 7
-L_RANK = 8
-L_FLAGS = 9  # F_* bits
-LINE_FIELDS = 10
-#: The line goes on the query of the line before.
-F_SAME_QUERY = 1
-#: ... and comes after it in ranking order (``_before``), or no order is asked for.
-F_IN_ORDER = 2
-
-
-@inlined
-def _usual_trec_line(
-    buf: np.ndarray, pos: int, n: int, sep: int, order: int
-) -> tuple[int, int, int, int, float, int]:
-    """(where the next line begins, the qid's end, the document's start and end, the score,
-    the rank) of the TREC line at ``pos`` as a log writes it, taken apart in one pass: six
-    fields of printable ASCII, single ``sep`` between them, LF at the end, a score of digits
-    and maybe a point (at most 15 digits: one division, exact), with ``order`` rank a rank
-    of digits (the block holds no byte past ASCII: ``_ascii``). The next line's start is -1
-    for any other line (``line`` reads it)."""
-    failed = (-1, 0, 0, 0, 0.0, 0)
-    qid_end = field_end(buf, pos, n)
-    if qid_end >= n or buf[qid_end] != sep or qid_end == pos:
-        return failed
-    i = field_end(buf, qid_end + 1, n)  # Q0
-    if i >= n or buf[i] != sep or i == qid_end + 1:
-        return failed
-    doc_start = i + 1
-    doc_end = field_end(buf, doc_start, n)
-    if doc_end >= n or buf[doc_end] != sep or doc_end == doc_start:
-        return failed
-    i = field_end(buf, doc_end + 1, n)  # the rank
-    if i >= n or buf[i] != sep or i == doc_end + 1:
-        return failed
-    rank = 0
-    if order == RANK:
-        taken, rank = integer(buf, doc_end + 1, i)
-        if not taken:
-            return failed
-    i, taken, score = plain_decimal(buf, i + 1, n)
-    if not taken or i >= n or buf[i] != sep:
-        return failed
-    end = field_end(buf, i + 1, n)  # the tag
-    if end == i + 1 or end >= n or buf[end] != 10:
-        return failed
-    return end + 1, qid_end, doc_start, doc_end, score, rank
-
-
-@compiled
-def _ascii(buf: np.ndarray, n: int) -> bool:
-    """True when no byte of ``buf[:n]`` is past printable ASCII (above 126): one pass the
-    compiler makes wide (many bytes an instruction), so that the line readers look at each
-    byte once, for its place alone."""
-    top = 0
-    for i in range(n):
-        top = max(top, buf[i])
-    return top <= 126
-
-
-@compiled
-def _parse_lines(
-    buf: np.ndarray,
-    pos: int,
-    n: int,
-    fmt: int,
-    sep: int,
-    order: int,
-    final: bool,
-    long_ok: bool,
-    lines: np.ndarray,
-    count: int,
-) -> tuple[int, int, int]:
-    """Take apart the lines from byte ``pos`` into ``lines`` from its column ``count`` on,
-    until it is full: (DONE or REFUSED, the lines it then holds, where the next line
-    begins). A TREC line as a log writes it is taken in one pass
-    (``_usual_trec_line``), any other by ``line`` and the number readers. Each line's flags
-    say whether it goes on the query of the line before and comes after it in ranking order
-    (decided here, while both lines are in cache)."""
-    cap = lines.shape[1]
-    begins = lines[L_BEGIN]
-    qid_starts = lines[L_QID_START]
-    qid_ends = lines[L_QID_END]
-    doc_starts = lines[L_DOC_START]
-    doc_ends = lines[L_DOC_END]
-    doc_hashes = lines[L_DOC_HASH]
-    scores = lines[L_SCORE].view(np.float64)
-    ranks = lines[L_RANK]
-    flags = lines[L_FLAGS]
-    while pos < n and count < cap:
-        nxt = -1
-        qs = pos
-        if fmt == TREC:
-            nxt, qe, ds, de, score, rank = _usual_trec_line(buf, pos, n, sep, order)
-        if nxt < 0:
-            what, nxt, qs, qe, ds, de, rs, re, ss, se = line(buf, pos, n, fmt, sep, final)
-            if what == PARTIAL:
-                break
-            if what == BAD:
-                return REFUSED, 0, 0
-            if what == BLANK:
-                pos = nxt
-                continue
-            rank = 0
-            # the score is read in every order: the careful readers refuse one that is not
-            # a finite number whatever orders the results
-            taken, score = number(buf, ss, se, fmt == JSONL, long_ok)
-            if not taken:
-                return REFUSED, 0, 0
-            if order == RANK:
-                if rs < 0:
-                    return REFUSED, 0, 0
-                taken, rank = integer(buf, rs, re)
-                if not taken:
-                    return REFUSED, 0, 0
-        begins[count] = pos
-        qid_starts[count] = qs
-        qid_ends[count] = qe
-        doc_starts[count] = ds
-        doc_ends[count] = de
-        doc_hashes[count] = np.int64(id_hash(buf, ds, de))
-        scores[count] = score
-        ranks[count] = rank
-        flag = 0
-        p = count - 1
-        if count and same(buf, qid_starts[p], qid_ends[p], buf, qs, qe):
-            flag = F_SAME_QUERY
-            if order == FILE:
-                flag |= F_IN_ORDER
-            elif order == TREC_EVAL:
-                if scores[p] > score or (
-                    scores[p] == score and greater(buf, doc_starts[p], doc_ends[p], ds, de)
-                ):
-                    flag |= F_IN_ORDER
-            elif ranks[p] <= rank:
-                flag |= F_IN_ORDER
-        flags[count] = flag
-        count += 1
-        pos = nxt
-    return DONE, count, pos
-
-
 @compiled
 def _look_up_lines(
     buf: np.ndarray,
@@ -320,14 +169,14 @@ def tally_block(
     of more than ``MAX_QUERY_LINES`` lines (the careful reader holds it)."""
     fmt, sep, order, long_ok = shape
     ids, offsets, slots, records = corpus
-    if not _ascii(buf, n):
+    if not ascii_only(buf, n):
         return REFUSED, 0, np.empty(0, np.uint64)  # the line readers take ASCII alone
     query_hashes = np.empty(1024, np.uint64)
     queries = 0
     carried = 0  # lines in the scratch of a query not tallied yet
     pos = 0
     while True:
-        status, count, pos = _parse_lines(
+        status, count, pos = parse_lines(
             buf,
             pos,
             n,
@@ -343,7 +192,7 @@ def tally_block(
             return REFUSED, 0, np.empty(0, np.uint64)
         _look_up_lines(buf, carried, count, lines, slots, records, ids, offsets)
         more = count == lines.shape[1] and pos < n
-        first, query_hashes, queries = _tally_queries(
+        first, query_hashes, queries = tally_queries(
             buf,
             count,
             final and not more,
@@ -371,7 +220,7 @@ def tally_block(
 
 
 @compiled
-def _tally_queries(
+def tally_queries(
     buf: np.ndarray,
     count: int,
     whole: bool,
@@ -445,7 +294,7 @@ def _tally_queries(
             hashed,
         )
         if queries == len(query_hashes):
-            query_hashes = _grown(query_hashes, 2 * queries)
+            query_hashes = grown(query_hashes, 2 * queries)
         if not hashed:  # (the columns' queries are checked by the caller)
             query_hashes[queries] = id_hash(buf, lines[L_QID_START, first], lines[L_QID_END, first])
         queries += 1
@@ -454,7 +303,7 @@ def _tally_queries(
 
 
 @compiled
-def _grown(values: np.ndarray, size: int) -> np.ndarray:
+def grown(values: np.ndarray, size: int) -> np.ndarray:
     out = np.empty(size, values.dtype)
     out[: len(values)] = values
     return out
@@ -558,128 +407,3 @@ def _tally_query(
     counters[Q_LINES] += last - first
     counters[Q_DROPPED] += (last - first) - kept
     counters[Q_SHOWN] += shown
-
-
-@compiled
-def tally_columns(
-    new_query: np.ndarray,
-    in_order: np.ndarray,
-    doc_hashes: np.ndarray,
-    rows: np.ndarray,
-    scores: np.ndarray,
-    ranks: np.ndarray,
-    order: int,
-    lines: np.ndarray,
-    ks: np.ndarray,
-    records: np.ndarray,
-    tally: tuple[np.ndarray, ...],
-) -> int:
-    """Tally whole queries given in columns, a line each (a Parquet log's batch, which
-    polars read): whether the line begins a query, whether it comes after the line before
-    in ranking order, its document's 64-bit hash and corpus row (-1: none), its score and
-    rank. Documents not in the corpus are told apart by their hashes alone: the caller
-    checks first that no two of a query share one (``repeated_unknowns``). ``lines``: the
-    calling thread's scratch (``tally_block``); ``tally`` its accumulators. The queries
-    tallied come back."""
-    count = len(doc_hashes)
-    if lines.shape[1] < count:
-        lines = np.zeros((lines.shape[0], count), np.int64)
-    for i in range(count):
-        lines[L_DOC_HASH, i] = np.int64(doc_hashes[i])
-        lines[L_ROW, i] = rows[i]
-        lines[L_RANK, i] = ranks[i]
-        flag = 0
-        if not new_query[i]:
-            flag = F_SAME_QUERY
-            if in_order[i]:
-                flag |= F_IN_ORDER
-        lines[L_FLAGS, i] = flag
-    lines[L_SCORE, :count].view(np.float64)[:] = scores + 0.0  # -0.0 ties with 0.0
-    _, _, queries = _tally_queries(
-        np.zeros(8, np.uint8),
-        count,
-        True,
-        order,
-        lines,
-        ks,
-        records,
-        tally,
-        np.empty(1024, np.uint64),
-        0,
-        True,
-    )
-    return queries
-
-
-@compiled
-def repeated_unknowns(
-    new_query: np.ndarray, rows: np.ndarray, doc_hashes: np.ndarray
-) -> np.ndarray:
-    """(earlier line, later line) of each pair of lines of one query whose documents, not
-    in the corpus, share a 64-bit hash: the caller checks that they are one document."""
-    pairs = np.empty((2, 64), np.int64)
-    found = 0
-    size = 64
-    seen_hashes = np.zeros(size, np.uint64)
-    seen_lines = np.zeros(size, np.int64)
-    seen_marks = np.zeros(size, np.int64)
-    epoch = 0
-    first = 0
-    count = len(rows)
-    while first < count:
-        last = first + 1
-        while last < count and not new_query[last]:
-            last += 1
-        if 2 * (last - first) > size:
-            while 2 * (last - first) > size:
-                size *= 2
-            seen_hashes = np.zeros(size, np.uint64)
-            seen_lines = np.zeros(size, np.int64)
-            seen_marks = np.zeros(size, np.int64)
-        epoch += 1
-        mask = np.uint64(size - 1)
-        for i in range(first, last):
-            if rows[i] >= 0:
-                continue
-            h = doc_hashes[i]
-            at = h & mask
-            while seen_marks[at] == epoch and seen_hashes[at] != h:
-                at = (at + np.uint64(1)) & mask
-            if seen_marks[at] == epoch:
-                if found == pairs.shape[1]:
-                    larger = np.empty((2, 2 * found), np.int64)
-                    larger[:, :found] = pairs
-                    pairs = larger
-                pairs[0, found] = seen_lines[at]
-                pairs[1, found] = i
-                found += 1
-            else:
-                seen_marks[at] = epoch
-                seen_hashes[at] = h
-                seen_lines[at] = i
-        first = last
-    return pairs[:, :found]
-
-
-@compiled
-def after_the_row_before(
-    scores: np.ndarray, ranks: np.ndarray, order: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(whether each row comes after the row before in ranking order, the rows whose score
-    ties the row before's: their document ids decide, which the caller compares)."""
-    count = len(scores)
-    after = np.ones(count, np.bool_)
-    ties = np.empty(16, np.int64)
-    found = 0
-    for i in range(1, count):
-        if order == TREC_EVAL:
-            if scores[i] == scores[i - 1]:  # -0.0 ties with 0.0, as the sort has it
-                if found == len(ties):
-                    ties = _grown(ties, 2 * found)
-                ties[found] = i
-                found += 1
-            else:
-                after[i] = scores[i] < scores[i - 1]
-        elif order == RANK:
-            after[i] = ranks[i] >= ranks[i - 1]
-    return after, ties[:found]
