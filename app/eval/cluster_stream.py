@@ -427,7 +427,7 @@ def warm() -> None:
         pl.DataFrame({**results, "rank": [1, 2]}).write_parquet(folder / "log.parquet")
         from app.eval.compiled import lines
 
-        # a block's halves are cut only in a block of a megabyte or more
+        # a block's pieces are cut only in a block of a megabyte or more
         text = b"q1 Q0 d1 1 1 t\nq1 Q0 d2 2 1 t\nq2 Q0 d2 1 1 t\n"
         buf = np.frombuffer(bytearray(text), np.uint8)
         if lines.query_cut(buf, 0, len(buf), lines.TREC, ord(" ")) != 30:

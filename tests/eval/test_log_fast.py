@@ -7,7 +7,7 @@ pass decides something about: queries shorter than k, documents absent from the 
 without a cluster, repeated documents (in the corpus or not), ties written in and out of
 trec_eval's order, scores in no order (a sort), long decimals (strtod), exponents, -0.0, CRLF,
 blank lines, a byte-order mark; TREC, gzip, JSONL hits and Parquet; blocks a few queries long,
-each cut in two halves, so that every query boundary falls somewhere.
+each cut in pieces, so that every query boundary falls somewhere.
 """
 
 from __future__ import annotations
@@ -101,11 +101,11 @@ def _write_all(tmp_path: Path, rows: list[tuple[str, str, int, str]]) -> dict[st
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks a few queries long, each cut in two halves, taken apart 16 lines at a time
+    """Blocks a few queries long, each cut in pieces, taken apart 16 lines at a time
     (a query of 45 lines grows the scratch)."""
     monkeypatch.setattr(log_fast, "BLOCK_BYTES", 700)
     monkeypatch.setattr(log_fast, "_BATCH_LINES", 16)
-    monkeypatch.setattr(log_fast, "HALVES_FROM", 200)
+    monkeypatch.setattr(log_fast, "PIECES_FROM", 200)
     monkeypatch.setattr(log_parquet, "PARQUET_ROWS", 23)
 
 
@@ -479,3 +479,34 @@ def test_a_trec_lines_score_is_read_as_python_reads_it(text: str) -> None:
         assert nxt == len(buf)
         assert score == want
         assert str(score) == str(want)
+
+
+_FIELD_BYTES = st.sampled_from([0, 9, 10, 13, 31, 32, 33, 48, 65, 95, 126])
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.lists(_FIELD_BYTES, max_size=40), start=st.integers(0, 40), cut=st.integers(0, 8))
+def test_a_fields_end_is_found_eight_bytes_at_a_time_as_one_at_a_time(
+    data: list[int], start: int, cut: int
+) -> None:
+    """``scan.field_end`` reads words (and never past ``n``): it stops where the byte loop
+    stops, at the first blank or control, whatever the field's length and place."""
+    buf = np.array(data, np.uint8)
+    n = max(0, len(buf) - cut)
+    start = min(start, n)
+    want = start
+    while want < n and buf[want] > 32:
+        want += 1
+    assert scan.field_end(buf, start, n) == want
+
+
+def test_a_block_past_ascii_is_found_as_the_bytes_say() -> None:
+    """``ascii_only`` (a byte-wide maximum) refuses a DEL or a byte past ASCII anywhere."""
+    clean = np.frombuffer(b"q1 Q0 d1 1 0.5 x\n" * 9, np.uint8).copy()
+    assert line_kernel.ascii_only(clean, len(clean))
+    for bad in (127, 128, 255):
+        for where in (0, 17, len(clean) - 1):
+            dirty = clean.copy()
+            dirty[where] = bad
+            assert not line_kernel.ascii_only(dirty, len(dirty))
+            assert line_kernel.ascii_only(dirty, where)  # the bytes before it are clean
