@@ -234,20 +234,8 @@ def tally_log(
     columns = columns or RunColumns()
     if fmt in ("trec", "jsonl", "parquet") and path.stat().st_size >= compiled_from:
         shape = HIT_FORMAT if fmt == "jsonl" else fmt
-        coded: pl.DataFrame | None = None  # made for the first batch polars tallies, if any
-
-        def fallback(block: pl.DataFrame) -> ClusterTally:
-            nonlocal coded
-            if coded is None:
-                coded = _coded(corpus)
-            return _block_tally(
-                block, coded, corpus, tuple(ks), order=order, fmt=fmt, source=str(path)
-            )
-
         try:
-            tally, lines = compiled_tally(
-                path, corpus, ks, order=order, fmt=shape, columns=columns, fallback=fallback
-            )
+            tally, lines = compiled_tally(path, corpus, ks, order=order, fmt=shape, columns=columns)
             return LogTally(tally, lines=lines, streamed=True)
         except NotTaken:
             pass

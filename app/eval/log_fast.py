@@ -18,7 +18,7 @@ from __future__ import annotations
 import locale
 import queue
 from collections import Counter
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -30,7 +30,7 @@ import polars as pl
 
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
-from app.eval.log_parquet import Declined, FallbackFn, order_code, tally_parquet
+from app.eval.log_parquet import Declined, Rows, TallyFn, order_code, tally_parquet
 from app.eval.parquet import RunColumns
 from app.eval.streaming import QueriesNotContiguous, ahead
 from app.eval.textio import plain_stream, separator_of
@@ -130,33 +130,27 @@ class _Worker:
             np.zeros(self.corpus.clusters + 1, np.int64),  # a mark per cluster
         )
 
-    def columns(self, order: Order) -> Callable[..., int]:
-        """``compiled.columns.tally_columns`` into this worker's accumulators."""
+    def rows(self, order: Order) -> TallyFn:
+        """``compiled.columns.tally_rows`` of a Parquet batch's rows into this worker's
+        accumulators."""
         from app.eval.compiled import columns
 
         code = order_code(order)
 
-        def tally(
-            begins: np.ndarray,
-            in_order: np.ndarray,
-            hashes: np.ndarray,
-            rows: np.ndarray,
-            scores: np.ndarray,
-            ranks: np.ndarray,
-        ) -> int:
-            if self.lines.shape[1] < len(hashes):  # a batch's rows at once, kept for the next
-                self.lines = np.zeros((self.lines.shape[0], len(hashes)), np.int64)
-            return columns.tally_columns(
-                begins,
-                in_order,
-                hashes,
-                rows,
-                scores,
-                ranks,
+        def tally(rows: Rows, first: int, last: int) -> tuple[int, np.ndarray]:
+            return columns.tally_rows(
+                rows.qids,
+                rows.qid_ends,
+                rows.docs,
+                rows.doc_ends,
+                rows.scores,
+                rows.ranks,
+                first,
+                last,
                 code,
                 self.lines,
                 self.ks,
-                self.corpus.records,
+                self.corpus.arrays(),
                 self.accumulators,
             )
 
@@ -205,13 +199,11 @@ def compiled_tally(
     order: Order,
     fmt: str,
     columns: RunColumns | None = None,
-    fallback: FallbackFn | None = None,
 ) -> tuple[ClusterTally, int]:
     """The cluster tally of every query of the log at ``path`` and its lines (see the
-    module); ``fmt``: "trec", "jsonl-hits" or "parquet" (``columns`` naming its columns;
-    ``fallback`` tallies a batch of whole queries the compiled pass does not, polars'
-    way). NotTaken, QueriesNotContiguous, or an InputError of the file itself (a truncated
-    gzip, a bad Parquet row)."""
+    module); ``fmt``: "trec", "jsonl-hits" or "parquet" (``columns`` naming its columns).
+    NotTaken, QueriesNotContiguous, or an InputError of the file itself (a truncated gzip,
+    a Parquet file that cannot be read)."""
     try:
         from app.eval.compiled import tally as kernel
     except (ImportError, RuntimeError):  # no numba here, or nowhere to cache what it compiles
@@ -219,33 +211,29 @@ def compiled_tally(
     cutoffs = np.asarray(sorted(set(ks)), np.int64)
     documents = kernel_corpus(corpus)
     workers = [_Worker(documents, cutoffs) for _ in range(2)]
-    others: list[tuple[ClusterTally, int]] = []
     if fmt == "parquet":
-        if fallback is None:
-            raise NotTaken
+        free: queue.SimpleQueue[TallyFn] = queue.SimpleQueue()
+        for worker in workers:
+            free.put(worker.rows(order))
         try:
-            others = tally_parquet(
-                path,
-                corpus,
-                columns=columns or RunColumns(),
-                order=order,
-                tally_columns=workers[0].columns(order),
-                seen=_Seen(),
-                fallback=fallback,
-            )
+            with ThreadPoolExecutor(len(workers), thread_name_prefix="log-tally") as pool:
+                tally_parquet(
+                    path,
+                    columns=columns or RunColumns(),
+                    order=order,
+                    workers=free,
+                    pool=pool,
+                    seen=_Seen(),
+                )
         except Declined:
             raise NotTaken from None
     else:
         _tally_text(path, fmt, order, workers)
     counters = sum(w.accumulators[5] for w in workers)
     read = int(counters[kernel.Q_LINES])  # type: ignore[index]
-    read += sum(rows for _, rows in others)
     if not read:
         raise NotTaken  # "the run is empty", worded by the careful reader
-    tally = _tally_of(workers, cutoffs, has_text=corpus.has_text)
-    for other, _ in others:
-        tally.add(other)
-    return tally, read
+    return _tally_of(workers, cutoffs, has_text=corpus.has_text), read
 
 
 def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:

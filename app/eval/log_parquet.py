@@ -1,39 +1,40 @@
 """The compiled path of a Parquet log's cluster tally (``app.eval.log_fast``).
 
-polars reads the log's columns a batch at a time (its own threads, many rows an instruction)
-and works out, per row, what needs the strings: where a query begins, whether a row comes
-after the one before in ranking order, its document's 64-bit hash; the compiled pass then
-looks the hashes up in a table of the corpus's, and tallies. Nothing is decided by a hash
-alone: a row found in the corpus by its hash is compared with that document's id (polars,
-the whole batch at once), and two documents of one query not in the corpus that share a
-hash are compared before the pass counts them as one. A batch with a query written out of
-ranking order, or with two distinct documents of one hash, is tallied by polars instead
-(``fallback``). ``Declined`` (the whole log to the careful paths, which word the error or
-read it) for a corpus two of whose ids share a hash and for a result without the score (or
-rank) its order needs. A thread reads and prepares the next batch while this one is tallied.
+polars reads the log's columns a batch at a time (its own threads); a thread of this path
+takes each batch's ids out of polars' memory through the Arrow C stream interface
+(``nanoarrow``: no copy) into one buffer of bytes a column (``compiled.columns.strings``), and
+checks its rows as ``app.eval.parquet`` does; the batch's whole queries are then cut in two
+pieces that two threads tally at once by the same compiled pass as a text log's lines
+(documents found in the corpus by their bytes). A batch's last query goes with the next.
+
+``Declined`` (the whole log to the careful paths, which word the error or read it) for a row
+the careful reader refuses (an id missing or empty, a score not finite, a rank beyond 32
+bits), for a result without the score (or rank) its order needs, for a query longer than the
+pass holds, and for ids polars does not hand over as string views.
 """
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from app.eval.cluster_profile import ClusterCorpus, ClusterTally
 from app.eval.conventions import Order
-from app.eval.parquet import RunColumns, checked_batches
+from app.eval.parquet import RunColumns, unchecked_batches
 from app.eval.streaming import ahead
+from app.eval.values import INT32_MAX
 
 #: Rows read at once.
 PARQUET_ROWS = 250_000
-#: The seed of polars' hash, for the log's ids and the corpus's alike.
-_SEED = 29
-
-#: A batch of whole queries tallied by polars (``cluster_stream``'s block tally).
-FallbackFn = Callable[[pl.DataFrame], ClusterTally]
+#: A batch of at least this many rows is tallied in two pieces, one a thread.
+PIECES_FROM = 4_096
 
 
 def order_code(order: Order) -> int:
@@ -47,119 +48,133 @@ class Declined(Exception):
     """The compiled path does not read this log (see the module)."""
 
 
+@dataclass(frozen=True)
+class Rows:
+    """A batch's rows as the compiled pass takes them: each id column's values end to end
+    and their ends (row ``i``'s value: ``ids[ends[i]:ends[i + 1]]``), scores, ranks."""
+
+    qids: np.ndarray
+    qid_ends: np.ndarray
+    docs: np.ndarray
+    doc_ends: np.ndarray
+    scores: np.ndarray
+    ranks: np.ndarray
+
+
+#: A worker's tally of rows ``first`` to ``last`` of a batch: (status, the queries' hashes).
+TallyFn = Callable[[Rows, int, int], tuple[int, np.ndarray]]
+
+
 def tally_parquet(
     path: Path,
-    corpus: ClusterCorpus,
     *,
     columns: RunColumns,
     order: Order,
-    tally_columns: Callable[..., int],
+    workers: queue.SimpleQueue[TallyFn],
+    pool: ThreadPoolExecutor,
     seen: Any,
-    fallback: FallbackFn,
-) -> list[tuple[ClusterTally, int]]:
-    """Tally the Parquet log at ``path`` with ``tally_columns`` (``compiled.tally``'s, with a
-    worker's scratch and accumulators); each query's first id's hash goes to ``seen``
-    (which raises when one comes twice). The tallies of the batches polars tallied come
-    back, with their rows. Declined: see the module."""
-    from app.eval.compiled import table
+) -> None:
+    """Tally the Parquet log at ``path``, each batch's pieces by whichever thread of
+    ``pool`` is free with a worker's tally it takes from ``workers``; each query's hash goes
+    to ``seen`` (which raises when one comes twice). Declined: see the module."""
+    from app.eval.compiled import columns as kernel
+    from app.eval.compiled import lines
 
-    corpus_ids = corpus.documents.get_column("doc_id")
-    keys, rows = table.hashed_table(corpus_ids.hash(_SEED).to_numpy(writable=True))
-    if corpus_ids.len() and not len(rows):
-        raise Declined("two of the corpus's ids share a hash")
     needed = {Order.TREC_EVAL: "score", Order.RANK: "rank"}.get(order)
-    other: list[tuple[ClusterTally, int]] = []
 
-    def prepared() -> Generator[tuple[pl.DataFrame, dict[str, np.ndarray], int]]:
-        for frame, begins, first_row in _whole_queries(
-            path, columns, with_rank=order is Order.RANK
+    def prepared() -> Generator[tuple[Rows, int]]:
+        carry: pl.DataFrame | None = None
+        for batch in unchecked_batches(
+            path, columns, with_rank=order is Order.RANK, rows=PARQUET_ROWS
         ):
-            if needed is not None and frame.get_column(needed).null_count():
-                raise Declined(f"a result without a {needed}")  # the careful path names it
-            arrays = {
-                "begins": begins.to_numpy(writable=True),
-                "starts": frame.get_column("qid").filter(begins).hash(_SEED).to_numpy(),
-                "hashes": frame.get_column("doc_id").hash(_SEED).to_numpy(writable=True),
-                "scores": frame.get_column("score").fill_null(0.0).to_numpy(writable=True),
-                "ranks": frame.get_column("rank").fill_null(0).to_numpy(writable=True)
-                if order is Order.RANK
-                else np.zeros(frame.height, np.int64),
-            }
-            arrays["in_order"] = _after_the_row_before(frame, arrays, order)
-            yield frame, arrays, first_row
+            frame = batch if carry is None else pl.concat([carry, batch])
+            rows = _rows(frame, order, needed)
+            cut = kernel.last_query_start(rows.qids, rows.qid_ends, frame.height)
+            carry = frame.slice(cut)
+            if cut:
+                yield rows, cut
+        if carry is not None and carry.height:
+            yield _rows(carry, order, needed), carry.height
+
+    def tally(rows: Rows, first: int, last: int) -> tuple[int, np.ndarray]:
+        worker = workers.get()
+        try:
+            return worker(rows, first, last)
+        finally:
+            workers.put(worker)
 
     with ahead(prepared()) as batches:
-        for frame, arrays, first_row in batches:
-            seen.add_new(np.ascontiguousarray(arrays["starts"]))
-            found = table.hashed_rows(keys, rows, arrays["hashes"])
-            if not _documents_checked(frame, arrays, found, corpus_ids) or not bool(
-                (arrays["begins"] | arrays["in_order"]).all()
-            ):
-                line = pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row
-                other.append((fallback(frame.with_columns(line.alias("line"))), frame.height))
-                continue
-            tally_columns(
-                arrays["begins"],
-                arrays["in_order"],
-                arrays["hashes"],
-                found,
-                arrays["scores"],
-                arrays["ranks"],
-            )
-    return other
+        for rows, count in batches:
+            cuts = [0]
+            if count >= PIECES_FROM:
+                middle = kernel.query_start(rows.qids, rows.qid_ends, count // 2, count)
+                if middle < count:
+                    cuts.append(middle)
+            cuts.append(count)
+            futures = [pool.submit(tally, rows, a, b) for a, b in pairwise(cuts)]
+            results = [future.result() for future in futures]
+            if any(status != lines.DONE for status, _ in results):
+                raise Declined("a query longer than the pass holds")
+            seen.add_new(np.concatenate([hashes for _, hashes in results]))
 
 
-def _after_the_row_before(
-    frame: pl.DataFrame, arrays: dict[str, np.ndarray], order: Order
-) -> np.ndarray:
-    """Whether each row comes after the row before in ranking order (on a query's first
-    row: no matter): by the scores (or ranks) in the compiled pass, by the document ids
-    (polars) on the rows whose score ties the row before's."""
-    from app.eval.compiled import columns
-
-    after, ties = columns.after_the_row_before(arrays["scores"], arrays["ranks"], order_code(order))
-    if len(ties):
-        doc_ids = frame.get_column("doc_id")
-        after[ties] = (doc_ids.gather(ties) < doc_ids.gather(ties - 1)).to_numpy()
-    return after
-
-
-def _documents_checked(
-    frame: pl.DataFrame, arrays: dict[str, np.ndarray], found: np.ndarray, corpus_ids: pl.Series
-) -> bool:
-    """Whether no two documents of a query outside the corpus share a hash; ``found`` (the
-    rows found in the corpus by their hash) is set to -1 where the row holds another id
-    than that document's (it is then not in the corpus)."""
-    from app.eval.compiled import columns
-
-    doc_ids = frame.get_column("doc_id")
-    if corpus_ids.len():
-        same = (doc_ids == corpus_ids.gather(np.maximum(found, 0))).to_numpy()
-        found[(found >= 0) & ~same] = -1
-    pairs = columns.repeated_unknowns(arrays["begins"], found, arrays["hashes"])
-    if not pairs.shape[1]:
-        return True
-    return bool((doc_ids.gather(pairs[0]) == doc_ids.gather(pairs[1])).all())
+def _rows(frame: pl.DataFrame, order: Order, needed: str | None) -> Rows:
+    """``frame``'s rows as the pass takes them; Declined for a row the careful reader
+    refuses (it words the error) and for one without the score (or rank) ``order`` needs."""
+    qids, qid_ends = _strings(frame.get_column("qid"))
+    docs, doc_ends = _strings(frame.get_column("doc_id"))
+    score = frame.get_column("score")
+    if needed is not None and frame.get_column(needed).null_count():
+        raise Declined(f"a result without a {needed}")
+    scores = score.fill_null(0.0).to_numpy(writable=True)
+    if not np.isfinite(scores).all():
+        raise Declined("a score that is not a finite number")
+    if order is Order.RANK:
+        ranks = frame.get_column("rank").to_numpy(writable=True)
+        if len(ranks) and int(np.abs(ranks).max()) > INT32_MAX:
+            raise Declined("a rank beyond 32 bits")
+    else:
+        ranks = np.zeros(frame.height, np.int64)
+    return Rows(qids, qid_ends, docs, doc_ends, scores, ranks)
 
 
-def _whole_queries(
-    path: Path, columns: RunColumns, *, with_rank: bool
-) -> Generator[tuple[pl.DataFrame, pl.Series, int]]:
-    """The log's rows in frames of whole queries, where each query begins, and the frame's
-    first row's number (a batch's last query waits for the next; the caller checks that
-    each query comes once)."""
-    carry: pl.DataFrame | None = None
-    first_row = 1
-    for batch in checked_batches(path, columns, with_rank=with_rank, rows=PARQUET_ROWS):
-        frame = batch if carry is None else pl.concat([carry, batch])
-        qid = frame.get_column("qid")
-        begins = (qid != qid.shift()).fill_null(True)
-        starts = begins.arg_true()
-        cut = int(starts[-1]) if len(starts) else 0
-        carry = frame.slice(cut)
-        if cut:
-            yield frame.slice(0, cut), begins.slice(0, cut), first_row
-            first_row += cut
-    if carry is not None and carry.height:
-        qid = carry.get_column("qid")
-        yield carry, (qid != qid.shift()).fill_null(True), first_row
+def _strings(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A column of ids' values end to end and their ends (``compiled.columns.strings``),
+    read from polars' memory through the Arrow C stream interface. Declined for a missing
+    or empty id, and for values not handed over as string views."""
+    import nanoarrow
+
+    from app.eval.compiled import columns as kernel
+
+    if column.null_count():
+        raise Declined("an id missing")
+    chunks = list(nanoarrow.c_array_stream(column))
+    ends = np.empty(column.len() + 1, np.int64)
+    ends[0] = 0
+    views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    room = 0
+    for chunk in chunks:
+        if chunk.schema.format != "vu":
+            raise Declined("ids not given as string views")
+        buffers = list(chunk.view().buffers)
+        start = chunk.offset * 16
+        own = np.frombuffer(buffers[1], np.uint8)[start : start + chunk.length * 16]
+        data = [np.frombuffer(b, np.uint8) for b in buffers[2:-1]]
+        bases = np.zeros(max(len(data), 1), np.int64)
+        if data:
+            bases[1:] = np.cumsum([len(d) for d in data])[:-1]
+        joined = data[0] if len(data) == 1 else np.concatenate(data or [np.zeros(0, np.uint8)])
+        views.append((own, joined, bases))
+        # the values' own lengths (views may share a data buffer's bytes: a Parquet
+        # dictionary's value is one place for every row that holds it)
+        room += int(np.maximum(own.view(np.int32)[::4], 0).sum(dtype=np.int64))
+    out = np.empty(room + 16, np.uint8)  # and the bytes written past the last value's end
+    at = 0
+    row = 0
+    for own, joined, bases in views:
+        at = kernel.strings(own, joined, bases, out, ends, row, at)
+        if at < 0:
+            raise Declined("an empty id")
+        row += len(own) // 16
+    del chunks  # polars' memory, held until the values are copied
+    return out, ends

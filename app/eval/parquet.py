@@ -130,17 +130,28 @@ def checked_batches(
     """The file's results (qid, doc_id, score, rank) some ``rows`` at a time, in file
     order: a batch is checked by one pass, and numbered only when a row of it is bad (its
     InputError names the row, as it does a missing column)."""
-    selection = _selection(path, columns, with_rank=with_rank)
     first_row = 1
+    for batch in unchecked_batches(path, columns, with_rank=with_rank, rows=rows):
+        if batch.select(_bad_row().any()).item():
+            _checked(batch, path, first_row)
+        yield batch
+        first_row += batch.height
+
+
+def unchecked_batches(
+    path: Path,
+    columns: RunColumns = RunColumns(),
+    *,
+    with_rank: bool = False,
+    rows: int | None = None,
+) -> Iterator[pl.DataFrame]:
+    """``checked_batches``' batches as polars reads them, their rows not checked: for a
+    reader that checks them its own way (and leaves a bad row to ``checked_batches``)."""
+    selection = _selection(path, columns, with_rank=with_rank)
     try:
-        batches = (
+        yield from (
             pl.scan_parquet(path).select(selection).collect_batches(chunk_size=rows or BLOCK_ROWS)
         )
-        for batch in batches:
-            if batch.select(_bad_row().any()).item():
-                _checked(batch, path, first_row)
-            yield batch
-            first_row += batch.height
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
         # a panic too: a corrupt file is bad input, not a crash
         raise InputError(path, None, f"cannot be read as a run ({reason_of(exc)})") from None

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.eval import cluster_stream, log_fast, log_parquet
-from app.eval.cluster_profile import ClusterCorpus, ClusterTally, cluster_profile, profile_of_tally
+from app.eval.cluster_profile import ClusterCorpus, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
 from app.eval.compiled import lines as line_kernel
 from app.eval.compiled import scan
@@ -110,19 +110,9 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _compiled(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], order: Order, fmt: str):
-    """The compiled tally's profile and lines; a Parquet batch it does not take is tallied
-    by polars' way there (``cluster_stream``'s block tally), as ``tally_log`` does."""
+    """The compiled tally's profile and lines."""
     columns = PARQUET_COLUMNS if fmt == "parquet" else None
-    coded = cluster_stream._coded(corpus)
-
-    def fallback(block: pl.DataFrame) -> ClusterTally:
-        return cluster_stream._block_tally(
-            block, coded, corpus, ks, order=order, fmt="parquet", source=str(path)
-        )
-
-    tally, lines = compiled_tally(
-        path, corpus, ks, order=order, fmt=FORMATS[fmt], columns=columns, fallback=fallback
-    )
+    tally, lines = compiled_tally(path, corpus, ks, order=order, fmt=FORMATS[fmt], columns=columns)
     return profile_of_tally(tally), lines
 
 
@@ -373,28 +363,6 @@ def test_warm_compiles_every_format(monkeypatch: pytest.MonkeyPatch) -> None:
     assert declined == []
 
 
-def test_a_hash_never_decides_a_parquet_document_alone() -> None:
-    """The Parquet path finds documents by polars' 64-bit hash; the two guards that keep a
-    collision from counting: a row found in the corpus by its hash but holding another id is
-    set apart (not in the corpus), and two documents of one query outside the corpus that
-    share a hash send the batch to polars (the check answers False)."""
-    corpus_ids = pl.Series(["d1", "d2", "d3"])
-    frame = pl.DataFrame({"qid": ["q1"] * 4, "doc_id": ["d1", "dX", "u1", "u2"]})
-    begins = np.array([True, False, False, False])
-    # dX "found" at d2's row (as a collision would find it); u1 and u2 share a hash
-    found = np.array([0, 1, -1, -1])
-    hashes = np.array([11, 22, 77, 77], np.uint64)
-    arrays = {"begins": begins, "hashes": hashes}
-    assert not log_parquet._documents_checked(frame, arrays, found, corpus_ids)
-    assert found.tolist() == [0, -1, -1, -1]
-    # the same hashes on one document repeated: one document, the batch is the pass's
-    again = pl.DataFrame({"qid": ["q1"] * 3, "doc_id": ["d1", "u1", "u1"]})
-    found = np.array([0, -1, -1])
-    arrays = {"begins": begins[:3], "hashes": np.array([11, 77, 77], np.uint64)}
-    assert log_parquet._documents_checked(again, arrays, found, corpus_ids)
-    assert found.tolist() == [0, -1, -1]
-
-
 @pytest.mark.usefixtures("small_blocks")
 @pytest.mark.parametrize("compressed", [False, True])
 def test_a_query_past_the_bound_is_the_careful_readers(
@@ -510,3 +478,116 @@ def test_a_block_past_ascii_is_found_as_the_bytes_say() -> None:
             dirty[where] = bad
             assert not line_kernel.ascii_only(dirty, len(dirty))
             assert line_kernel.ascii_only(dirty, where)  # the bytes before it are clean
+
+
+def _views(column: pl.Series) -> list[int]:
+    """The number of buffers of each Arrow array polars hands ``column`` over in."""
+    import nanoarrow
+
+    return [chunk.n_buffers for chunk in nanoarrow.c_array_stream(column)]
+
+
+_IDS = st.lists(
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=40),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=_IDS, second=_IDS, cut=st.integers(0, 5))
+def test_a_columns_ids_are_taken_from_polars_memory_as_they_are(
+    first: list[str], second: list[str], cut: int
+) -> None:
+    """``log_parquet._strings``: the values of a column in two arrays (a batch joined to the
+    query carried from the one before), one of them sliced, short values held in their views
+    and long ones in data buffers: the bytes end to end and each value's end."""
+    column = pl.concat([pl.Series(first).slice(min(cut, len(first) - 1)), pl.Series(second)])
+    values = column.to_list()
+    data, ends = log_parquet._strings(column)
+    encoded = [v.encode() for v in values]
+    assert ends.tolist() == np.cumsum([0, *map(len, encoded)]).tolist()
+    assert data[: ends[-1]].tobytes() == b"".join(encoded)
+
+
+def test_ids_in_several_data_buffers() -> None:
+    """One array whose long values lie in two data buffers (a rechunked join)."""
+    long = [f"document-{i:05}-of-a-long-name" for i in range(300)]
+    column = pl.concat([pl.Series(long[:150]), pl.Series(long[150:])], rechunk=True)
+    assert _views(column) == [5]  # validity, views, two data buffers, their sizes
+    data, ends = log_parquet._strings(column)
+    assert data[: ends[-1]].tobytes() == "".join(long).encode()
+    # views that share their bytes (as a Parquet dictionary's values do): many more bytes
+    # of values than of data
+    shared = pl.Series(long[:2]).gather([0, 1] * 500)
+    data, ends = log_parquet._strings(shared)
+    assert data[: ends[-1]].tobytes() == "".join(long[:2] * 500).encode()
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"qid": ["q1", "q1"], "doc_id": ["d1", ""], "score": [2.0, 1.0]},
+        {"qid": ["q1", None], "doc_id": ["d1", "d2"], "score": [2.0, 1.0]},
+        {"qid": ["q1", "q1"], "doc_id": ["d1", None], "score": [2.0, 1.0]},
+        {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [2.0, float("nan")]},
+        {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [float("inf"), 1.0]},
+        {"qid": ["", "q1"], "doc_id": ["d1", "d2"], "score": [2.0, 1.0]},
+    ],
+)
+def test_a_parquet_row_the_careful_reader_refuses(
+    tmp_path: Path, frame: dict[str, list[object]]
+) -> None:
+    """A row the careful reader refuses (an id missing or empty, a score not finite): the
+    compiled path declines it, and ``tally_log``'s answer is the careful path's error."""
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(frame).write_parquet(path)
+    corpus = ClusterCorpus.of({"d1": "c1"}, {"d1": 1.0})
+    with pytest.raises(NotTaken):
+        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    answer = _answer(path, corpus, Order.TREC_EVAL, compiled_from=0)
+    assert isinstance(answer, str)
+    assert "row" in answer
+    assert answer == _answer(path, corpus, Order.TREC_EVAL, compiled_from=1 << 40)
+
+
+@pytest.mark.parametrize("order", list(Order))
+def test_a_parquet_log_of_long_and_unicode_ids(tmp_path: Path, order: Order) -> None:
+    """Ids longer than a view holds (in data buffers), ids past ASCII, ties among them (their
+    bytes decide trec_eval's order), batches a few queries long cut in two pieces, and one
+    query longer than a piece: the compiled path gives the whole file's figures."""
+    rng = random.Random(13)
+    names = [f"doc-{i:03}-{'é' * (i % 4)}-of-the-corpus" for i in range(60)] + ["dé", "d1"]
+    rows = []
+    for q in range(80):
+        n = 60 if q == 7 else rng.choice([1, 3, 12, 25])
+        for r in range(n):
+            rows.append(
+                (
+                    f"quéry-{q:03}" * (1 + q % 3),
+                    rng.choice(names),
+                    r % 5,
+                    rng.choice([1.0, 2.0, 0.5]),
+                )
+            )
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(rows, schema=["qid", "doc_id", "rank", "score"], orient="row").write_parquet(
+        path, row_group_size=50
+    )
+    clusters = {name: f"c{i % 7}" for i, name in enumerate(names) if i % 3}
+    corpus = ClusterCorpus.of(clusters, {name: float(len(name)) for name in names[::2]})
+    got, lines = _compiled_parquet(path, corpus, (1, 5, 20), order)
+    want = profile_of_tally(
+        tally_log(path, corpus, (1, 5, 20), order=order, compiled_from=1 << 40).tally
+    )
+    assert lines == len(rows)
+    assert got == want
+
+
+def _compiled_parquet(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], order: Order):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(log_parquet, "PARQUET_ROWS", 37)
+        patch.setattr(log_parquet, "PIECES_FROM", 10)
+        patch.setattr(log_fast, "_BATCH_LINES", 16)
+        tally, lines = compiled_tally(path, corpus, ks, order=order, fmt="parquet")
+    return profile_of_tally(tally), lines

@@ -1,147 +1,198 @@
-"""The cluster tally of a Parquet log's batch, given in columns by polars
-(``app.eval.log_parquet``): what the strings decided (query starts, ranking order, documents'
-hashes) comes in arrays, and the pass tallies; two documents outside the corpus sharing a hash
-are found for the caller to compare first (``repeated_unknowns``)."""
+"""The cluster tally of a Parquet log's rows as polars reads them (``app.eval.log_parquet``).
+
+A column of text comes as Arrow string views, 16 bytes a value: its length, then either the
+value itself (12 bytes or fewer) or its first 4 bytes, a data buffer's number and an offset
+in it. ``strings`` copies a column's values end to end, in one buffer of bytes and their ends;
+the rows are then taken apart into a thread's scratch (``tally_rows``) as a text log's lines
+are, and tallied by the same pass: the documents found in the corpus by their bytes, the
+ranking order decided by the scores (or ranks) and the ids' bytes, nothing by a hash alone."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from app.eval.compiled import compiled
+from app.eval.compiled import compiled, inlined
 from app.eval.compiled.lines import (
+    DONE,
     F_IN_ORDER,
     F_SAME_QUERY,
+    FILE,
+    L_BEGIN,
+    L_DOC_END,
     L_DOC_HASH,
+    L_DOC_START,
     L_FLAGS,
+    L_QID_END,
+    L_QID_START,
     L_RANK,
-    L_ROW,
     L_SCORE,
-    RANK,
+    REFUSED,
     TREC_EVAL,
 )
-from app.eval.compiled.tally import grown, tally_queries
+from app.eval.compiled.scan import greater, id_hash, put_word, same, word_at, word_of
+from app.eval.compiled.tally import MAX_QUERY_LINES, look_up_lines, tally_queries
+
+#: The most bytes a string view holds in itself.
+INLINE_VIEW = 12
 
 
 @compiled
-def tally_columns(
-    new_query: np.ndarray,
-    in_order: np.ndarray,
-    doc_hashes: np.ndarray,
-    rows: np.ndarray,
+def strings(
+    views: np.ndarray,
+    data: np.ndarray,
+    bases: np.ndarray,
+    out: np.ndarray,
+    ends: np.ndarray,
+    row: int,
+    at: int,
+) -> int:
+    """Copy the values of a string-view array (``views``: its views as bytes, 16 a value)
+    into ``out`` from byte ``at`` on, each value's end into ``ends[row + 1 + i]``; ``data``:
+    its data buffers one after the other, ``bases`` where each begins there. ``out`` has
+    room for the values and 16 bytes more: they are copied a word at a time, the bytes past
+    one's end written over by the next. The byte after the last value, or -1 at an empty
+    value (the careful reader words it)."""
+    words = views.view(np.int32)
+    for i in range(len(views) // 16):
+        length = words[4 * i]
+        if length <= 0:
+            return -1
+        if length <= INLINE_VIEW:  # bytes 4 to 16 of the view, in two words
+            put_word(out, at + 4, word_at(views, 16 * i + 8))  # type: ignore[call-arg]
+            put_word(out, at, word_at(views, 16 * i + 4))
+        else:
+            source = bases[words[4 * i + 2]] + words[4 * i + 3]
+            for k in range(0, length, 8):
+                put_word(out, at + k, word_of(data, source + k, source + length))  # type: ignore[call-arg]
+        at += length
+        ends[row + 1 + i] = at
+    return at
+
+
+@compiled
+def query_start(qids: np.ndarray, ends: np.ndarray, row: int, count: int) -> int:
+    """The first row from ``row`` on (at least 1) that begins a query (its id is not the row
+    before's), or ``count``."""
+    i = max(row, 1)
+    while i < count and same(qids, ends[i - 1], ends[i], qids, ends[i], ends[i + 1]):
+        i += 1
+    return i
+
+
+@compiled
+def last_query_start(qids: np.ndarray, ends: np.ndarray, count: int) -> int:
+    """The row where the last of ``count`` rows' query begins (0 when it is the only one)."""
+    i = count - 1
+    while i > 0 and same(qids, ends[i - 1], ends[i], qids, ends[i], ends[i + 1]):
+        i -= 1
+    return max(i, 0)
+
+
+@inlined
+def _rows(
+    qids: np.ndarray,
+    qid_ends: np.ndarray,
+    docs: np.ndarray,
+    doc_ends: np.ndarray,
     scores: np.ndarray,
     ranks: np.ndarray,
+    row: int,
+    last: int,
+    order: int,
+    lines: np.ndarray,
+    count: int,
+) -> tuple[int, int]:
+    """Take rows from ``row`` into ``lines`` from its column ``count`` on, until it is full
+    or ``last`` is reached: (the lines it then holds, the next row). As ``parse_lines``: the
+    ids' places, the document's hash, score and rank, and whether the row goes on the query
+    of the row before and comes after it in ranking order."""
+    cap = lines.shape[1]
+    begins = lines[L_BEGIN]
+    qid_starts = lines[L_QID_START]
+    qid_stops = lines[L_QID_END]
+    doc_starts = lines[L_DOC_START]
+    doc_stops = lines[L_DOC_END]
+    doc_hashes = lines[L_DOC_HASH]
+    line_scores = lines[L_SCORE].view(np.float64)
+    line_ranks = lines[L_RANK]
+    flags = lines[L_FLAGS]
+    while row < last and count < cap:
+        qs = qid_ends[row]
+        qe = qid_ends[row + 1]
+        ds = doc_ends[row]
+        de = doc_ends[row + 1]
+        score = scores[row] + 0.0  # -0.0 ties with 0.0
+        rank = ranks[row]
+        begins[count] = row
+        qid_starts[count] = qs
+        qid_stops[count] = qe
+        doc_starts[count] = ds
+        doc_stops[count] = de
+        line_scores[count] = score
+        line_ranks[count] = rank
+        doc_hashes[count] = np.int64(id_hash(docs, ds, de))
+        flag = 0
+        p = count - 1
+        if count and same(qids, qid_starts[p], qid_stops[p], qids, qs, qe):
+            flag = F_SAME_QUERY
+            if order == FILE:
+                flag |= F_IN_ORDER
+            elif order == TREC_EVAL:
+                if line_scores[p] > score or (
+                    line_scores[p] == score and greater(docs, doc_starts[p], doc_stops[p], ds, de)
+                ):
+                    flag |= F_IN_ORDER
+            elif line_ranks[p] <= rank:
+                flag |= F_IN_ORDER
+        flags[count] = flag
+        count += 1
+        row += 1
+    return count, row
+
+
+@compiled
+def tally_rows(
+    qids: np.ndarray,
+    qid_ends: np.ndarray,
+    docs: np.ndarray,
+    doc_ends: np.ndarray,
+    scores: np.ndarray,
+    ranks: np.ndarray,
+    first: int,
+    last: int,
     order: int,
     lines: np.ndarray,
     ks: np.ndarray,
-    records: np.ndarray,
+    corpus: tuple[np.ndarray, ...],
     tally: tuple[np.ndarray, ...],
-) -> int:
-    """Tally whole queries given in columns, a line each (a Parquet log's batch, which
-    polars read): whether the line begins a query, whether it comes after the line before
-    in ranking order, its document's 64-bit hash and corpus row (-1: none), its score and
-    rank. Documents not in the corpus are told apart by their hashes alone: the caller
-    checks first that no two of a query share one (``repeated_unknowns``). ``lines``: the
-    calling thread's scratch (``tally_block``); ``tally`` its accumulators. The queries
-    tallied come back."""
-    count = len(doc_hashes)
-    if lines.shape[1] < count:
-        lines = np.zeros((lines.shape[0], count), np.int64)
-    for i in range(count):
-        lines[L_DOC_HASH, i] = np.int64(doc_hashes[i])
-        lines[L_ROW, i] = rows[i]
-        lines[L_RANK, i] = ranks[i]
-        flag = 0
-        if not new_query[i]:
-            flag = F_SAME_QUERY
-            if in_order[i]:
-                flag |= F_IN_ORDER
-        lines[L_FLAGS, i] = flag
-    lines[L_SCORE, :count].view(np.float64)[:] = scores + 0.0  # -0.0 ties with 0.0
-    _, _, queries = tally_queries(
-        np.zeros(8, np.uint8),
-        count,
-        True,
-        order,
-        lines,
-        ks,
-        records,
-        tally,
-        np.empty(1024, np.uint64),
-        0,
-        True,
-    )
-    return queries
-
-
-@compiled
-def repeated_unknowns(
-    new_query: np.ndarray, rows: np.ndarray, doc_hashes: np.ndarray
-) -> np.ndarray:
-    """(earlier line, later line) of each pair of lines of one query whose documents, not
-    in the corpus, share a 64-bit hash: the caller checks that they are one document."""
-    pairs = np.empty((2, 64), np.int64)
-    found = 0
-    size = 64
-    seen_hashes = np.zeros(size, np.uint64)
-    seen_lines = np.zeros(size, np.int64)
-    seen_marks = np.zeros(size, np.int64)
-    epoch = 0
-    first = 0
-    count = len(rows)
-    while first < count:
-        last = first + 1
-        while last < count and not new_query[last]:
-            last += 1
-        if 2 * (last - first) > size:
-            while 2 * (last - first) > size:
-                size *= 2
-            seen_hashes = np.zeros(size, np.uint64)
-            seen_lines = np.zeros(size, np.int64)
-            seen_marks = np.zeros(size, np.int64)
-        epoch += 1
-        mask = np.uint64(size - 1)
-        for i in range(first, last):
-            if rows[i] >= 0:
-                continue
-            h = doc_hashes[i]
-            at = h & mask
-            while seen_marks[at] == epoch and seen_hashes[at] != h:
-                at = (at + np.uint64(1)) & mask
-            if seen_marks[at] == epoch:
-                if found == pairs.shape[1]:
-                    larger = np.empty((2, 2 * found), np.int64)
-                    larger[:, :found] = pairs
-                    pairs = larger
-                pairs[0, found] = seen_lines[at]
-                pairs[1, found] = i
-                found += 1
-            else:
-                seen_marks[at] = epoch
-                seen_hashes[at] = h
-                seen_lines[at] = i
-        first = last
-    return pairs[:, :found]
-
-
-@compiled
-def after_the_row_before(
-    scores: np.ndarray, ranks: np.ndarray, order: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(whether each row comes after the row before in ranking order, the rows whose score
-    ties the row before's: their document ids decide, which the caller compares)."""
-    count = len(scores)
-    after = np.ones(count, np.bool_)
-    ties = np.empty(16, np.int64)
-    found = 0
-    for i in range(1, count):
-        if order == TREC_EVAL:
-            if scores[i] == scores[i - 1]:  # -0.0 ties with 0.0, as the sort has it
-                if found == len(ties):
-                    ties = grown(ties, 2 * found)
-                ties[found] = i
-                found += 1
-            else:
-                after[i] = scores[i] < scores[i - 1]
-        elif order == RANK:
-            after[i] = ranks[i] >= ranks[i - 1]
-    return after, ties[:found]
+) -> tuple[int, np.ndarray]:
+    """Tally the whole queries of rows ``first`` to ``last`` (``strings``' columns: a row's
+    query id is ``qids[qid_ends[row]:qid_ends[row + 1]]``, its document's likewise) at the
+    cutoffs ``ks``; ``lines``, ``corpus`` and ``tally`` as ``tally_block``'s. (DONE, the
+    hash of each query tallied, in order), or REFUSED for a query of more than
+    ``MAX_QUERY_LINES`` rows (the careful reader holds it)."""
+    ids, offsets, slots, records = corpus
+    query_hashes = np.empty(1024, np.uint64)
+    queries = 0
+    carried = 0  # lines in the scratch of a query not tallied yet
+    row = first
+    while True:
+        count, row = _rows(
+            qids, qid_ends, docs, doc_ends, scores, ranks, row, last, order, lines, carried
+        )
+        look_up_lines(docs, carried, count, lines, slots, records, ids, offsets)
+        more = row < last
+        done, query_hashes, queries = tally_queries(
+            docs, qids, count, not more, order, lines, ks, records, tally, query_hashes, queries
+        )
+        if not more:
+            return DONE, query_hashes[:queries]
+        if done == 0:  # one query fills the scratch: a larger one, up to a bound
+            if 2 * lines.shape[1] > MAX_QUERY_LINES:
+                return REFUSED, np.empty(0, np.uint64)
+            larger = np.empty((lines.shape[0], 2 * lines.shape[1]), np.int64)
+            larger[:, :count] = lines[:, :count]
+            lines = larger
+        else:  # the lines of the query not tallied go to the front
+            lines[:, : count - done] = lines[:, done:count]
+        carried = count - done

@@ -40,6 +40,27 @@ def _word_at(typingctx: Any, array: Any, index: Any) -> Any:  # pragma: no cover
     return signature, codegen
 
 
+@intrinsic
+def put_word(typingctx: Any, array: Any, index: Any, word: Any) -> Any:  # pragma: no cover
+    """Store the 64-bit ``word`` little-endian as the 8 bytes of a uint8 array at ``index``,
+    unaligned (the caller keeps ``index + 8`` within the array)."""
+    signature = types.void(array, types.intp, types.uint64)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        at = builder.gep(data, [args[1]])
+        builder.store(args[2], builder.bitcast(at, ir.IntType(64).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+@inlined
+def word_at(array: np.ndarray, index: int) -> np.uint64:
+    """``_word_at`` for the other compiled modules."""
+    return _word_at(array, index)  # type: ignore[call-arg]
+
+
 @inlined
 def _mixed(h: np.uint64) -> np.uint64:
     """murmur3's finaliser: every bit of ``h`` moves every bit of the result."""

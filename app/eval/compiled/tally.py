@@ -116,7 +116,7 @@ def _sort(
 
 
 @compiled
-def _look_up_lines(
+def look_up_lines(
     buf: np.ndarray,
     start: int,
     count: int,
@@ -190,9 +190,10 @@ def tally_block(
         )
         if status == REFUSED:
             return REFUSED, 0, np.empty(0, np.uint64)
-        _look_up_lines(buf, carried, count, lines, slots, records, ids, offsets)
+        look_up_lines(buf, carried, count, lines, slots, records, ids, offsets)
         more = count == lines.shape[1] and pos < n
         first, query_hashes, queries = tally_queries(
+            buf,
             buf,
             count,
             final and not more,
@@ -203,7 +204,6 @@ def tally_block(
             tally,
             query_hashes,
             queries,
-            False,
         )
         if not more:
             consumed = lines[L_BEGIN, first] if first < count else pos
@@ -222,6 +222,7 @@ def tally_block(
 @compiled
 def tally_queries(
     buf: np.ndarray,
+    qids: np.ndarray,
     count: int,
     whole: bool,
     order: int,
@@ -231,13 +232,12 @@ def tally_queries(
     tally: tuple[np.ndarray, ...],
     query_hashes: np.ndarray,
     queries: int,
-    hashed: bool,
 ) -> tuple[int, np.ndarray, int]:
     """Tally the queries of the ``count`` lines (the last one too when ``whole``), their
     hashes added to ``query_hashes`` after its first ``queries``: (the first line not
-    tallied, the hashes (a larger array when it grew), how many it holds). ``hashed``: the
-    lines' documents not in the corpus are told apart by their hashes alone (the lines
-    have no bytes in ``buf``; their caller checked no two of a query share one)."""
+    tallied, the hashes (a larger array when it grew), how many it holds). The lines'
+    documents' bytes are in ``buf``, their queries' in ``qids`` (a text log's block: the
+    same bytes)."""
     histograms, short, clustered, known, token_sums, counters, doc_marks, cluster_marks = tally
     flags = lines[L_FLAGS]
     record_floats = records.view(np.float64)
@@ -291,12 +291,10 @@ def tally_queries(
             counters,
             doc_marks,
             cluster_marks,
-            hashed,
         )
         if queries == len(query_hashes):
             query_hashes = grown(query_hashes, 2 * queries)
-        if not hashed:  # (the columns' queries are checked by the caller)
-            query_hashes[queries] = id_hash(buf, lines[L_QID_START, first], lines[L_QID_END, first])
+        query_hashes[queries] = id_hash(qids, lines[L_QID_START, first], lines[L_QID_END, first])
         queries += 1
         first = last
     return first, query_hashes, queries
@@ -334,7 +332,6 @@ def _tally_query(
     counters: np.ndarray,
     doc_marks: np.ndarray,
     cluster_marks: np.ndarray,
-    hashed: bool,
 ) -> None:
     """Tally one query, lines ``first`` to ``last`` (see ``tally_block``): its repeated
     documents dropped (the first line in the file kept), its lines in ranking order, its
@@ -361,9 +358,7 @@ def _tally_query(
             repeated = False
             while seen_marks[at] == epoch:
                 j = seen_lines[at]
-                if seen_hashes[at] == h and (
-                    hashed or same(buf, starts[j], ends[j], buf, starts[i], ends[i])
-                ):
+                if seen_hashes[at] == h and same(buf, starts[j], ends[j], buf, starts[i], ends[i]):
                     repeated = True
                     break
                 at = (at + np.uint64(1)) & mask
@@ -380,22 +375,21 @@ def _tally_query(
     new = 0
     j = 0
     nks = len(ks)
+    # Without a branch on what a result is (in the corpus, in a cluster, a cluster new to
+    # the query, with its tokens): a log's results come in no pattern a branch would guess.
     for r in range(shown):
         row = doc_rows[keep[r]]
-        code = 0
-        if row >= 0:
-            code = records[row, R_CODE]
-            t = record_floats[row, R_TOKENS]
-            if t == t:  # not NaN
-                known[r] += 1
-                token_sums[r] += t
-        if code > 0:
-            clustered[r] += 1
-            if cluster_marks[code] != epoch:
-                cluster_marks[code] = epoch
-                new += 1
-        else:
-            new += 1
+        inside = row >= 0
+        at = row if inside else 0  # the corpus has a record 0 (records: one at least)
+        code = records[at, R_CODE] if inside else 0
+        t = record_floats[at, R_TOKENS]
+        counted = inside and t == t  # not NaN
+        known[r] += counted
+        token_sums[r] += t if counted else 0.0
+        in_cluster = code > 0
+        clustered[r] += in_cluster
+        new += not in_cluster or cluster_marks[code] != epoch
+        cluster_marks[code] = epoch  # (number 0 too: none is a cluster)
         while j < nks and ks[j] == r + 1:
             histograms[j, new] += 1
             j += 1
