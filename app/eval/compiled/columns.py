@@ -183,7 +183,7 @@ def tally_rows(
         look_up_lines(docs, carried, count, lines, slots, records, ids, offsets)
         more = row < last
         done, query_hashes, queries = tally_queries(
-            docs, qids, count, not more, order, lines, ks, records, tally, query_hashes, queries
+            docs, qids, count, not more, order, lines, ks, tally, query_hashes, queries
         )
         if not more:
             return DONE, query_hashes[:queries]

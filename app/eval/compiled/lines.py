@@ -207,7 +207,9 @@ def query_cut(buf: np.ndarray, start: int, n: int, fmt: int, sep: int) -> int:
 #: Where a block's lines are taken apart (``LINE_FIELDS`` arrays of one capacity): the
 #: line's start, its qid's start and end, its document's start and end (int64), the
 #: document's hash (uint64 bits), its corpus row (-1: none), the score (double bits), the
-#: rank. Allocated once a thread and reused block after block.
+#: rank, the flags, and what the tally needs of the document's record (its cluster's
+#: number, its tokens as double bits: ``tally.look_up_lines`` copies them while the record
+#: is in cache). Allocated once a thread and reused block after block.
 L_BEGIN = 0
 L_QID_START = 1
 L_QID_END = 2
@@ -218,7 +220,9 @@ L_ROW = 6
 L_SCORE = 7
 L_RANK = 8
 L_FLAGS = 9  # F_* bits
-LINE_FIELDS = 10
+L_CODE = 10
+L_TOKENS = 11
+LINE_FIELDS = 12
 #: The line goes on the query of the line before.
 F_SAME_QUERY = 1
 #: ... and comes after it in ranking order (``tally._before``), or no order is asked for.

@@ -55,6 +55,26 @@ def put_word(typingctx: Any, array: Any, index: Any, word: Any) -> Any:  # pragm
     return signature, codegen
 
 
+@intrinsic
+def prefetch(typingctx: Any, array: Any, index: Any) -> Any:  # pragma: no cover - compiled
+    """Ask the processor to bring the cache line of ``array``'s element ``index`` in (to be
+    read, kept in every cache level): a hint, which never faults (an index out of range
+    fetches nothing of use)."""
+    signature = types.void(array, types.intp)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        at = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        kind = ir.FunctionType(ir.VoidType(), [at.type, i32, i32, i32])
+        function = builder.module.declare_intrinsic("llvm.prefetch", [at.type], kind)
+        # read (0), the highest locality (3), the data cache (1)
+        builder.call(function, [at, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
 @inlined
 def word_at(array: np.ndarray, index: int) -> np.uint64:
     """``_word_at`` for the other compiled modules."""
