@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import locale
 import queue
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -51,6 +51,8 @@ PIECES = 8
 #: Bytes kept free before each block read: the lines of a query left by the block before
 #: are put there, so that a block is not copied to be joined to them.
 _RESERVE = 1 << 20
+#: The blocks' buffers (``_blocks``).
+_BUFFERS = 6
 #: The longest query the pass holds, in bytes: a longer one is the careful reader's.
 MAX_QUERY_BYTES = 64 << 20
 
@@ -238,12 +240,20 @@ def compiled_tally(
 
 def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:
     """Read the file a block at a time by a thread of its own (plain, or gzip inflated), and
-    tally each block's whole queries. (Not mapped into memory: a log cut short while it is
-    read, as a rotation does, would end the process rather than the read.)"""
+    tally each block's whole queries (``_submitted``). The lines of a block's last query
+    are found before its pieces are tallied (``lines.last_query_start``) and go with the
+    next block: that block's pieces are under way while the one before's last pieces end
+    (two blocks' buffers at most: this one's and the one before's; when each was waited
+    for in turn, one thread idled at every block's end).
+    (Not mapped into memory: a log cut short while it is read, as a rotation does, would
+    end the process rather than the read.)"""
+    from app.eval.compiled import lines
+
     seen = _Seen()
     free: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
     for worker in workers:
         free.put(worker)
+    under_way: deque[_Pieces] = deque()
     with (
         ThreadPoolExecutor(len(workers), thread_name_prefix="log-tally") as pool,
         plain_stream(path) as stream,
@@ -251,7 +261,7 @@ def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> N
     ):
         carry = np.zeros(0, np.uint8)
         shape: tuple[int, int, int, bool] | None = None
-        for buffer, size, last in blocks:
+        for taken, (buffer, size, last) in enumerate(blocks):
             start = _RESERVE - len(carry)
             if start >= 0:
                 buffer[start:_RESERVE] = carry
@@ -260,24 +270,56 @@ def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> N
                 work = np.concatenate([carry, buffer[_RESERVE : _RESERVE + size]])
             if shape is None:
                 shape = _shape(fmt, order, bytes(work[: 64 << 10]))
-            carry = _tally_pieces(work, last, shape, free, pool, seen).copy()
+            cut = len(work) if last else lines.last_query_start(work, len(work), *shape[:2])
+            if cut < 0:
+                raise NotTaken
+            carry = work[cut:].copy()
             if len(carry) > MAX_QUERY_BYTES:
                 raise NotTaken  # one query longer than the pass holds: the careful reader
+            if cut:
+                under_way.append(_submitted(work[:cut], shape, free, pool, taken))
+            # the blocks before this one: their buffers are read into again (a block of
+            # one query's lines submits nothing)
+            while under_way and under_way[0].block < taken:
+                under_way.popleft().finish(seen)
+        while under_way:
+            under_way.popleft().finish(seen)
+        if len(carry):
+            raise NotTaken  # (the last block leaves nothing)
 
 
-def _tally_pieces(
+@dataclass
+class _Pieces:
+    """A block's whole queries, in pieces being tallied."""
+
+    pieces: list[np.ndarray]
+    futures: list[Future[tuple[int, int, np.ndarray]]]
+    #: the number of the block whose buffer they lie in
+    block: int
+
+    def finish(self, seen: _Seen) -> None:
+        """Wait for the pieces; their queries' hashes go to ``seen`` in the file's order.
+        NotTaken when a piece was refused or left a line."""
+        from app.eval.compiled import lines
+
+        results = [future.result() for future in self.futures]
+        for piece, (status, consumed, _) in zip(self.pieces, results, strict=True):
+            if status != lines.DONE or consumed != len(piece):
+                raise NotTaken
+        seen.add_new(np.concatenate([h for _, _, h in results]))
+
+
+def _submitted(
     work: np.ndarray,
-    last: bool,
     shape: tuple[int, int, int, bool],
     workers: queue.SimpleQueue[_Worker],
     pool: ThreadPoolExecutor,
-    seen: _Seen,
-) -> np.ndarray:
-    """Tally the whole queries of ``work`` (the lines of the query left before, then a
-    block) in ``PIECES`` pieces cut at query boundaries, each by whichever thread is free
-    with a worker it takes from ``workers`` (the pieces' times vary: with one half a
-    thread, the faster waited for the slower at every block). What is left for the next
-    block comes back (a view)."""
+    block: int,
+) -> _Pieces:
+    """The whole queries of ``work`` (the lines of the query left before, then a block, to
+    its last query) in ``PIECES`` pieces cut at query boundaries, each tallied by whichever
+    thread is free with a worker it takes from ``workers`` (the pieces' times vary: with
+    one half a thread, the faster waited for the slower at every block)."""
     from app.eval.compiled import lines
 
     n = len(work)
@@ -289,30 +331,16 @@ def _tally_pieces(
                 break
             cuts.append(cut)
     cuts.append(n)
-    pieces = [(work[a:b], b < n or last) for a, b in pairwise(cuts)]
+    pieces = [work[a:b] for a, b in pairwise(cuts)]
 
-    def tally(piece: np.ndarray, final: bool) -> tuple[int, int, np.ndarray]:
+    def tally(piece: np.ndarray) -> tuple[int, int, np.ndarray]:
         worker = workers.get()
         try:
-            return worker.tally(piece, shape, final)
+            return worker.tally(piece, shape, True)
         finally:
             workers.put(worker)
 
-    futures = [pool.submit(tally, piece, final) for piece, final in pieces]
-    results = [future.result() for future in futures]
-    if any(status != lines.DONE for status, _, _ in results):
-        raise NotTaken
-    if any(
-        consumed != len(piece)
-        for (piece, _), (_, consumed, _) in zip(pieces[:-1], results[:-1], strict=True)
-    ):
-        raise NotTaken  # a piece before the last is whole queries: every line of it is tallied
-    seen.add_new(np.concatenate([h for _, _, h in results]))
-    part, final = pieces[-1]
-    consumed = results[-1][1]
-    if final and consumed != len(part):
-        raise NotTaken
-    return part[consumed:]
+    return _Pieces(pieces, [pool.submit(tally, piece) for piece in pieces], block)
 
 
 class _Seen:
@@ -342,13 +370,14 @@ class _Seen:
 
 def _blocks(stream: Any) -> Generator[tuple[np.ndarray, int, bool]]:
     """(buffer, bytes read into it after ``_RESERVE``, whether they are the file's last) of
-    each block. Four buffers in turn: one tallied, one waiting for it (``ahead``), one read
-    and held until the next read tells whether it was the last, one being read."""
-    buffers = [np.empty(_RESERVE + BLOCK_BYTES, np.uint8) for _ in range(4)]
+    each block. ``_BUFFERS`` buffers in turn: two tallied (``_tally_text``), one waiting for
+    them (``ahead``), one made and waiting to be put there, one read and held until the
+    next read tells whether it was the last, and the one being read."""
+    buffers = [np.empty(_RESERVE + BLOCK_BYTES, np.uint8) for _ in range(_BUFFERS)]
     turn = 0
     pending: tuple[np.ndarray, int] | None = None
     while True:
-        buffer = buffers[turn % 4]
+        buffer = buffers[turn % _BUFFERS]
         turn += 1
         view = buffer.data[_RESERVE:]
         size = 0

@@ -591,3 +591,47 @@ def _compiled_parquet(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], or
         patch.setattr(log_fast, "_BATCH_LINES", 16)
         tally, lines = compiled_tally(path, corpus, ks, order=order, fmt="parquet")
     return profile_of_tally(tally), lines
+
+
+def _last_query_start(text: bytes) -> int:
+    """``lines.last_query_start``'s answer for TREC lines, the plain way."""
+    whole = text[: text.rfind(b"\n") + 1]
+    starts, at = [], 0
+    for line in whole.splitlines(keepends=True):
+        starts.append(at)
+        at += len(line)
+    qids = [line.split(b" ")[0] if line.strip() else None for line in whole.splitlines()]
+    last = next((q for q in reversed(qids) if q is not None), None)
+    cut = len(whole)
+    for start, qid in zip(reversed(starts), reversed(qids), strict=True):
+        if qid is not None and qid != last:
+            return cut
+        cut = start
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    queries=st.lists(
+        st.tuples(st.sampled_from(["q1", "q2", "q10", "q1x"]), st.integers(1, 4)), max_size=8
+    ),
+    blank=st.sets(st.integers(0, 30)),
+    crlf=st.booleans(),
+    tail=st.sampled_from(["", "q9 Q0 d", "q1 Q0 d1 1 2", "\n"]),
+)
+def test_a_blocks_last_query_is_found_from_its_end(
+    queries: list[tuple[str, int]], blank: set[int], crlf: bool, tail: str
+) -> None:
+    """Where a block's last query begins (what goes with the next block): after the last
+    line of another query id, blank lines, CRLF and a line the block cut among them."""
+    lines = []
+    for qid, n in queries:
+        lines += [f"{qid} Q0 d{r} {r + 1} {9 - r} x" for r in range(n)]
+    for i in sorted(blank, reverse=True):
+        if i <= len(lines):
+            lines.insert(i, "")
+    end = "\r\n" if crlf else "\n"
+    text = "".join(line + end for line in lines).encode() + tail.encode()
+    buf = np.frombuffer(text, np.uint8).copy()  # writable, as a block is (one compiled version)
+    got = line_kernel.last_query_start(buf, len(buf), line_kernel.TREC, ord(" "))
+    assert got == _last_query_start(text)

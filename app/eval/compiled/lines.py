@@ -204,6 +204,36 @@ def query_cut(buf: np.ndarray, start: int, n: int, fmt: int, sep: int) -> int:
     return -1
 
 
+@compiled
+def last_query_start(buf: np.ndarray, n: int, fmt: int, sep: int) -> int:
+    """Where the lines of ``buf[:n]``'s last query begin: the first of the lines at the end
+    that hold the query id of its last whole line (blank lines among them; the bytes after
+    the last line end, a line the block cut, go with them), so that what comes before is
+    whole queries. 0 when every line is that query's or none is whole; -1 when a line is
+    not taken (the caller reads the file another way)."""
+    end = n - 1
+    while end >= 0 and buf[end] != 10:
+        end -= 1
+    qs = qe = -1
+    cut = end + 1  # the start of the line after the one read
+    while end >= 0:
+        start = end - 1
+        while start >= 0 and buf[start] != 10:
+            start -= 1
+        start += 1
+        what, _, a, b, _, _, _, _, _, _ = line(buf, start, end + 1, fmt, sep, True)
+        if what in (BAD, PARTIAL):
+            return -1
+        if what == LINE:
+            if qs < 0:
+                qs, qe = a, b
+            elif not same(buf, qs, qe, buf, a, b):
+                return cut
+        cut = start
+        end = start - 1
+    return 0
+
+
 #: Where a block's lines are taken apart (``LINE_FIELDS`` arrays of one capacity): the
 #: line's start, its qid's start and end, its document's start and end (int64), the
 #: document's hash (uint64 bits), its corpus row (-1: none), the score (double bits), the
