@@ -3,9 +3,10 @@
 polars reads the log's columns a batch at a time (its own threads); a thread of this path
 takes each batch's ids out of polars' memory through the Arrow C stream interface
 (``nanoarrow``: no copy) into one buffer of bytes a column (``compiled.columns.strings``), and
-checks its rows as ``app.eval.parquet`` does; the batch's whole queries are then cut in two
-pieces that two threads tally at once by the same compiled pass as a text log's lines
-(documents found in the corpus by their bytes). A batch's last query goes with the next.
+checks its rows as ``app.eval.parquet`` does; the batch's whole queries are then cut in
+pieces that two threads tally, as they come free, by the same compiled pass as a text log's
+lines (documents found in the corpus by their bytes). A batch's last query goes with the
+next.
 
 ``Declined`` (the whole log to the careful paths, which word the error or read it) for a row
 the careful reader refuses (an id missing or empty, a score not finite, a rank beyond 32
@@ -16,8 +17,9 @@ pass holds, and for ids polars does not hand over as string views.
 from __future__ import annotations
 
 import queue
+from collections import deque
 from collections.abc import Callable, Generator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -33,8 +35,9 @@ from app.eval.values import INT32_MAX
 
 #: Rows read at once.
 PARQUET_ROWS = 250_000
-#: A batch of at least this many rows is tallied in two pieces, one a thread.
+#: A batch of at least this many rows is tallied in ``PIECES`` pieces, two at a time.
 PIECES_FROM = 4_096
+PIECES = 4
 
 
 def order_code(order: Order) -> int:
@@ -103,19 +106,32 @@ def tally_parquet(
         finally:
             workers.put(worker)
 
+    def finish(futures: list[Future[tuple[int, np.ndarray]]]) -> None:
+        results = [future.result() for future in futures]
+        if any(status != lines.DONE for status, _ in results):
+            raise Declined("a query longer than the pass holds")
+        seen.add_new(np.concatenate([hashes for _, hashes in results]))
+
+    # A batch's pieces are submitted before the batch before is waited for: its last
+    # pieces end while this one's start (waited for in turn, one thread idled at each).
+    under_way: deque[list[Future[tuple[int, np.ndarray]]]] = deque()
     with ahead(prepared()) as batches:
         for rows, count in batches:
             cuts = [0]
             if count >= PIECES_FROM:
-                middle = kernel.query_start(rows.qids, rows.qid_ends, count // 2, count)
-                if middle < count:
-                    cuts.append(middle)
+                for j in range(1, PIECES):
+                    cut = kernel.query_start(
+                        rows.qids, rows.qid_ends, max(cuts[-1] + 1, count * j // PIECES), count
+                    )
+                    if cut >= count:
+                        break
+                    cuts.append(cut)
             cuts.append(count)
-            futures = [pool.submit(tally, rows, a, b) for a, b in pairwise(cuts)]
-            results = [future.result() for future in futures]
-            if any(status != lines.DONE for status, _ in results):
-                raise Declined("a query longer than the pass holds")
-            seen.add_new(np.concatenate([hashes for _, hashes in results]))
+            under_way.append([pool.submit(tally, rows, a, b) for a, b in pairwise(cuts)])
+            while len(under_way) > 1:
+                finish(under_way.popleft())
+        while under_way:
+            finish(under_way.popleft())
 
 
 def _rows(frame: pl.DataFrame, order: Order, needed: str | None) -> Rows:
