@@ -2,7 +2,8 @@
 
 The libraries: polars and PyStemmer; numpy, krippendorff and statsmodels for the agreement
 between reviewers (app/eval/agreement.py); numba (and llvmlite, its code generator) for the
-compiled passes over large logs and corpora (app/eval/compiled/).
+compiled passes over large logs and corpora (app/eval/compiled/); nanoarrow for a Parquet log's
+ids, taken from polars' memory through the Arrow C stream interface (app/eval/log_parquet.py).
 
 An allow-list, read from the import graph (grimp, import-linter's engine): a new import of a
 web, database or template library, or of any module of the app outside app.eval, fails here.
@@ -25,6 +26,7 @@ ALLOWED_LIBRARIES = {
     "rensa",
     "numba",
     "llvmlite",
+    "nanoarrow",
 }
 
 
