@@ -437,14 +437,19 @@ def test_a_parquet_log_without_what_its_order_needs(
 @settings(max_examples=300, deadline=None)
 @given(text=_DECIMALS)
 def test_a_trec_lines_score_is_read_as_python_reads_it(text: str) -> None:
-    """The one-pass TREC reader's score (``_usual_trec_line``) is Python's float of it, or
-    the line goes to the general reader (-1)."""
+    """A TREC line's score as ``parse_lines`` reads it (the one-pass reader of the usual
+    line, or the general reader for another) is Python's float of it, or the line is
+    refused (the careful reader words it)."""
     line = f"q1 Q0 d1 1 {text} x\n".encode()
     buf = np.frombuffer(bytearray(line), np.uint8)
-    nxt, _, _, _, score, _ = line_kernel._usual_trec_line(buf, 0, len(buf), 32, 0)
-    if nxt >= 0:
+    lines = np.zeros((line_kernel.LINE_FIELDS, 4), np.int64)
+    status, count, end = line_kernel.parse_lines(
+        buf, 0, len(buf), line_kernel.TREC, 32, line_kernel.TREC_EVAL, True, True, lines, 0
+    )
+    if status == line_kernel.DONE:
         want = float(Decimal(text)) + 0.0
-        assert nxt == len(buf)
+        score = lines[line_kernel.L_SCORE, :1].view(np.float64)[0]
+        assert (count, end) == (1, len(buf))
         assert score == want
         assert str(score) == str(want)
 
