@@ -147,8 +147,8 @@ def _rows(frame: pl.DataFrame, order: Order, needed: str | None) -> Rows:
         raise Declined("a score that is not a finite number")
     if order is Order.RANK:
         ranks = frame.get_column("rank").to_numpy(writable=True)
-        if len(ranks) and int(np.abs(ranks).max()) > INT32_MAX:
-            raise Declined("a rank beyond 32 bits")
+        if len(ranks) and (int(ranks.min()) < -INT32_MAX or int(ranks.max()) > INT32_MAX):
+            raise Declined("a rank beyond 32 bits")  # (not by its absolute value: -2^63 has none)
     else:
         ranks = np.zeros(frame.height, np.int64)
     return Rows(qids, qid_ends, docs, doc_ends, scores, ranks)

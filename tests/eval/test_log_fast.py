@@ -538,22 +538,27 @@ def test_ids_in_several_data_buffers() -> None:
         {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [2.0, float("nan")]},
         {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [float("inf"), 1.0]},
         {"qid": ["", "q1"], "doc_id": ["d1", "d2"], "score": [2.0, 1.0]},
+        {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1, -(2**63)]},
+        {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1, 2**31]},
+        {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [-(2**31), 1]},
     ],
 )
 def test_a_parquet_row_the_careful_reader_refuses(
     tmp_path: Path, frame: dict[str, list[object]]
 ) -> None:
-    """A row the careful reader refuses (an id missing or empty, a score not finite): the
-    compiled path declines it, and ``tally_log``'s answer is the careful path's error."""
+    """A row the careful reader refuses (an id missing or empty, a score not finite, a rank
+    beyond 32 bits under the rank order): the compiled path declines it, and
+    ``tally_log``'s answer is the careful path's error."""
     path = tmp_path / "log.parquet"
     pl.DataFrame(frame).write_parquet(path)
     corpus = ClusterCorpus.of({"d1": "c1"}, {"d1": 1.0})
+    order = Order.RANK if "rank" in frame else Order.TREC_EVAL
     with pytest.raises(NotTaken):
-        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
-    answer = _answer(path, corpus, Order.TREC_EVAL, compiled_from=0)
+        compiled_tally(path, corpus, (5,), order=order, fmt="parquet")
+    answer = _answer(path, corpus, order, compiled_from=0)
     assert isinstance(answer, str)
     assert "row" in answer
-    assert answer == _answer(path, corpus, Order.TREC_EVAL, compiled_from=1 << 40)
+    assert answer == _answer(path, corpus, order, compiled_from=1 << 40)
 
 
 @pytest.mark.parametrize("order", list(Order))
