@@ -411,7 +411,9 @@ def warm() -> None:
             '{"qid": "q1", "doc_id": "d1", "score": 2.5, "rank": 1}\n'
             '{"qid": "q1", "doc_id": "d9", "score": 1.5, "rank": 2}\n'
         )
-        results = {"qid": ["q1", "q1"], "doc_id": ["d1", "d9"], "score": [2.0, 1.0]}
+        # an id longer than a string view holds (its bytes in a data buffer)
+        long_id = "d9-of-a-name-longer-than-twelve-bytes"
+        results = {"qid": ["q1", "q1"], "doc_id": ["d1", long_id], "score": [2.0, 1.0]}
         pl.DataFrame({**results, "rank": [1, 2]}).write_parquet(folder / "log.parquet")
         from app.eval.compiled import lines
 
@@ -420,6 +422,16 @@ def warm() -> None:
         buf = np.frombuffer(bytearray(text), np.uint8)
         if lines.query_cut(buf, 0, len(buf), lines.TREC, ord(" ")) != 30:
             raise RuntimeError("query_cut did not find the second query")
+        # a block's last query is looked for in a block before the log's last; a Parquet
+        # batch is cut in pieces from 4,096 rows
+        if lines.last_query_start(buf, len(buf), lines.TREC, ord(" ")) != 30:
+            raise RuntimeError("last_query_start did not find the last query")
+        from app.eval.compiled import columns
+
+        ends = np.array([0, 2, 4, 6])
+        qids = np.frombuffer(bytearray(b"q1q1q2"), np.uint8)
+        if columns.query_start(qids, ends, 1, 3) != 2:
+            raise RuntimeError("query_start did not find the second query")
         for name in ("log.trec", "log.jsonl", "log.parquet"):
             for order in Order:
                 tallied = tally_log(folder / name, corpus, (1, 2), order=order, compiled_from=0)

@@ -32,7 +32,7 @@ from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
 from app.eval.log_parquet import Declined, Rows, TallyFn, order_code, tally_parquet
 from app.eval.parquet import RunColumns
-from app.eval.streaming import QueriesNotContiguous, ahead
+from app.eval.streaming import BLOCKS_AHEAD, QueriesNotContiguous, ahead
 from app.eval.textio import plain_stream, separator_of
 
 #: Logs and corpora smaller than this are not worth loading the compiler for (numba's start:
@@ -40,7 +40,7 @@ from app.eval.textio import plain_stream, separator_of
 COMPILED_FROM_BYTES = 4 << 20
 #: Bytes read at once (in ``PIECES`` pieces, two tallied at a time).
 BLOCK_BYTES = 16 << 20
-#: Lines taken apart at a time: a batch's scratch (10 numbers a line, 1.3 MB) stays in a
+#: Lines taken apart at a time: a batch's scratch (12 numbers a line, 1.6 MB) stays in a
 #: core's cache between the passes that write and read it (100M TREC lines: 5.1 s at
 #: 16,384 against 8.0 s at 250,000, most of it the cache misses and page faults of the
 #: larger scratch).
@@ -51,8 +51,9 @@ PIECES = 8
 #: Bytes kept free before each block read: the lines of a query left by the block before
 #: are put there, so that a block is not copied to be joined to them.
 _RESERVE = 1 << 20
-#: The blocks' buffers (``_blocks``).
-_BUFFERS = 6
+#: The blocks' buffers (``_blocks``): the reader's (``BLOCKS_AHEAD`` waiting, one made and
+#: waiting to be put there, one read and held, one being read), and two being tallied.
+_BUFFERS = BLOCKS_AHEAD + 5
 #: The longest query the pass holds, in bytes: a longer one is the careful reader's.
 MAX_QUERY_BYTES = 64 << 20
 
@@ -370,9 +371,9 @@ class _Seen:
 
 def _blocks(stream: Any) -> Generator[tuple[np.ndarray, int, bool]]:
     """(buffer, bytes read into it after ``_RESERVE``, whether they are the file's last) of
-    each block. ``_BUFFERS`` buffers in turn: two tallied (``_tally_text``), one waiting for
-    them (``ahead``), one made and waiting to be put there, one read and held until the
-    next read tells whether it was the last, and the one being read."""
+    each block, ``_BUFFERS`` buffers in turn: a buffer is read into again only once the two
+    blocks ``_tally_text`` may be tallying at once are done with it (each read waits for
+    its block to be taken, ``ahead``)."""
     buffers = [np.empty(_RESERVE + BLOCK_BYTES, np.uint8) for _ in range(_BUFFERS)]
     turn = 0
     pending: tuple[np.ndarray, int] | None = None

@@ -1,9 +1,9 @@
 """The compiled path of a Parquet log's cluster tally (``app.eval.log_fast``).
 
 polars reads the log's columns a batch at a time (its own threads); a thread of this path
-takes each batch's ids out of polars' memory through the Arrow C stream interface
-(``nanoarrow``: no copy) into one buffer of bytes a column (``compiled.columns.strings``), and
-checks its rows as ``app.eval.parquet`` does; the batch's whole queries are then cut in
+reads each batch's ids where polars keeps them, through the Arrow C stream interface
+(``nanoarrow``), copies them into one buffer of bytes a column (``compiled.columns.strings``)
+and checks its rows as ``app.eval.parquet`` does; the batch's whole queries are then cut in
 pieces that two threads tally, as they come free, by the same compiled pass as a text log's
 lines (documents found in the corpus by their bytes). A batch's last query goes with the
 next.
@@ -11,7 +11,8 @@ next.
 ``Declined`` (the whole log to the careful paths, which word the error or read it) for a row
 the careful reader refuses (an id missing or empty, a score not finite, a rank beyond 32
 bits), for a result without the score (or rank) its order needs, for a query longer than the
-pass holds, and for ids polars does not hand over as string views.
+pass holds, for ids polars does not hand over as string views, and for a file that is not
+plain Parquet (a gzip one: the careful path inflates it).
 """
 
 from __future__ import annotations
@@ -82,8 +83,12 @@ def tally_parquet(
     to ``seen`` (which raises when one comes twice). Declined: see the module."""
     from app.eval.compiled import columns as kernel
     from app.eval.compiled import lines
+    from app.eval.compiled.tally import MAX_QUERY_LINES
 
     needed = {Order.TREC_EVAL: "score", Order.RANK: "rank"}.get(order)
+    with path.open("rb") as head:
+        if head.read(4) != b"PAR1":  # a gzip Parquet file: the careful path inflates it
+            raise Declined("not a plain Parquet file")
 
     def prepared() -> Generator[tuple[Rows, int]]:
         carry: pl.DataFrame | None = None
@@ -94,6 +99,8 @@ def tally_parquet(
             rows = _rows(frame, order, needed)
             cut = kernel.last_query_start(rows.qids, rows.qid_ends, frame.height)
             carry = frame.slice(cut)
+            if carry.height > MAX_QUERY_LINES:  # (copied again with every batch it waits)
+                raise Declined("a query longer than the pass holds")
             if cut:
                 yield rows, cut
         if carry is not None and carry.height:
@@ -158,13 +165,16 @@ def _strings(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """A column of ids' values end to end and their ends (``compiled.columns.strings``),
     read from polars' memory through the Arrow C stream interface. Declined for a missing
     or empty id, and for values not handed over as string views."""
-    import nanoarrow
-
     from app.eval.compiled import columns as kernel
 
     if column.null_count():
         raise Declined("an id missing")
-    chunks = list(nanoarrow.c_array_stream(column))
+    try:
+        import nanoarrow
+
+        chunks = list(nanoarrow.c_array_stream(column))
+    except (ImportError, TypeError, ValueError, RuntimeError):  # the careful path reads it
+        raise Declined("the ids could not be taken from polars") from None
     ends = np.empty(column.len() + 1, np.int64)
     ends[0] = 0
     views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -180,6 +190,7 @@ def _strings(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         if data:
             bases[1:] = np.cumsum([len(d) for d in data])[:-1]
         joined = data[0] if len(data) == 1 else np.concatenate(data or [np.zeros(0, np.uint8)])
+        joined.flags.writeable = False  # as polars' own buffers: one compiled version
         views.append((own, joined, bases))
         # the values' own lengths (views may share a data buffer's bytes: a Parquet
         # dictionary's value is one place for every row that holds it)

@@ -29,6 +29,7 @@ from app.eval.cluster_profile import ClusterCorpus, cluster_profile, profile_of_
 from app.eval.cluster_stream import tally_log
 from app.eval.compiled import lines as line_kernel
 from app.eval.compiled import scan
+from app.eval.compiled import tally as tally_kernel
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.log_fast import NotTaken, compiled_tally
@@ -564,7 +565,7 @@ def test_a_parquet_row_the_careful_reader_refuses(
 @pytest.mark.parametrize("order", list(Order))
 def test_a_parquet_log_of_long_and_unicode_ids(tmp_path: Path, order: Order) -> None:
     """Ids longer than a view holds (in data buffers), ids past ASCII, ties among them (their
-    bytes decide trec_eval's order), batches a few queries long cut in two pieces, and one
+    bytes decide trec_eval's order), batches a few queries long cut in pieces, and one
     query longer than a piece: the compiled path gives the whole file's figures."""
     rng = random.Random(13)
     names = [f"doc-{i:03}-{'é' * (i % 4)}-of-the-corpus" for i in range(60)] + ["dé", "d1"]
@@ -645,3 +646,39 @@ def test_a_blocks_last_query_is_found_from_its_end(
     buf = np.frombuffer(text, np.uint8).copy()  # writable, as a block is (one compiled version)
     got = line_kernel.last_query_start(buf, len(buf), line_kernel.TREC, ord(" "))
     assert got == _last_query_start(text)
+
+
+def test_a_parquet_query_longer_than_the_pass_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query whose rows run over many batches is carried batch after batch only up to the
+    bound the pass holds (past it, the careful path reads the log: the same figures)."""
+    rows = [("q0", f"d{r:03}", 1000.0 - r) for r in range(120)] + [("q1", "d001", 1.0)]
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(rows, schema=["qid", "doc_id", "score"], orient="row").write_parquet(path)
+    clusters, tokens = random_corpus(random.Random(3))
+    corpus = ClusterCorpus.of(clusters, tokens)
+    monkeypatch.setattr(log_parquet, "PARQUET_ROWS", 23)
+    monkeypatch.setattr(tally_kernel, "MAX_QUERY_LINES", 50)
+    with pytest.raises(NotTaken):
+        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    want = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
+    assert profile_of_tally(tally_log(path, corpus, (5,), compiled_from=0).tally) == want
+
+
+def test_a_gzip_parquet_log_is_read_by_the_careful_path(tmp_path: Path) -> None:
+    """A Parquet file in gzip: the compiled path declines it (polars reads plain Parquet),
+    and the careful path inflates it: the figures of the plain file."""
+    rows = _log_rows(random.Random(8), queries=30)
+    plain = tmp_path / "log.parquet"
+    pl.DataFrame(
+        [(q, d, float(s)) for q, d, _, s in rows], schema=["qid", "doc_id", "score"], orient="row"
+    ).write_parquet(plain)
+    packed = tmp_path / "log.parquet.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    clusters, tokens = random_corpus(random.Random(8))
+    corpus = ClusterCorpus.of(clusters, tokens)
+    with pytest.raises(NotTaken):
+        compiled_tally(packed, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    want = profile_of_tally(tally_log(plain, corpus, (5,), compiled_from=1 << 40).tally)
+    assert profile_of_tally(tally_log(packed, corpus, (5,), compiled_from=0).tally) == want

@@ -175,9 +175,9 @@ def tally_block(
 
     ``shape``: (the lines' format, TREC's separator byte, the order, whether a long decimal
     is read by strtod). ``lines``: the calling thread's ``LINE_FIELDS`` x capacity scratch
-    (a block's half holds some 300,000 lines): the block's lines go through it a batch at
-    a time, a query not tallied yet moved to its front (a query longer than the scratch
-    grows it, up to ``MAX_QUERY_LINES``).
+    (``log_fast._BATCH_LINES``): the block's lines go through it a batch at a time, a query
+    not tallied yet moved to its front (a query longer than the scratch grows it, up to
+    ``MAX_QUERY_LINES``).
     ``corpus``: (its ids' bytes, their offsets, their table's slots and records
     (``table.corpus_table``)).
     ``tally``: the calling thread's accumulators, added to: (per k the histogram of distinct
