@@ -36,6 +36,9 @@ from app.eval.values import INT32_MAX
 
 #: Rows read at once.
 PARQUET_ROWS = 250_000
+#: The most bytes of one column's ids a batch copies: many rows may share one long id
+#: (a Parquet dictionary's), which polars holds once; past this, the careful path reads it.
+MAX_BATCH_ID_BYTES = 256 << 20
 #: A batch of at least this many rows is tallied in ``PIECES`` pieces, two at a time.
 PIECES_FROM = 4_096
 PIECES = 4
@@ -195,6 +198,8 @@ def _strings(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         # the values' own lengths (views may share a data buffer's bytes: a Parquet
         # dictionary's value is one place for every row that holds it)
         room += int(np.maximum(own.view(np.int32)[::4], 0).sum(dtype=np.int64))
+    if room > MAX_BATCH_ID_BYTES:  # views that share a long id: small in polars, not copied
+        raise Declined("ids too long to copy")
     out = np.empty(room + 16, np.uint8)  # and the bytes written past the last value's end
     at = 0
     row = 0

@@ -682,3 +682,25 @@ def test_a_gzip_parquet_log_is_read_by_the_careful_path(tmp_path: Path) -> None:
         compiled_tally(packed, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
     want = profile_of_tally(tally_log(plain, corpus, (5,), compiled_from=1 << 40).tally)
     assert profile_of_tally(tally_log(packed, corpus, (5,), compiled_from=0).tally) == want
+
+
+def test_rows_that_share_a_long_id_past_the_copy_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many rows of one long id (a Parquet dictionary's value, held once by polars): past the
+    bytes a batch copies, the compiled path declines and the careful path gives the figures,
+    rather than the copy growing with the rows times the id."""
+    long_id = "d" + "x" * 5000
+    rows = [(f"q{i // 10}", long_id if i % 2 else "d001", float(10 - i % 10)) for i in range(400)]
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(rows, schema=["qid", "doc_id", "score"], orient="row").write_parquet(path)
+    corpus = ClusterCorpus.of({long_id: "c1", "d001": "c1"}, {long_id: 1.0})
+    monkeypatch.setattr(log_parquet, "MAX_BATCH_ID_BYTES", 100_000)
+    with pytest.raises(NotTaken):
+        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    want = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
+    assert profile_of_tally(tally_log(path, corpus, (5,), compiled_from=0).tally) == want
+    monkeypatch.setattr(log_parquet, "MAX_BATCH_ID_BYTES", 256 << 20)
+    tally, lines = compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    assert lines == 400
+    assert profile_of_tally(tally) == want
