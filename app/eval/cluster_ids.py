@@ -30,6 +30,7 @@ import polars as pl
 
 from app.eval.errors import InputError, shorten, shorten_name
 from app.eval.jsonl import _identifier, _lines, _object
+from app.eval.parquet import PARQUET_MAGIC, parquet_schema
 from app.eval.textio import numbered_lines, plain_file
 
 #: Names of the doc-id column, the first present wins:
@@ -77,7 +78,6 @@ CLUSTER_COLUMNS = (
 #: cluster only on documents that have one, so there an absent cluster means "no cluster".
 DATATROVE_METADATA = "metadata"
 
-PARQUET_MAGIC = b"PAR1"
 _TEXT_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 #: Rows of a Parquet file converted at a time.
 _PARQUET_SLICE = 1 << 16
@@ -291,7 +291,7 @@ def _read_parquet(plain: Path, head: bytes, reader: _Collector) -> None:
     if not head.startswith(PARQUET_MAGIC):
         raise InputError(source, None, "not a Parquet file (it does not start with PAR1)")
     try:
-        schema = pl.read_parquet_schema(plain)
+        schema = parquet_schema(plain)
     except Exception as exc:  # polars raises several kinds for a damaged file
         raise InputError(
             source, None, f"not a readable Parquet file ({shorten(str(exc), 120)})"
@@ -315,7 +315,7 @@ def _read_parquet(plain: Path, head: bytes, reader: _Collector) -> None:
                 f"column {shorten(name)} holds {dtype} values: expected strings or integers",
             )
     try:
-        frame = pl.read_parquet(plain, columns=[doc_name, cluster_name])
+        frame = pl.read_parquet(plain, columns=[doc_name, cluster_name], glob=False)
     except Exception as exc:
         raise InputError(
             source, None, f"not a readable Parquet file ({shorten(str(exc), 120)})"

@@ -34,9 +34,16 @@ class RunColumns:
     rank: str = "rank"
 
 
+def parquet_schema(path: Path) -> dict[str, pl.DataType]:
+    """The file's columns. Every polars read of a user's file names it literally
+    (``glob=False``): polars would take ``*``, ``?`` and ``[`` in a name as a pattern and
+    read other files (``run[1].parquet`` read as ``run1.parquet``)."""
+    return dict(pl.scan_parquet(path, glob=False).collect_schema())
+
+
 def _schema(path: Path) -> dict[str, pl.DataType]:
     try:
-        return dict(pl.read_parquet_schema(path))
+        return parquet_schema(path)
     except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
         raise InputError(path, None, f"not a readable Parquet file ({reason_of(exc)})") from None
 
@@ -150,7 +157,9 @@ def unchecked_batches(
     selection = _selection(path, columns, with_rank=with_rank)
     try:
         yield from (
-            pl.scan_parquet(path).select(selection).collect_batches(chunk_size=rows or BLOCK_ROWS)
+            pl.scan_parquet(path, glob=False)
+            .select(selection)
+            .collect_batches(chunk_size=rows or BLOCK_ROWS)
         )
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
         # a panic too: a corrupt file is bad input, not a crash

@@ -46,7 +46,7 @@ from app.eval.cluster_profile import (
 )
 from app.eval.conventions import MAX_CUTOFF
 from app.eval.errors import InputError, shorten
-from app.eval.parquet import PARQUET_MAGIC, reason_of
+from app.eval.parquet import PARQUET_MAGIC, parquet_schema, reason_of
 from app.eval.textio import BOM, GZIP_MAGIC, plain_file
 
 #: The columns of docs/sql/unique_clusters.sql's output, in its order.
@@ -78,7 +78,7 @@ def looks_like_profile(path: Path) -> bool:
     header line (plain or gzip). Any other file (a run, an unreadable file) is not one."""
     try:
         if is_parquet(path):
-            return set(PROFILE_COLUMNS) <= set(pl.read_parquet_schema(path))
+            return set(PROFILE_COLUMNS) <= set(parquet_schema(path))
         with path.open("rb") as handle:
             gzipped = handle.read(2) == GZIP_MAGIC
         # The first line alone: a gzip run is not inflated whole to be told from a profile.
@@ -99,7 +99,7 @@ def read_profile_rows(
     if is_parquet(path):
         fmt = "parquet"
         try:
-            frame = pl.read_parquet(path)
+            frame = pl.read_parquet(path, glob=False)  # literally, as parquet_schema says
         except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
             message = f"not a readable Parquet file ({reason_of(exc)})"
             raise InputError(name, None, message) from None
@@ -113,7 +113,9 @@ def read_profile_rows(
         fmt = "csv"
         with plain_file(path) as plain:
             try:
-                frame = pl.read_csv(plain, infer_schema=False, truncate_ragged_lines=False)
+                frame = pl.read_csv(
+                    plain, infer_schema=False, truncate_ragged_lines=False, glob=False
+                )
             except pl.exceptions.PolarsError as exc:
                 message = f"not a readable CSV file ({reason_of(exc)})"
                 raise InputError(name, None, message) from None
