@@ -49,6 +49,7 @@ from app.eval.ranking import (
     rank_every_query,
     repeat_warnings,
 )
+from app.eval.repeats import exact_repeats
 from app.eval.sources import check_ids, detect_run_format, load_log_run
 from app.eval.streaming import (
     QueriesNotContiguous,
@@ -162,7 +163,10 @@ def _first_results(lines: pl.DataFrame, deepest: int) -> pl.DataFrame:
     suspects = flagged.filter(~pl.col("first")).get_column("qidx").unique()
     if suspects.len():
         checked = flagged.filter(pl.col("qidx").is_in(suspects.implode()))
-        kept = checked.filter(pl.struct("qidx", "doc_id").is_first_distinct())
+        numbered = checked.with_row_index("pos")
+        hashed = pl.col("doc_id").hash(seed=0) ^ (pl.col("qidx") * _MIX)
+        later = exact_repeats(numbered, hashed, query="qidx").implode()
+        kept = numbered.filter(~pl.col("pos").is_in(later))
         rest = flagged.filter(~pl.col("qidx").is_in(suspects.implode()))
         parts = [rest.select("qidx", "doc_id"), kept.select("qidx", "doc_id")]
     else:

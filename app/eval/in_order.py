@@ -19,6 +19,7 @@ import polars as pl
 from app.eval.conventions import Order
 from app.eval.golden import Judgments
 from app.eval.ranking import RankedPart
+from app.eval.repeats import exact_repeats
 
 #: Odd 64-bit constant mixing a query's number into its document hashes.
 _MIX = 0x9E3779B97F4A7C15
@@ -153,4 +154,4 @@ def _repeated_pos(frame: pl.DataFrame) -> pl.Series:
     if not len(repeated):
         return pl.Series("pos", [], dtype=frame.schema["pos"])
     candidates = frame.filter(key.is_in(pl.Series(repeated).implode()))
-    return candidates.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
+    return exact_repeats(candidates, key)

@@ -30,7 +30,12 @@ import numpy as np
 import polars as pl
 
 from app.eval.conventions import Order
-from app.eval.parquet import RunColumns, unchecked_batches
+from app.eval.parquet import (
+    FORBIDDEN_IN_ID,
+    MAX_PARQUET_ID_BYTES,
+    RunColumns,
+    unchecked_batches,
+)
 from app.eval.streaming import ahead
 from app.eval.values import INT32_MAX
 
@@ -147,8 +152,8 @@ def tally_parquet(
 def _rows(frame: pl.DataFrame, order: Order, needed: str | None) -> Rows:
     """``frame``'s rows as the pass takes them; Declined for a row the careful reader
     refuses (it words the error) and for one without the score (or rank) ``order`` needs."""
-    qids, qid_ends = _strings(frame.get_column("qid"))
-    docs, doc_ends = _strings(frame.get_column("doc_id"))
+    qids, qid_ends = _ids(frame.get_column("qid"))
+    docs, doc_ends = _ids(frame.get_column("doc_id"))
     score = frame.get_column("score")
     if needed is not None and frame.get_column(needed).null_count():
         raise Declined(f"a result without a {needed}")
@@ -164,10 +169,24 @@ def _rows(frame: pl.DataFrame, order: Order, needed: str | None) -> Rows:
     return Rows(qids, qid_ends, docs, doc_ends, scores, ranks)
 
 
-def _strings(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """A column of ids' values end to end and their ends (``compiled.columns.strings``),
-    read from polars' memory through the Arrow C stream interface. Declined for a missing
-    or empty id, and for values not handed over as string views."""
+def _ids(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A column of ids as ``_copied`` gives them; Declined for an id the careful reader
+    refuses (``parquet._checked``: empty, too long, a blank or a control character)."""
+    from app.eval.compiled import columns as kernel
+
+    values, ends, found = _copied(column)
+    if found & kernel.BLANK_OR_CONTROL:
+        raise Declined("an id with a blank or a control byte")
+    if found & kernel.PAST_ASCII and column.str.contains(FORBIDDEN_IN_ID).any():
+        raise Declined("an id with a blank or a control character")
+    return values, ends
+
+
+def _copied(column: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
+    """A column of ids' values end to end, their ends (``compiled.columns.strings``) and
+    what their bytes hold (its BLANK_OR_CONTROL and PAST_ASCII), read from polars' memory
+    through the Arrow C stream interface. Declined for a missing, empty or too long id,
+    and for values not handed over as string views."""
     from app.eval.compiled import columns as kernel
 
     if column.null_count():
@@ -197,16 +216,21 @@ def _strings(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         views.append((own, joined, bases))
         # the values' own lengths (views may share a data buffer's bytes: a Parquet
         # dictionary's value is one place for every row that holds it)
-        room += int(np.maximum(own.view(np.int32)[::4], 0).sum(dtype=np.int64))
+        lengths = own.view(np.int32)[::4]
+        if len(lengths) and int(lengths.max()) > MAX_PARQUET_ID_BYTES:
+            raise Declined("an id too long")
+        room += int(np.maximum(lengths, 0).sum(dtype=np.int64))
     if room > MAX_BATCH_ID_BYTES:  # views that share a long id: small in polars, not copied
         raise Declined("ids too long to copy")
     out = np.empty(room + 16, np.uint8)  # and the bytes written past the last value's end
     at = 0
     row = 0
+    found = 0
     for own, joined, bases in views:
-        at = kernel.strings(own, joined, bases, out, ends, row, at)
+        at, holds = kernel.strings(own, joined, bases, out, ends, row, at)
         if at < 0:
             raise Declined("an empty id")
+        found |= holds
         row += len(own) // 16
     del chunks  # polars' memory, held until the values are copied
-    return out, ends
+    return out, ends, found

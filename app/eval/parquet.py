@@ -16,10 +16,19 @@ from pathlib import Path
 
 import polars as pl
 
-from app.eval.errors import InputError, shorten_name
+from app.eval.errors import InputError, shorten, shorten_name
 from app.eval.values import INT32_MAX
 
 PARQUET_MAGIC = b"PAR1"
+#: The longest id a Parquet file may hold, in bytes: the widest the service stores (300
+#: characters) at UTF-8's widest. polars holds a value that many rows share (a dictionary's)
+#: once, and steps that key rows by their ids (sorts and joins on several columns, a
+#: distinct) copy it for each row: a 15 kB file of 1 MB ids took 3 GB. A text file weighs
+#: what its rows hold, so the bound is a Parquet file's alone.
+MAX_PARQUET_ID_BYTES = 1200
+#: What an id may not hold, as in a JSONL run: a blank (whitespace) or a control character
+#: (a NUL byte too, which no database keeps in text).
+FORBIDDEN_IN_ID = r"[\s\p{Cc}]"
 #: Rows handed over at once by the block reader (some 20 MB of a log's two id columns).
 BLOCK_ROWS = 500_000
 
@@ -96,17 +105,36 @@ def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.E
     ]
 
 
-def _bad_row() -> pl.Expr:
-    """True on a row the conventions cannot read: an id missing or empty, a score not
-    finite, a rank beyond a 32-bit integer."""
-    return (
-        pl.col("qid").is_null()
-        | pl.col("doc_id").is_null()
-        | (pl.col("qid").str.len_bytes() == 0)
-        | (pl.col("doc_id").str.len_bytes() == 0)
-        | ~pl.col("score").is_finite().fill_null(True)
-        | ~pl.col("rank").is_between(-INT32_MAX, INT32_MAX).fill_null(True)
+def _id_unreadable(column: str) -> pl.Expr:
+    """True on an id missing, empty or longer than MAX_PARQUET_ID_BYTES (its length alone:
+    quick, whatever the id)."""
+    return pl.col(column).is_null() | ~pl.col(column).str.len_bytes().is_between(
+        1, MAX_PARQUET_ID_BYTES
     )
+
+
+def _forbidden(column: str) -> pl.Expr:
+    """True on an id with a blank or a control character (asked of ids of a readable
+    length only: a 1 MB id is refused by its length, not searched)."""
+    return pl.col(column).str.contains(FORBIDDEN_IN_ID)
+
+
+def _bad_number() -> pl.Expr:
+    """True on a score not finite or a rank beyond a 32-bit integer."""
+    return ~pl.col("score").is_finite().fill_null(True) | ~pl.col("rank").is_between(
+        -INT32_MAX, INT32_MAX
+    ).fill_null(True)
+
+
+def _has_bad_row(frame: pl.DataFrame) -> bool:
+    """Whether a row of ``frame`` is one the conventions cannot read: an id missing, empty,
+    too long or holding a blank or a control character, a score not finite, a rank beyond a
+    32-bit integer."""
+    if frame.select(
+        (_id_unreadable("qid") | _id_unreadable("doc_id") | _bad_number()).any()
+    ).item():
+        return True
+    return bool(frame.select((_forbidden("qid") | _forbidden("doc_id")).any()).item())
 
 
 def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
@@ -114,17 +142,42 @@ def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
     frame = frame.with_columns(
         (pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row).alias("line")
     )
-    bad = frame.filter(_bad_row())
-    if bad.height:
-        row = bad.row(0, named=True)
-        if not row["qid"] or not row["doc_id"]:
-            what = "an empty query id or document id"
+    unreadable = _id_unreadable("qid") | _id_unreadable("doc_id")
+    found = pl.concat(
+        [
+            frame.filter(unreadable | _bad_number()).head(1),
+            frame.filter(~unreadable).filter(_forbidden("qid") | _forbidden("doc_id")).head(1),
+        ]
+    ).sort("line")
+    if found.height:
+        row = found.row(0, named=True)
+        qid_bad, doc_bad = (
+            found.head(1)
+            .select(
+                _id_unreadable("qid") | _forbidden("qid"),
+                _id_unreadable("doc_id") | _forbidden("doc_id"),
+            )
+            .row(0)
+        )
+        if qid_bad or doc_bad:
+            what = _id_said(row["qid"] if qid_bad else row["doc_id"], qid_bad)
         elif row["rank"] is not None and abs(row["rank"]) > INT32_MAX:
             what = f"a rank beyond {INT32_MAX:,}"
         else:
             what = f"a score that is not a finite number ({row['score']})"
         raise InputError(path, int(row["line"]), f"the row holds {what}")
     return frame
+
+
+def _id_said(value: str | None, is_query: bool) -> str:
+    """What is wrong with an id ``_checked`` refuses, in words."""
+    name = "query id" if is_query else "document id"
+    if not value:
+        return f"an empty {name}"
+    size = len(value.encode())
+    if size > MAX_PARQUET_ID_BYTES:
+        return f"a {name} of {size:,} bytes (at most {MAX_PARQUET_ID_BYTES:,})"
+    return f"a {name} with a blank or a control character ({shorten(value, 40)})"
 
 
 def checked_batches(
@@ -139,7 +192,7 @@ def checked_batches(
     InputError names the row, as it does a missing column)."""
     first_row = 1
     for batch in unchecked_batches(path, columns, with_rank=with_rank, rows=rows):
-        if batch.select(_bad_row().any()).item():
+        if _has_bad_row(batch):
             _checked(batch, path, first_row)
         yield batch
         first_row += batch.height

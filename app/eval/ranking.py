@@ -24,7 +24,7 @@ from app.eval.judged import joined_ranks
 from app.eval.ordering import rank_all
 from app.eval.ordering import top_of_results as top_of_results  # re-exported (streaming)
 from app.eval.repeats import dropped_per_query as count_dropped
-from app.eval.repeats import repeated_lines
+from app.eval.repeats import exact_repeats, repeated_lines
 from app.eval.stretches import judged_ranks, stretches
 
 _STREAMING: Final[Literal["streaming"]] = "streaming"
@@ -199,7 +199,7 @@ def repeated_lines_small(frame: pl.DataFrame) -> pl.Series:
     """What ``repeated_lines`` gives (the ``pos`` of the lines that repeat an earlier (qid,
     doc_id), the first wins), by polars alone: for small parts."""
     lines = frame.select("qid", "doc_id", "pos").sort("pos")
-    return lines.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
+    return exact_repeats(lines, pl.struct(pl.col("qid").hash(), pl.col("doc_id").hash()).hash())
 
 
 def finish_ranking(

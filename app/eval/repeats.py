@@ -9,6 +9,39 @@ _MIX = 0x9E3779B97F4A7C15
 _LOW_32 = 0xFFFFFFFF
 
 
+#: Rounds of ``exact_repeats`` before the rest is left to polars' distinct over both ids.
+_ROUNDS = 16
+
+
+def exact_repeats(rows: pl.DataFrame, key: pl.Expr, query: str = "qid") -> pl.Series:
+    """``pos`` of the ``rows`` (in file order) that repeat the (``query``, doc_id) of an
+    earlier one, the rows of one pair sharing ``key`` (a hash of it).
+
+    Compared value by value, never as one key of both ids: polars' distinct over a struct
+    copies each row's values into a row key, and rows that share one long id (a Parquet
+    dictionary's value, held once) each became a copy of it. A round settles, in every
+    ``key``, the rows equal to its first row (the first kept, the others repeats); rows of
+    another pair that shares the hash go to the next round."""
+    repeated: list[pl.Series] = []
+    rest = rows.select(query, "doc_id", "pos", key.alias("_key"))
+    for _ in range(_ROUNDS):
+        if not rest.height:
+            break
+        first = (pl.col(query) == pl.col(query).first().over("_key")) & (
+            pl.col("doc_id") == pl.col("doc_id").first().over("_key")
+        )
+        flagged = rest.with_columns(
+            first.alias("_same"), pl.int_range(pl.len()).over("_key").alias("_nth")
+        )
+        repeated.append(flagged.filter(pl.col("_same") & (pl.col("_nth") > 0)).get_column("pos"))
+        rest = flagged.filter(~pl.col("_same")).drop("_same", "_nth")
+    if rest.height:  # many pairs of one hash (made to collide): polars' own distinct
+        repeated.append(
+            rest.filter(~pl.struct(query, "doc_id").is_first_distinct()).get_column("pos")
+        )
+    return pl.concat(repeated).sort() if repeated else rows.get_column("pos").clear()
+
+
 def repeated_lines(frame: pl.DataFrame) -> pl.Series:
     """Positions (``pos``) of the lines that repeat an earlier (qid, doc_id): the first wins.
 
@@ -40,7 +73,7 @@ def repeated_lines(frame: pl.DataFrame) -> pl.Series:
     rows = keys.is_in(pl.Series(repeated).implode()).arg_true()
     del keys
     candidates = frame.select("qid", "doc_id", "pos")[rows].sort("pos")  # the first one is kept
-    return candidates.filter(~pl.struct("qid", "doc_id").is_first_distinct()).get_column("pos")
+    return exact_repeats(candidates, key)
 
 
 def dropped_per_query(frame: pl.DataFrame, dropped: pl.Series) -> dict[str, int]:

@@ -104,6 +104,33 @@ def test_repeated_lines_are_exact_whatever_the_hashes_collide(
     assert sorted(repeats.repeated_lines(frame).to_list()) == expected
 
 
+@pytest.mark.parametrize("distinct", [1, 3, 40], ids=["one-pair", "three-pairs", "past-rounds"])
+@pytest.mark.parametrize("buckets", [1, 2, 7])
+def test_exact_repeats_compare_the_ids_whatever_pairs_share_a_key(
+    distinct: int, buckets: int
+) -> None:
+    """``exact_repeats``: later rows of a (qid, doc_id) pair, whichever pairs share a key
+    (all of them in one bucket too, more pairs in one than its rounds settle: polars'
+    distinct then takes the rest); rows that share one long id held once by polars."""
+    rng = random.Random(distinct * 10 + buckets)
+    long_id = "d" + "x" * 1000
+    docs = pl.Series([long_id, *(f"d{i}" for i in range(distinct))])
+    picks = [rng.randrange(distinct + 1) for _ in range(600)]
+    queries = [f"q{rng.randrange(3)}" for _ in picks]
+    frame = pl.DataFrame(
+        {"qid": queries, "doc_id": docs.gather(picks), "pos": range(len(picks))},
+        schema_overrides={"pos": pl.UInt32},
+    )
+    seen: set[tuple[str, int]] = set()
+    expected = []
+    for pos, pair in enumerate(zip(queries, picks, strict=True)):
+        if pair in seen:
+            expected.append(pos)
+        seen.add(pair)
+    key = pl.col("doc_id").hash() % buckets
+    assert repeats.exact_repeats(frame, key).to_list() == expected
+
+
 def test_min_grade_and_negative_grades(tmp_path: Path) -> None:
     qrels = "q1 0 a 2\nq1 0 b 1\nq1 0 c -1\nq1 0 d 0\nq2 0 a 1\n"
     gold = golden(tmp_path, qrels, min_grade=2)

@@ -27,13 +27,14 @@ from hypothesis import strategies as st
 from app.eval import cluster_stream, log_fast, log_parquet
 from app.eval.cluster_profile import ClusterCorpus, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
+from app.eval.compiled import columns as kernel_columns
 from app.eval.compiled import lines as line_kernel
 from app.eval.compiled import scan
 from app.eval.compiled import tally as tally_kernel
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.log_fast import NotTaken, compiled_tally
-from app.eval.parquet import RunColumns
+from app.eval.parquet import MAX_PARQUET_ID_BYTES, RunColumns
 from app.eval.sources import load_log_run
 from app.eval.streaming import QueriesNotContiguous
 from tests.support.cluster_logs import random_corpus
@@ -505,15 +506,20 @@ _IDS = st.lists(
 def test_a_columns_ids_are_taken_from_polars_memory_as_they_are(
     first: list[str], second: list[str], cut: int
 ) -> None:
-    """``log_parquet._strings``: the values of a column in two arrays (a batch joined to the
+    """``log_parquet._copied``: the values of a column in two arrays (a batch joined to the
     query carried from the one before), one of them sliced, short values held in their views
-    and long ones in data buffers: the bytes end to end and each value's end."""
+    and long ones in data buffers: the bytes end to end, each value's end, and whether a
+    byte is a blank, a control or DEL, or past ASCII (each byte of each value looked at)."""
     column = pl.concat([pl.Series(first).slice(min(cut, len(first) - 1)), pl.Series(second)])
     values = column.to_list()
-    data, ends = log_parquet._strings(column)
+    data, ends, found = log_parquet._copied(column)
     encoded = [v.encode() for v in values]
     assert ends.tolist() == np.cumsum([0, *map(len, encoded)]).tolist()
     assert data[: ends[-1]].tobytes() == b"".join(encoded)
+    every = b"".join(encoded)
+    blank = any(b <= 0x20 or b == 0x7F for b in every)
+    assert bool(found & kernel_columns.BLANK_OR_CONTROL) == blank
+    assert bool(found & kernel_columns.PAST_ASCII) == any(b >= 0x80 for b in every)
 
 
 def test_ids_in_several_data_buffers() -> None:
@@ -521,12 +527,12 @@ def test_ids_in_several_data_buffers() -> None:
     long = [f"document-{i:05}-of-a-long-name" for i in range(300)]
     column = pl.concat([pl.Series(long[:150]), pl.Series(long[150:])], rechunk=True)
     assert _views(column) == [5]  # validity, views, two data buffers, their sizes
-    data, ends = log_parquet._strings(column)
+    data, ends, _ = log_parquet._copied(column)
     assert data[: ends[-1]].tobytes() == "".join(long).encode()
     # views that share their bytes (as a Parquet dictionary's values do): many more bytes
     # of values than of data
     shared = pl.Series(long[:2]).gather([0, 1] * 500)
-    data, ends = log_parquet._strings(shared)
+    data, ends, _ = log_parquet._copied(shared)
     assert data[: ends[-1]].tobytes() == "".join(long[:2] * 500).encode()
 
 
@@ -690,7 +696,7 @@ def test_rows_that_share_a_long_id_past_the_copy_bound(
     """Many rows of one long id (a Parquet dictionary's value, held once by polars): past the
     bytes a batch copies, the compiled path declines and the careful path gives the figures,
     rather than the copy growing with the rows times the id."""
-    long_id = "d" + "x" * 5000
+    long_id = "d" + "x" * 1000  # within the longest id (MAX_PARQUET_ID_BYTES)
     rows = [(f"q{i // 10}", long_id if i % 2 else "d001", float(10 - i % 10)) for i in range(400)]
     path = tmp_path / "log.parquet"
     pl.DataFrame(rows, schema=["qid", "doc_id", "score"], orient="row").write_parquet(path)
@@ -703,4 +709,67 @@ def test_rows_that_share_a_long_id_past_the_copy_bound(
     monkeypatch.setattr(log_parquet, "MAX_BATCH_ID_BYTES", 256 << 20)
     tally, lines = compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
     assert lines == 400
+    assert profile_of_tally(tally) == want
+
+
+BAD_IDS = {
+    "nul": "d\x00x",
+    "space": "d x",
+    "tab": "d\tx",
+    "control": "d\x01",
+    "del": "d\x7f",
+    "c1-control": "d\x9f",
+    "next-line": "d\x85",
+    "no-break-space": "d\xa0x",
+    "line-separator": "d\u2028x",
+    "ideographic-space": "\u3000d",
+    "long-inline-blank": "abcdefghij k",  # the blank in a view's second word
+    "long": "d" * (MAX_PARQUET_ID_BYTES + 1),
+}
+
+
+@pytest.mark.parametrize("field", ["qid", "doc_id"])
+@pytest.mark.parametrize("bad", list(BAD_IDS.values()), ids=list(BAD_IDS))
+def test_a_parquet_id_the_careful_reader_refuses_is_refused_on_every_path(
+    tmp_path: Path, field: str, bad: str
+) -> None:
+    """An id with a blank or a control character (as a JSONL run's: a NUL byte too, which
+    PostgreSQL refuses), or longer than MAX_PARQUET_ID_BYTES: the compiled path declines and
+    the careful one names the row, whichever path is tried first."""
+    rows = 5_000
+    frame = pl.DataFrame(
+        {
+            "qid": [f"q{i // 10:05}" for i in range(rows)],
+            "doc_id": [f"d{i % 37:03}" for i in range(rows)],
+            "score": [float(10 - i % 10) for i in range(rows)],
+        }
+    )
+    frame = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 4321)
+        .then(pl.lit(bad))
+        .otherwise(pl.col(field))
+        .alias(field)
+    )
+    path = tmp_path / "log.parquet"
+    frame.write_parquet(path)
+    corpus = ClusterCorpus.of({"d001": "c1"})
+    with pytest.raises(NotTaken):
+        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    said = "bytes" if len(bad) > MAX_PARQUET_ID_BYTES else "a blank or a control character"
+    for compiled_from in (0, 1 << 40):
+        with pytest.raises(InputError, match=rf"log.parquet, line 4322: the row holds .*{said}"):
+            tally_log(path, corpus, (5,), compiled_from=compiled_from)
+    with pytest.raises(InputError, match=r"line 4322"):
+        load_log_run(path, depth=5)
+
+
+def test_ids_past_ascii_without_blanks_stay_on_the_compiled_path(tmp_path: Path) -> None:
+    ids = ["é", "日本語の文書", "d-ß-é-ü-long-enough-for-a-data-buffer", "d001"]
+    rows = [(f"q{i // 4}", ids[i % 4], float(4 - i % 4)) for i in range(400)]
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(rows, schema=["qid", "doc_id", "score"], orient="row").write_parquet(path)
+    corpus = ClusterCorpus.of({ids[0]: "c1", ids[1]: "c1", ids[2]: "c2"})
+    tally, lines = compiled_tally(path, corpus, (2, 4), order=Order.TREC_EVAL, fmt="parquet")
+    assert lines == 400
+    want = profile_of_tally(tally_log(path, corpus, (2, 4), compiled_from=1 << 40).tally)
     assert profile_of_tally(tally) == want

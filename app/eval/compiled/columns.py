@@ -36,6 +36,34 @@ from app.eval.compiled.tally import MAX_QUERY_LINES, look_up_lines, tally_querie
 INLINE_VIEW = 12
 
 
+#: ``strings``' findings about the ids it copied: a byte that is a control, a blank or DEL,
+#: and a byte past ASCII (whose character the caller checks: it may be a blank).
+BLANK_OR_CONTROL = 1
+PAST_ASCII = 2
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_ONES = np.uint64(0x0101010101010101)
+_ADD_5F = np.uint64(0x5F5F5F5F5F5F5F5F)
+_TOPS = np.uint64(0x8080808080808080)
+_LETTERS = np.uint64(0x4141414141414141)
+
+
+@inlined
+def _id_bytes(word: np.uint64, n: int) -> int:
+    """What the first ``n`` (1 to 8) bytes of ``word`` hold: BLANK_OR_CONTROL and
+    PAST_ASCII, as bits. A byte under 0x80 plus 0x5F has its top bit clear exactly when it
+    is 0x20 or less, plus 1 has it set exactly when it is DEL (no carry between bytes)."""
+    if n < 8:  # the bytes past the value made letters
+        keep = (np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)
+        word = (word & keep) | (_LETTERS & ~keep)
+    low = word & _LOW7
+    found = 0
+    if word & _TOPS:
+        found |= PAST_ASCII
+    if (~(low + _ADD_5F) | (low + _ONES)) & ~word & _TOPS:
+        found |= BLANK_OR_CONTROL
+    return found
+
+
 @compiled
 def strings(
     views: np.ndarray,
@@ -45,28 +73,37 @@ def strings(
     ends: np.ndarray,
     row: int,
     at: int,
-) -> int:
+) -> tuple[int, int]:
     """Copy the values of a string-view array (``views``: its views as bytes, 16 a value)
     into ``out`` from byte ``at`` on, each value's end into ``ends[row + 1 + i]``; ``data``:
     its data buffers one after the other, ``bases`` where each begins there. ``out`` has
     room for the values and 16 bytes more: they are copied a word at a time, the bytes past
-    one's end written over by the next. The byte after the last value, or -1 at an empty
-    value (the careful reader words it)."""
+    one's end written over by the next. (The byte after the last value, what the values'
+    bytes hold: BLANK_OR_CONTROL and PAST_ASCII as bits), or -1 at an empty value (the
+    careful reader words it)."""
     words = views.view(np.int32)
+    found = 0
     for i in range(len(views) // 16):
         length = words[4 * i]
         if length <= 0:
-            return -1
+            return -1, found
         if length <= INLINE_VIEW:  # bytes 4 to 16 of the view, in two words
-            put_word(out, at + 4, word_at(views, 16 * i + 8))  # type: ignore[call-arg]
-            put_word(out, at, word_at(views, 16 * i + 4))
+            first = word_at(views, 16 * i + 4)
+            found |= _id_bytes(first, min(length, 8))
+            if length > 8:
+                second = word_at(views, 16 * i + 8)
+                found |= _id_bytes(second >> np.uint64(32), length - 8)
+                put_word(out, at + 4, second)  # type: ignore[call-arg]
+            put_word(out, at, first)  # type: ignore[call-arg]
         else:
             source = bases[words[4 * i + 2]] + words[4 * i + 3]
             for k in range(0, length, 8):
-                put_word(out, at + k, word_of(data, source + k, source + length))  # type: ignore[call-arg]
+                word = word_of(data, source + k, source + length)
+                found |= _id_bytes(word, min(length - k, 8))
+                put_word(out, at + k, word)  # type: ignore[call-arg]
         at += length
         ends[row + 1 + i] = at
-    return at
+    return at, found
 
 
 @compiled
