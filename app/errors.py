@@ -251,6 +251,21 @@ def install(app: FastAPI) -> None:
             "another request changed the same data first; nothing was saved: reload and try again",
         )
 
+    @app.exception_handler(sa_exc.DataError)
+    async def _refused_value(request: Request, exc: sa_exc.DataError) -> Response:
+        # A value the database cannot store (a NUL byte in PostgreSQL's text, a number out
+        # of its column's range) that no check before it caught: the request's input, said
+        # so; the unit of work rolled back, so nothing of it was written.
+        orig = getattr(exc, "orig", None) or exc
+        first_line = (str(orig).strip().splitlines() or [""])[0]
+        log.warning("value refused by the database: %s: %s", type(orig).__name__, first_line[:300])
+        return error_answer(
+            request,
+            400,
+            "bad_input",
+            f"the database refused a value of this request ({first_line[:120]}); nothing was saved",
+        )
+
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> Response:
         # Runs in Starlette's outermost middleware, which then re-raises: the server logs

@@ -97,35 +97,41 @@ SUMMARIES = {
 }
 
 
-def _unusable_database(exc: Exception) -> int | None:
-    """The exit status for an error that says the database cannot be used at all (2: the URL
-    is not one; 1: it cannot be reached, opened or read), None for any other error. Looked up
+def _database_error(exc: Exception) -> tuple[int, str] | None:
+    """(exit status, what happened) for an error of the database that is not a bug: it cannot
+    be used at all (2: the URL is not one; 1: it cannot be reached, opened or read), or it
+    refused a value of the input that no check before it caught (2: a NUL byte in
+    PostgreSQL's text; the transaction wrote nothing). None for any other error. Looked up
     only once something failed, so ``evaluate`` never imports the database stack."""
     errors = sys.modules.get("sqlalchemy.exc")
     if errors is None:
         return None
     if isinstance(exc, errors.ArgumentError | errors.NoSuchModuleError):
-        return 2
+        return 2, "cannot be used"
     if isinstance(exc, errors.OperationalError | errors.InterfaceError | errors.TimeoutError):
-        return 1
+        return 1, "cannot be used"
     # "file is not a database" (SQLite) is the bare DatabaseError: no subclass of it
     if type(exc) is errors.DatabaseError:
-        return 1
+        return 1, "cannot be used"
+    if isinstance(exc, errors.DataError):
+        return 2, "refused a value of the input (nothing was written)"
     return None
 
 
 class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
-        """Every command: a database that cannot be used is one line, never a traceback."""
+        """Every command: a database that cannot be used, or that refuses a value, is one line,
+        never a traceback."""
         try:
             return super().invoke(ctx)
         except Exception as exc:
-            status = _unusable_database(exc)
-            if status is None:
+            known = _database_error(exc)
+            if known is None:
                 raise
+            status, said = known
             orig = getattr(exc, "orig", None) or exc
             first = (str(orig).strip().splitlines() or [type(orig).__name__])[0][:200]
-            click.echo(f"misstriage: error: the database cannot be used: {first}", err=True)
+            click.echo(f"misstriage: error: the database {said}: {first}", err=True)
             sys.exit(status)
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -46,7 +46,7 @@ from app.eval.cluster_profile import (
 )
 from app.eval.conventions import MAX_CUTOFF
 from app.eval.errors import InputError, shorten
-from app.eval.parquet import PARQUET_MAGIC, parquet_schema, reason_of
+from app.eval.parquet import FORBIDDEN_IN_ID, PARQUET_MAGIC, parquet_schema, reason_of
 from app.eval.textio import BOM, GZIP_MAGIC, plain_file
 
 #: The columns of docs/sql/unique_clusters.sql's output, in its order.
@@ -175,6 +175,12 @@ def _typed(frame: pl.DataFrame, located: _Located, max_qid_chars: int | None) ->
     row = _first(frame, qid.is_null() | (qid.str.strip_chars() == ""))
     if row is not None:
         raise located.error(int(row["line"]), "empty qid")
+    # as a run's query ids (and a NUL byte, which PostgreSQL refuses in text)
+    row = _first(frame, qid.str.contains(FORBIDDEN_IN_ID))
+    if row is not None:
+        raise located.error(
+            int(row["line"]), f"query id {shorten(row['qid'])} has a blank or a control character"
+        )
     if max_qid_chars is not None:
         row = _first(frame, qid.str.len_chars() > max_qid_chars)
         if row is not None:

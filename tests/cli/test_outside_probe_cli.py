@@ -8,7 +8,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DataError
 
+from app.cli import _database_error
 from app.exporters.base import _retry_after
 from tests.support.cli import Done, misstriage
 
@@ -84,3 +88,16 @@ def test_a_trackers_retry_header_in_other_digits_is_no_crash(headers: dict[str, 
     response = httpx.Response(429, headers={k: v.encode() for k, v in headers.items()})
     wait = _retry_after(response)
     assert wait is None or wait >= 0
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_value_the_database_refuses_is_bad_input_in_one_line(engine: Engine) -> None:
+    """A value no check caught and PostgreSQL refuses (a NUL byte in text): every command
+    says so in one line and exits 2 (bad input), never with a traceback."""
+    with pytest.raises(DataError) as caught, engine.begin() as connection:
+        connection.execute(text("SELECT CAST(:value AS text)"), {"value": "a\x00b"})
+    assert _database_error(caught.value) == (
+        2,
+        "refused a value of the input (nothing was written)",
+    )
+    assert _database_error(ValueError("a bug")) is None

@@ -11,6 +11,7 @@ from bs4 import BeautifulSoup
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from httpx import Response
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from app.db import make_engine
@@ -164,6 +165,31 @@ def test_500_is_a_page_without_the_traceback(
         api = client.get("/api/v1/boom")
         assert api.status_code == 500
         assert api.json()["error"]["code"] == "internal_error"
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_value_the_database_refuses_is_bad_input_not_a_500(
+    settings: object, engine: Engine, accounts: dict[Role, Account]
+) -> None:
+    """A value no check caught and PostgreSQL refuses (a NUL byte in text): 400 bad_input,
+    a page for a browser and the JSON body for a program, nothing of it written."""
+
+    def _nul() -> None:
+        with engine.begin() as connection:  # the real driver's refusal, not a stand-in
+            connection.execute(text("SELECT CAST(:value AS text)"), {"value": "a\x00b"})
+
+    app = create_app(settings, engine)  # type: ignore[arg-type]
+    assert isinstance(app, FastAPI)
+    app.add_api_route("/nul", _nul, methods=["GET"])
+    app.add_api_route("/api/v1/nul", _nul, methods=["GET"])
+    with TestClient(app, raise_server_exceptions=False) as client:
+        page = client.get("/nul")
+        error_page(page, 400, "bad_input", "refused a value")
+        assert "Traceback" not in page.text
+        api = client.get("/api/v1/nul")
+        assert api.status_code == 400
+        assert api.json()["error"]["code"] == "bad_input"
+        assert "nothing was saved" in api.json()["error"]["message"]
 
 
 def test_503_is_a_page_when_the_database_is_down() -> None:
