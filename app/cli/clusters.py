@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from app import __version__
-from app.cli.params import CLUSTER_KS, CLUSTER_THRESHOLD, ORDERS, TABLE_OR_JSON, FiniteFloatRange
+from app.cli.params import (
+    CLUSTER_KS,
+    CLUSTER_THRESHOLD,
+    ORDERS,
+    TABLE_OR_JSON,
+    FiniteFloatRange,
+    parquet_column_options,
+)
 
 if TYPE_CHECKING:
     from app.eval.cluster_profile import ClusterProfile
@@ -177,30 +184,7 @@ def render_profile(profile: ClusterProfile) -> str:
     type=click.Choice(["trec", "jsonl", "parquet"]),
     help="Run file format; detected when absent.",
 )
-@click.option(
-    "--qid-column",
-    default="qid",
-    show_default=True,
-    help="Parquet: the column of the query id.",
-)
-@click.option(
-    "--doc-column",
-    default="doc_id",
-    show_default=True,
-    help="Parquet: the column of the document id.",
-)
-@click.option(
-    "--score-column",
-    default="score",
-    show_default=True,
-    help="Parquet: the column of the score (order trec_eval).",
-)
-@click.option(
-    "--rank-column",
-    default="rank",
-    show_default=True,
-    help="Parquet: the column of the rank (order rank).",
-)
+@parquet_column_options
 @TABLE_OR_JSON
 def clusters(
     run_path: Path,

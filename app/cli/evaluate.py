@@ -19,6 +19,7 @@ from app.cli.params import (
     FiniteFloatRange,
     convention_options,
     golden_options,
+    parquet_column_options,
 )
 
 if TYPE_CHECKING:
@@ -118,13 +119,14 @@ def _check_computable(measures: list[tuple[Measure, float]], k: int) -> None:
     multiple=True,
     required=True,
     metavar="NAME=FILE",
-    help="A run (TREC or JSONL, plain or .gz); repeat for several runs.",
+    help="A run (TREC or JSONL, plain or .gz, or Parquet); repeat for several runs.",
 )
 @click.option(
     "--run-format",
-    type=click.Choice(["trec", "jsonl"]),
+    type=click.Choice(["trec", "jsonl", "parquet"]),
     help="Run file format; detected when absent.",
 )
+@parquet_column_options
 @click.option(
     "--k",
     "k",
@@ -208,6 +210,10 @@ def evaluate(
     split: str,
     run_specs: tuple[str, ...],
     run_format: str | None,
+    qid_column: str,
+    doc_column: str,
+    score_column: str,
+    rank_column: str,
     k: int,
     depth: int,
     depths: str,
@@ -250,9 +256,11 @@ def evaluate(
         from app.eval.conventions import CutoffError, check_cutoffs, parse_depths
         from app.eval.depth_cost import advise_depth
         from app.eval.jsonl import read_manifest
+        from app.eval.parquet import RunColumns
         from app.eval.textio import decompression_limit
 
     runs = setup.parse_runs(run_specs)
+    columns = RunColumns(qid=qid_column, doc_id=doc_column, score=score_column, rank=rank_column)
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
@@ -303,6 +311,7 @@ def evaluate(
                     fmt=run_format,
                     progress=progress,
                     keep_results=clusters is not None,
+                    columns=columns,
                 )
                 results.append(
                     evaluate_run(

@@ -29,6 +29,24 @@ def golden_options(command: F) -> F:
     )(command)
 
 
+def parquet_column_options(command: F) -> F:
+    """``--qid-column``, ``--doc-column``, ``--score-column``, ``--rank-column``: a Parquet
+    run's column of each field (the command takes ``qid_column``, ``doc_column``,
+    ``score_column`` and ``rank_column``; ``app.eval.parquet.RunColumns``)."""
+    for flag, default, what in reversed(
+        (
+            ("--qid-column", "qid", "the query id"),
+            ("--doc-column", "doc_id", "the document id"),
+            ("--score-column", "score", "the score (order trec_eval)"),
+            ("--rank-column", "rank", "the rank (order rank)"),
+        )
+    ):
+        command = click.option(
+            flag, default=default, show_default=True, help=f"Parquet: the column of {what}."
+        )(command)
+    return command
+
+
 def convention_options(command: F) -> F:
     """The evaluation conventions every command that computes measures takes: ``--gain``,
     ``--min-grade``, ``--all-judged-queries`` and ``--order`` (DESIGN.md's table)."""

@@ -17,7 +17,6 @@ from pathlib import Path
 import polars as pl
 
 from app.eval.errors import InputError, shorten, shorten_name
-from app.eval.values import INT32_MAX
 
 PARQUET_MAGIC = b"PAR1"
 #: The longest id a Parquet file may hold, in bytes: the widest the service stores (300
@@ -67,6 +66,13 @@ def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.E
     """The expressions that turn a file's columns into qid, doc_id, score, rank; an
     InputError naming the missing columns and those the file has."""
     schema = _schema(path)
+    if columns.qid == columns.doc_id:  # every query would hold one document: itself
+        raise InputError(
+            path,
+            None,
+            f"the query id and the document id are both column "
+            f"{shorten_name(columns.qid, 40)!r}: name the column of each",
+        )
     missing = [c for c in (columns.qid, columns.doc_id) if c not in schema]
     if with_rank and columns.rank not in schema:
         missing.append(columns.rank)
@@ -85,7 +91,10 @@ def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.E
         )
     for field, name in (("query id", columns.qid), ("document id", columns.doc_id)):
         dtype = schema[name]
-        if not (dtype == pl.String or dtype.is_integer()):
+        # text as pandas writes a "category" column (a dictionary: Categorical) counts too
+        if not (
+            dtype == pl.String or dtype.is_integer() or isinstance(dtype, pl.Categorical | pl.Enum)
+        ):
             raise InputError(
                 path, None, f"column {name!r} ({field}) holds {dtype}, not text or integers"
             )
@@ -120,16 +129,13 @@ def _forbidden(column: str) -> pl.Expr:
 
 
 def _bad_number() -> pl.Expr:
-    """True on a score not finite or a rank beyond a 32-bit integer."""
-    return ~pl.col("score").is_finite().fill_null(True) | ~pl.col("rank").is_between(
-        -INT32_MAX, INT32_MAX
-    ).fill_null(True)
+    """True on a score that is not finite (a rank is any 64-bit integer, as in a text run)."""
+    return ~pl.col("score").is_finite().fill_null(True)
 
 
 def _has_bad_row(frame: pl.DataFrame) -> bool:
     """Whether a row of ``frame`` is one the conventions cannot read: an id missing, empty,
-    too long or holding a blank or a control character, a score not finite, a rank beyond a
-    32-bit integer."""
+    too long or holding a blank or a control character, a score not finite."""
     if frame.select(
         (_id_unreadable("qid") | _id_unreadable("doc_id") | _bad_number()).any()
     ).item():
@@ -161,8 +167,6 @@ def _checked(frame: pl.DataFrame, path: Path, first_row: int) -> pl.DataFrame:
         )
         if qid_bad or doc_bad:
             what = _id_said(row["qid"] if qid_bad else row["doc_id"], qid_bad)
-        elif row["rank"] is not None and abs(row["rank"]) > INT32_MAX:
-            what = f"a rank beyond {INT32_MAX:,}"
         else:
             what = f"a score that is not a finite number ({row['score']})"
         raise InputError(path, int(row["line"]), f"the row holds {what}")

@@ -273,3 +273,26 @@ def test_the_fast_json_reader_reads_as_the_careful_one(
         assert [str(s) for s in got.get_column("score")] == [
             str(s) for s in want.get_column("score")
         ]  # -0.0 is 0.0 on both
+
+
+@pytest.mark.parametrize("dtype", ["categorical", "enum"])
+def test_parquet_ids_held_as_categories_read_as_text(tmp_path: Path, dtype: str) -> None:
+    """A "category" column (pandas writes one as a Parquet dictionary, polars reads it as
+    Categorical) and an Enum hold text: the figures of the same ids as strings, on the
+    careful and the compiled path."""
+    rng = random.Random(5)
+    rows = [(f"q{i // 8}", f"d{rng.randrange(40)}", float(8 - i % 8)) for i in range(800)]
+    plain = pl.DataFrame(rows, schema=["qid", "doc_id", "score"], orient="row")
+    kind = (
+        pl.Categorical()
+        if dtype == "categorical"
+        else pl.Enum(sorted(set(plain["qid"]) | set(plain["doc_id"])))
+    )
+    coded = plain.with_columns(pl.col("qid", "doc_id").cast(kind))
+    plain.write_parquet(tmp_path / "plain.parquet")
+    coded.write_parquet(tmp_path / "coded.parquet")
+    corpus = ClusterCorpus.of({f"d{i}": f"c{i % 9}" for i in range(40)})
+    want = profile_of_tally(tally_log(tmp_path / "plain.parquet", corpus, (3, 8)).tally)
+    for compiled_from in (0, 1 << 40):
+        got = tally_log(tmp_path / "coded.parquet", corpus, (3, 8), compiled_from=compiled_from)
+        assert profile_of_tally(got.tally) == want
