@@ -111,7 +111,9 @@ def _parsed_blocks(
     if fmt == "trec":
         return trec_blocks(plain, source, order, None), "trec"
     if fmt == "parquet":
-        rows = parquet_blocks(plain, columns, with_rank=order is Order.RANK)
+        rows = parquet_blocks(
+            plain, columns, with_rank=order is Order.RANK, needs_score=order is Order.TREC_EVAL
+        )
         return _last_marked(rows), "parquet"
     if _one_hit_a_line(plain):
         return _last_marked(hit_blocks(plain, source)), HIT_FORMAT

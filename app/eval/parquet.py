@@ -62,9 +62,12 @@ def reason_of(exc: BaseException) -> str:
     return text[:200]
 
 
-def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.Expr]:
+def _selection(
+    path: Path, columns: RunColumns, *, with_rank: bool, needs_score: bool = False
+) -> list[pl.Expr]:
     """The expressions that turn a file's columns into qid, doc_id, score, rank; an
-    InputError naming the missing columns and those the file has."""
+    InputError naming the missing columns and those the file has (the rank's ``with_rank``,
+    the score's when the order ``needs_score`` or the caller named it)."""
     schema = _schema(path)
     if columns.qid == columns.doc_id:  # every query would hold one document: itself
         raise InputError(
@@ -78,7 +81,7 @@ def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.E
         missing.append(columns.rank)
     # a score column named by the caller and not there is a mistake, whatever the order (the
     # default name may be absent: order rank or file needs no score)
-    if columns.score != RunColumns().score and columns.score not in schema:
+    if (needs_score or columns.score != RunColumns().score) and columns.score not in schema:
         missing.append(columns.score)
     if missing:
         have = ", ".join(shorten_name(c, 40) for c in list(schema)[:12])
@@ -87,7 +90,12 @@ def _selection(path: Path, columns: RunColumns, *, with_rank: bool) -> list[pl.E
             None,
             f"no column {', '.join(repr(shorten_name(c, 40)) for c in missing)} (the file has: "
             f"{have}{', ...' if len(schema) > 12 else ''}); name the columns with the options "
-            "for the query id, document id, score and rank columns",
+            "for the query id, document id, score and rank columns"
+            + (
+                " (order trec_eval ranks by the score; order rank or file needs none)"
+                if needs_score and columns.score in missing
+                else ""
+            ),
         )
     for field, name in (("query id", columns.qid), ("document id", columns.doc_id)):
         dtype = schema[name]
@@ -189,13 +197,16 @@ def checked_batches(
     columns: RunColumns = RunColumns(),
     *,
     with_rank: bool = False,
+    needs_score: bool = False,
     rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
     """The file's results (qid, doc_id, score, rank) some ``rows`` at a time, in file
     order: a batch is checked by one pass, and numbered only when a row of it is bad (its
     InputError names the row, as it does a missing column)."""
     first_row = 1
-    for batch in unchecked_batches(path, columns, with_rank=with_rank, rows=rows):
+    for batch in unchecked_batches(
+        path, columns, with_rank=with_rank, needs_score=needs_score, rows=rows
+    ):
         if _has_bad_row(batch):
             _checked(batch, path, first_row)
         yield batch
@@ -207,11 +218,12 @@ def unchecked_batches(
     columns: RunColumns = RunColumns(),
     *,
     with_rank: bool = False,
+    needs_score: bool = False,
     rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
     """``checked_batches``' batches as polars reads them, their rows not checked: for a
     reader that checks them its own way (and leaves a bad row to ``checked_batches``)."""
-    selection = _selection(path, columns, with_rank=with_rank)
+    selection = _selection(path, columns, with_rank=with_rank, needs_score=needs_score)
     try:
         yield from (
             pl.scan_parquet(path, glob=False)
@@ -228,12 +240,15 @@ def parquet_blocks(
     columns: RunColumns = RunColumns(),
     *,
     with_rank: bool = False,
+    needs_score: bool = False,
     rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
     """The file's results (qid, doc_id, score, rank, line) some ``rows`` at a time, in file
     order; an InputError names a missing column or the first bad row."""
     first_row = 1
-    for batch in checked_batches(path, columns, with_rank=with_rank, rows=rows):
+    for batch in checked_batches(
+        path, columns, with_rank=with_rank, needs_score=needs_score, rows=rows
+    ):
         yield batch.with_columns(
             (pl.int_range(0, pl.len(), dtype=pl.UInt32) + first_row).alias("line")
         )
@@ -241,10 +256,14 @@ def parquet_blocks(
 
 
 def read_parquet_run(
-    path: Path, columns: RunColumns = RunColumns(), *, with_rank: bool = False
+    path: Path,
+    columns: RunColumns = RunColumns(),
+    *,
+    with_rank: bool = False,
+    needs_score: bool = False,
 ) -> pl.DataFrame:
     """The whole file's results: qid, doc_id, score, rank, line (see ``parquet_blocks``)."""
-    parts = list(parquet_blocks(path, columns, with_rank=with_rank))
+    parts = list(parquet_blocks(path, columns, with_rank=with_rank, needs_score=needs_score))
     if not parts:
         schema = {"qid": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
         return pl.DataFrame(schema={**schema, "line": pl.UInt32})

@@ -128,7 +128,12 @@ def _read_run_frame(
         )
     if fmt == "parquet":
         with plain_file(path) as plain:
-            frame = read_parquet_run(plain, columns or RunColumns(), with_rank=order is Order.RANK)
+            frame = read_parquet_run(
+                plain,
+                columns or RunColumns(),
+                with_rank=order is Order.RANK,
+                needs_score=order is Order.TREC_EVAL,
+            )
         detail = "parquet"
     elif fmt == "trec":
         frame = read_trec_run(path, with_rank=order is Order.RANK, progress=progress)

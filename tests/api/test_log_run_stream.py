@@ -82,7 +82,11 @@ def test_bad_columns_are_a_clear_error(
     parquet = tmp_path / "lake.parquet"
     pl.DataFrame({"query_id": ["q1"], "docid": ["d1"], "bm25": [1.0]}).write_parquet(parquet)
     for columns, code, words in (
-        ("", "bad_input", "no column 'qid', 'doc_id' (the file has: query_id, docid, bm25)"),
+        (
+            "",
+            "bad_input",
+            "no column 'qid', 'doc_id', 'score' (the file has: query_id, docid, bm25)",
+        ),
         ("qid=query_id, doc=docid", "invalid_columns", "expected field=column pairs"),
         ("qid=a, qid=b", "invalid_columns", "qid is named twice"),
     ):

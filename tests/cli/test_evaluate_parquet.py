@@ -75,7 +75,13 @@ def test_a_column_named_for_two_fields_or_missing_is_said(files: dict[str, Path]
     assert "Traceback" not in twice.stderr
     missing = evaluate_cli(*common)  # the default names are not the file's
     assert missing.returncode == 2
-    assert "no column 'qid', 'doc_id' (the file has: query_id, docid" in missing.stderr
+    assert "no column 'qid', 'doc_id', 'score' (the file has: query_id, docid" in missing.stderr
+    assert "order trec_eval ranks by the score; order rank or file needs none" in missing.stderr
+    # order file reads no score: the ids' columns are all it needs
+    by_file = evaluate_cli(
+        *common, "--qid-column", "query_id", "--doc-column", "docid", "--order", "file"
+    )
+    assert by_file.returncode == 0, by_file.stderr
     wrong = evaluate_cli(*common, "--run-format", "parquet", "--qid-column", "query_id")
     assert wrong.returncode == 2
     assert "no column 'doc_id'" in wrong.stderr

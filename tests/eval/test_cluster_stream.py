@@ -198,7 +198,9 @@ def test_parquet_errors_name_the_file_and_the_row(tmp_path: Path) -> None:
     pl.DataFrame({"query_id": ["q1", "q1"], "docid": ["a", None], "s": [1.0, 2.0]}).write_parquet(
         path
     )
-    with pytest.raises(InputError, match=r"no column 'qid', 'doc_id' \(the file has: query_id"):
+    with pytest.raises(
+        InputError, match=r"no column 'qid', 'doc_id', 'score' \(the file has: query_id"
+    ):
         tally_log(path, ClusterCorpus.of({}), (5,))
     with pytest.raises(InputError, match=r"log.parquet, line 2: the row holds an empty"):
         tally_log(path, ClusterCorpus.of({}), (5,), columns=RunColumns("query_id", "docid", "s"))
