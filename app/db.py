@@ -28,6 +28,22 @@ SQLITE_WRITER_WAIT_S = SQLITE_BUSY_MS / 1000
 POSTGRES_CONNECT_TIMEOUT_S = 10
 
 
+#: The SQLSTATEs of a value the database cannot store: a string too long for its column
+#: (22001), a number out of its range (22003), a character the encoding lacks (22021,
+#: 22P05: a NUL byte in COPY). A DataError without one is the driver's own refusal of a
+#: value before it is sent (psycopg: a NUL byte in text). Any other DataError (a division by
+#: zero, a bad date the code made) is a bug.
+REFUSED_VALUE_STATES = frozenset({"22001", "22003", "22021", "22P05"})
+
+
+def refused_value(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database (or its driver) refusing a value of the input."""
+    if not isinstance(exc, sa_exc.DataError):
+        return False
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return state is None or state in REFUSED_VALUE_STATES
+
+
 def normalise_url(url: str) -> str:
     """Accept ``postgres://`` and ``postgresql://`` and use the psycopg 3 driver."""
     for prefix in ("postgres://", "postgresql://"):

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
+from app.db import refused_value
 from app.http import negotiation
 from app.http.deps import SESSION_COOKIE, NotAuthenticated, Principal, session_id_from_cookie
 from app.observability import current_request_id
@@ -253,9 +254,17 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(sa_exc.DataError)
     async def _refused_value(request: Request, exc: sa_exc.DataError) -> Response:
-        # A value the database cannot store (a NUL byte in PostgreSQL's text, a number out
-        # of its column's range) that no check before it caught: the request's input, said
-        # so; the unit of work rolled back, so nothing of it was written.
+        # A value of the request the database cannot store (a NUL byte in PostgreSQL's text,
+        # a number out of its column's range) that no check before it caught: bad input,
+        # said so. Any other DataError is a bug: logged with its traceback, a 500.
+        if not refused_value(exc):
+            log.error("unexpected database error", exc_info=exc)
+            return _server_side(
+                request,
+                500,
+                "internal_error",
+                "an unexpected error; the server log has the details",
+            )
         orig = getattr(exc, "orig", None) or exc
         first_line = (str(orig).strip().splitlines() or [""])[0]
         log.warning("value refused by the database: %s: %s", type(orig).__name__, first_line[:300])
@@ -263,7 +272,7 @@ def install(app: FastAPI) -> None:
             request,
             400,
             "bad_input",
-            f"the database refused a value of this request ({first_line[:120]}); nothing was saved",
+            f"the database refused a value of this request ({first_line[:120]})",
         )
 
     @app.exception_handler(Exception)

@@ -101,7 +101,7 @@ def _database_error(exc: Exception) -> tuple[int, str] | None:
     """(exit status, what happened) for an error of the database that is not a bug: it cannot
     be used at all (2: the URL is not one; 1: it cannot be reached, opened or read), or it
     refused a value of the input that no check before it caught (2: a NUL byte in
-    PostgreSQL's text; the transaction wrote nothing). None for any other error. Looked up
+    PostgreSQL's text; ``app.db.refused_value``). None for any other error (a bug). Looked up
     only once something failed, so ``evaluate`` never imports the database stack."""
     errors = sys.modules.get("sqlalchemy.exc")
     if errors is None:
@@ -114,7 +114,10 @@ def _database_error(exc: Exception) -> tuple[int, str] | None:
     if type(exc) is errors.DatabaseError:
         return 1, "cannot be used"
     if isinstance(exc, errors.DataError):
-        return 2, "refused a value of the input (nothing was written)"
+        from app.db import refused_value
+
+        if refused_value(exc):
+            return 2, "refused a value of the input"
     return None
 
 

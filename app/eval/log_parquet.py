@@ -9,10 +9,11 @@ lines (documents found in the corpus by their bytes). A batch's last query goes 
 next.
 
 ``Declined`` (the whole log to the careful paths, which word the error or read it) for a row
-the careful reader refuses (an id missing or empty, a score not finite, a rank beyond 32
-bits), for a result without the score (or rank) its order needs, for a query longer than the
-pass holds, for ids polars does not hand over as string views, and for a file that is not
-plain Parquet (a gzip one: the careful path inflates it).
+the careful reader refuses (an id missing, empty, too long or with a blank or a control
+character, a score not finite), for a rank beyond 32 bits (the pass holds 32; the careful
+path reads 64), for a result without the score (or rank) its order needs, for a query longer
+than the pass holds, for ids polars does not hand over as string views, and for a file that
+is not plain Parquet (a gzip one: the careful path inflates it).
 """
 
 from __future__ import annotations

@@ -31,15 +31,21 @@ def top_of_results(results: pl.LazyFrame, order: Order, depth: int) -> pl.DataFr
     cut = pl.col(first).top_k(depth).min() if best_first else pl.col(first).bottom_k(depth).max()
     threshold = results.group_by("qid").agg(cut.alias("_cut"))
     keep = pl.col(first) >= pl.col("_cut") if best_first else pl.col(first) <= pl.col("_cut")
+    kept = results.join(threshold, on="qid").filter(keep).collect(engine="streaming")
     return (
-        results.join(threshold, on="qid")
-        .filter(keep)
-        .sort(columns, descending=descending)
+        _sorted(kept, columns, descending)
         .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"))
         .filter(pl.col("rank") <= depth)
         .select("qid", "rank", "doc_id", "score")
-        .collect(engine="streaming")
     )
+
+
+def _sorted(frame: pl.DataFrame, columns: list[str], descending: list[bool]) -> pl.DataFrame:
+    """``frame`` sorted by ``columns``, eagerly: a lazy sort on several columns copies each
+    row's values into one row key, and rows that share one long id (a Parquet dictionary's
+    value, held once) each became a copy of it (1M rows of 1,200-byte ids: 5.8 GB, against
+    0.16 GB for the eager sort, which compares the columns in place)."""
+    return frame.sort(columns, descending=descending)
 
 
 def rank_all(frame: pl.DataFrame, dropped: pl.Series, order: Order) -> pl.DataFrame:
@@ -47,15 +53,11 @@ def rank_all(frame: pl.DataFrame, dropped: pl.Series, order: Order) -> pl.DataFr
     repeated lines. Only the columns the order needs are sorted (a run's lines carry more)."""
     columns, descending = sort_key(order)
     needed = ["qid", "doc_id", "pos", *(c for c in columns if c not in ("qid", "doc_id", "pos"))]
-    lines = frame.lazy().select(needed)
+    lines = frame.select(needed)
     if dropped.len():
         lines = lines.filter(~pl.col("pos").is_in(dropped.implode()))
-    return (
-        lines.sort(columns, descending=descending)
-        .select(
-            "qid",
-            pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"),
-            "doc_id",
-        )
-        .collect()
+    return _sorted(lines, columns, descending).select(
+        "qid",
+        pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over("qid").alias("rank"),
+        "doc_id",
     )

@@ -27,9 +27,9 @@ def exact_repeats(rows: pl.DataFrame, key: pl.Expr, query: str = "qid") -> pl.Se
     for _ in range(_ROUNDS):
         if not rest.height:
             break
-        first = (pl.col(query) == pl.col(query).first().over("_key")) & (
-            pl.col("doc_id") == pl.col("doc_id").first().over("_key")
-        )
+        first = pl.col(query).eq_missing(pl.col(query).first().over("_key")) & pl.col(
+            "doc_id"
+        ).eq_missing(pl.col("doc_id").first().over("_key"))
         flagged = rest.with_columns(
             first.alias("_same"), pl.int_range(pl.len()).over("_key").alias("_nth")
         )

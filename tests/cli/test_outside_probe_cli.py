@@ -92,12 +92,17 @@ def test_a_trackers_retry_header_in_other_digits_is_no_crash(headers: dict[str, 
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 def test_a_value_the_database_refuses_is_bad_input_in_one_line(engine: Engine) -> None:
-    """A value no check caught and PostgreSQL refuses (a NUL byte in text): every command
-    says so in one line and exits 2 (bad input), never with a traceback."""
-    with pytest.raises(DataError) as caught, engine.begin() as connection:
-        connection.execute(text("SELECT CAST(:value AS text)"), {"value": "a\x00b"})
-    assert _database_error(caught.value) == (
-        2,
-        "refused a value of the input (nothing was written)",
-    )
+    """A value no check caught and PostgreSQL refuses (a NUL byte in text, a number out of
+    its range): every command says so in one line and exits 2 (bad input); another
+    DataError (a division by zero) stays an error of the program."""
+
+    def refusal(sql: str, value: str) -> DataError:
+        with pytest.raises(DataError) as caught, engine.begin() as connection:
+            connection.execute(text(sql), {"value": value})
+        return caught.value
+
+    said = (2, "refused a value of the input")
+    assert _database_error(refusal("SELECT CAST(:value AS text)", "a\x00b")) == said
+    assert _database_error(refusal("SELECT CAST(:value AS integer)", "99999999999")) == said
+    assert _database_error(refusal("SELECT 1 / CAST(:value AS integer)", "0")) is None
     assert _database_error(ValueError("a bug")) is None

@@ -29,6 +29,7 @@ from app.eval.cluster_profile import (
 from app.eval.cluster_stream import stream_log_traces, tally_log
 from app.eval.conventions import Order
 from app.eval.errors import InputError
+from app.eval.log_fast import compiled_tally
 from app.eval.parquet import RunColumns
 from app.eval.sources import load_log_run, load_log_traces
 from app.eval.streaming import SeenQueries
@@ -295,6 +296,11 @@ def test_parquet_ids_held_as_categories_read_as_text(tmp_path: Path, dtype: str)
     coded.write_parquet(tmp_path / "coded.parquet")
     corpus = ClusterCorpus.of({f"d{i}": f"c{i % 9}" for i in range(40)})
     want = profile_of_tally(tally_log(tmp_path / "plain.parquet", corpus, (3, 8)).tally)
+    # the compiled path takes them (it does not decline them to the careful one)
+    tally, lines = compiled_tally(
+        tmp_path / "coded.parquet", corpus, (3, 8), order=Order.TREC_EVAL, fmt="parquet"
+    )
+    assert (profile_of_tally(tally), lines) == (want, 800)
     for compiled_from in (0, 1 << 40):
         got = tally_log(tmp_path / "coded.parquet", corpus, (3, 8), compiled_from=compiled_from)
         assert profile_of_tally(got.tally) == want

@@ -238,3 +238,17 @@ def test_parse_depths() -> None:
     for bad in ["", "0", "ten", "-5"]:
         with pytest.raises(ValueError, match="depth"):
             parse_depths(bad)
+
+
+def test_exact_repeats_take_a_missing_id_as_a_value() -> None:
+    """A missing id repeats a missing id of its query (as polars' distinct has it), and a
+    group whose first row has one loses none of its other pairs."""
+    frame = pl.DataFrame(
+        {
+            "qid": ["q1", "q1", "q1", "q1", "q2"],
+            "doc_id": [None, "d1", None, "d1", None],
+            "pos": [0, 1, 2, 3, 4],
+        },
+        schema_overrides={"pos": pl.UInt32},
+    )
+    assert repeats.exact_repeats(frame, pl.lit(0)).to_list() == [2, 3]

@@ -171,25 +171,38 @@ def test_500_is_a_page_without_the_traceback(
 def test_a_value_the_database_refuses_is_bad_input_not_a_500(
     settings: object, engine: Engine, accounts: dict[Role, Account]
 ) -> None:
-    """A value no check caught and PostgreSQL refuses (a NUL byte in text): 400 bad_input,
-    a page for a browser and the JSON body for a program, nothing of it written."""
+    """A value no check caught and PostgreSQL refuses (a NUL byte in text, a number out of
+    its range): 400 bad_input, a page for a browser and the JSON body for a program. Another
+    DataError (a division by zero the code made) stays a bug: a 500."""
 
-    def _nul() -> None:
-        with engine.begin() as connection:  # the real driver's refusal, not a stand-in
-            connection.execute(text("SELECT CAST(:value AS text)"), {"value": "a\x00b"})
+    def run(sql: str, value: object) -> None:
+        with engine.begin() as connection:  # the real driver's and server's refusals
+            connection.execute(text(sql), {"value": value})
+
+    def nul() -> None:
+        run("SELECT CAST(:value AS text)", "a\x00b")
+
+    def out_of_range() -> None:
+        run("SELECT CAST(:value AS integer)", "99999999999")
+
+    def divided_by_zero() -> None:
+        run("SELECT 1 / CAST(:value AS integer)", "0")
 
     app = create_app(settings, engine)  # type: ignore[arg-type]
     assert isinstance(app, FastAPI)
-    app.add_api_route("/nul", _nul, methods=["GET"])
-    app.add_api_route("/api/v1/nul", _nul, methods=["GET"])
+    for name, route in (("nul", nul), ("range", out_of_range), ("zero", divided_by_zero)):
+        app.add_api_route(f"/{name}", route, methods=["GET"])
+        app.add_api_route(f"/api/v1/{name}", route, methods=["GET"])
     with TestClient(app, raise_server_exceptions=False) as client:
-        page = client.get("/nul")
-        error_page(page, 400, "bad_input", "refused a value")
-        assert "Traceback" not in page.text
-        api = client.get("/api/v1/nul")
-        assert api.status_code == 400
-        assert api.json()["error"]["code"] == "bad_input"
-        assert "nothing was saved" in api.json()["error"]["message"]
+        for name in ("nul", "range"):
+            page = client.get(f"/{name}")
+            error_page(page, 400, "bad_input", "refused a value")
+            assert "Traceback" not in page.text
+            api = client.get(f"/api/v1/{name}")
+            assert api.status_code == 400
+            assert api.json()["error"]["code"] == "bad_input"
+        error_page(client.get("/zero"), 500, "internal_error", "unexpected error")
+        assert client.get("/api/v1/zero").json()["error"]["code"] == "internal_error"
 
 
 def test_503_is_a_page_when_the_database_is_down() -> None:
