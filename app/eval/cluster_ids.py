@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from app.eval.errors import InputError, shorten, shorten_name
+from app.eval.errors import InputError, shorten
 from app.eval.jsonl import _identifier, _lines, _object
 from app.eval.parquet import PARQUET_MAGIC, parquet_schema
 from app.eval.textio import numbered_lines, plain_file
@@ -166,13 +166,14 @@ class _Collector:
 
     def result(self) -> dict[str, str]:
         if not self.ids:
-            name = shorten_name(Path(self.source).name)
+            # the file is named by the error's source (a service puts the uploaded file's
+            # name there, never its temporary copy's)
             why = (
                 f": every one of its {self.rows:,} rows has an empty cluster id"
                 if self.rows
                 else f" (expected rows of a doc id and a cluster id: {_expected()})"
             )
-            raise InputError(self.source, None, f"no cluster ids in {name}{why}")
+            raise InputError(self.source, None, f"no cluster ids{why}")
         return self.ids
 
 

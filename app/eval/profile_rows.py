@@ -104,6 +104,12 @@ def read_profile_rows(
             message = f"not a readable Parquet file ({reason_of(exc)})"
             raise InputError(name, None, message) from None
         frame = _with_columns(frame, name, where="the Parquet file's columns")
+        for column in PROFILE_COLUMNS:  # a value a row of text could hold: no lists, no structs
+            dtype = frame.schema[column]
+            if not (dtype == pl.String or dtype.is_numeric() or dtype == pl.Categorical):
+                raise InputError(
+                    name, None, f"column {column!r} holds {dtype}, not text or numbers"
+                )
         # Parquet has no lines: a row's number, 1-based, is named instead.
         frame = frame.select(
             *(pl.col(c).cast(pl.String) for c in PROFILE_COLUMNS),

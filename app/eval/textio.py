@@ -120,7 +120,13 @@ def plain_file(path: Path) -> Iterator[Path]:
         target = Path(tmp) / (path.name.removesuffix(".gz")[-100:] or "input")
         with plain_stream(path) as src, target.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
-        yield target
+        try:
+            yield target
+        except InputError as exc:
+            # an error of the copy is the file's: it names the file given, never the copy
+            if exc.source != str(target):
+                raise
+            raise InputError(path, exc.line, exc.message) from None
 
 
 @contextlib.contextmanager

@@ -142,6 +142,9 @@ def test_a_triage_of_a_series_run_gives_its_misses_by_cause(
         (json.dumps({"commit": "x" * 501}), "s"),
         (json.dumps({f"k{i}": "v" for i in range(21)}), "s"),
         ("{}", "bad\u202eseries"),
+        ("[" * 3000 + "]" * 3000, "s"),  # deeper than the JSON reader goes
+        ('{"commit": "a", "commit": "b"}', "s"),  # a key given twice would lose a value
+        ('{"commit": NaN}', "s"),  # not JSON
     ],
 )
 def test_bad_series_or_meta_is_refused_and_imports_nothing(

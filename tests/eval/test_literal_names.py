@@ -107,3 +107,20 @@ def test_a_name_that_matches_no_file_as_a_pattern_is_still_read(
         }
     ).write_parquet(path)
     assert read(path) is not None
+
+
+def test_an_error_in_a_gzip_file_names_the_file_not_its_copy(tmp_path: Path) -> None:
+    """A gzip file is read from an inflated copy in a temporary folder: its errors name the
+    file given (a service maps that to the uploaded name), never the copy."""
+    import gzip
+
+    from app.eval.errors import InputError
+
+    plain = tmp_path / "plain.parquet"
+    pl.DataFrame({"a": [1]}).write_parquet(plain)
+    packed = tmp_path / "r.parquet.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    with pytest.raises(InputError) as caught:
+        load_log_run(packed, depth=10)
+    assert caught.value.source == str(packed)
+    assert "no column 'qid'" in caught.value.message

@@ -281,3 +281,33 @@ def test_the_line_variant_of_the_readme_keeps_the_first_line(tmp_path: Path) -> 
     assert by_line != as_written
     assert rows(by_line) == expected
     assert rows(as_written) != expected  # the log has repeats scored above their first line
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("qid", [["q1"]], "List(String)"),
+        ("k", [{"a": 10}], "Struct"),
+        ("results", [b"10"], "Binary"),
+    ],
+)
+def test_a_parquet_column_of_lists_or_structs_is_refused_by_name(
+    tmp_path: Path, column: str, value: list[object], said: str
+) -> None:
+    """A profile's columns hold text or numbers: a list, a struct or bytes is refused naming
+    the column (it was a cast that failed: a 500 in the service)."""
+    row: dict[str, list[object]] = {
+        "qid": ["q1"],
+        "k": [10],
+        "distinct_clusters": [5],
+        "results": [10],
+        "clustered": [6],
+    }
+    row[column] = value
+    path = tmp_path / "profile.parquet"
+    pl.DataFrame(row).write_parquet(path)
+    with pytest.raises(InputError) as caught:
+        read_profile_rows(path, source="profile.parquet")
+    assert caught.value.source == "profile.parquet"
+    assert f"column {column!r} holds" in caught.value.message
+    assert said in caught.value.message

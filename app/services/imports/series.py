@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -64,17 +65,36 @@ def check_meta(meta: Mapping[str, object]) -> dict[str, str]:
     return checked
 
 
+def _one_value_a_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (a repeated key would lose a value)."""
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise ValueError(f"the key {key[:64]!r} is given twice")
+        value[key] = item
+    return value
+
+
+def _no_constant(name: str) -> None:
+    """NaN and Infinity, which JSON does not have (Python's reader would take them)."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def meta_from_json(text: str) -> dict[str, str]:
     """The API's ``meta`` form field: a JSON object of strings (empty: none)."""
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_one_value_a_key, parse_constant=_no_constant)
     except ValueError as exc:
         raise Invalid(
-            f"meta must be a JSON object: line {exc.lineno if hasattr(exc, 'lineno') else 1}",
+            f"meta must be a JSON object: line {exc.lineno if hasattr(exc, 'lineno') else 1}"
+            if isinstance(exc, json.JSONDecodeError)
+            else f"meta: {exc}",
             code="invalid_meta",
         ) from None
+    except RecursionError:  # nested arrays or objects deeper than the parser goes
+        raise Invalid("meta must be a flat JSON object of strings", code="invalid_meta") from None
     if not isinstance(value, dict):
         raise Invalid("meta must be a JSON object of key-value strings", code="invalid_meta")
     return check_meta(value)
