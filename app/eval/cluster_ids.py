@@ -30,7 +30,7 @@ import polars as pl
 
 from app.eval.errors import InputError, shorten
 from app.eval.jsonl import _identifier, _lines, _object
-from app.eval.parquet import PARQUET_MAGIC, parquet_schema
+from app.eval.parquet import PARQUET_MAGIC, check_expansion, parquet_schema
 from app.eval.textio import numbered_lines, plain_file
 
 #: Names of the doc-id column, the first present wins:
@@ -315,6 +315,7 @@ def _read_parquet(plain: Path, head: bytes, reader: _Collector) -> None:
                 None,
                 f"column {shorten(name)} holds {dtype} values: expected strings or integers",
             )
+    check_expansion(plain)
     try:
         frame = pl.read_parquet(plain, columns=[doc_name, cluster_name], glob=False)
     except Exception as exc:

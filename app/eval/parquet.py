@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from app.eval.errors import InputError, shorten, shorten_name
+from app.eval.textio import current_decompression_limit
 
 PARQUET_MAGIC = b"PAR1"
 #: The longest id a Parquet file may hold, in bytes: the widest the service stores (300
@@ -28,6 +29,9 @@ MAX_PARQUET_ID_BYTES = 1200
 #: What an id may not hold, as in a JSONL run: a blank (whitespace) or a control character
 #: (a NUL byte too, which no database keeps in text).
 FORBIDDEN_IN_ID = r"[\s\p{Cc}]"
+#: The fewest bytes a result takes as a line of text (two ids, a number, separators): a
+#: Parquet file's rows times this is the least text it stands for.
+ROW_TEXT_BYTES = 16
 #: Rows handed over at once by the block reader (some 20 MB of a log's two id columns).
 BLOCK_ROWS = 500_000
 
@@ -62,6 +66,27 @@ def reason_of(exc: BaseException) -> str:
     return text[:200]
 
 
+def check_expansion(path: Path) -> None:
+    """An InputError for a file that stands for more text than a compressed file may inflate
+    to (gzip's rule, ``textio.DecompressionLimit``): Parquet holds a million rows of one
+    repeated value in a few bytes, and the readers hold rows, not bytes."""
+    try:
+        rows = int(pl.scan_parquet(path, glob=False).select(pl.len()).collect().item())
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+        raise InputError(path, None, f"not a readable Parquet file ({reason_of(exc)})") from None
+    limit = current_decompression_limit()
+    size = path.stat().st_size
+    allowed = limit.allowed(size)
+    if rows * ROW_TEXT_BYTES > allowed:
+        raise InputError(
+            path,
+            None,
+            f"{rows:,} rows in {size:,} bytes stand for at least {rows * ROW_TEXT_BYTES:,} bytes "
+            f"of text, more than {allowed:,}, the limit ({limit.why(size)}): refused as a "
+            "decompression bomb",
+        )
+
+
 def _selection(
     path: Path, columns: RunColumns, *, with_rank: bool, needs_score: bool = False
 ) -> list[pl.Expr]:
@@ -69,6 +94,7 @@ def _selection(
     InputError naming the missing columns and those the file has (the rank's ``with_rank``,
     the score's when the order ``needs_score`` or the caller named it)."""
     schema = _schema(path)
+    check_expansion(path)
     if columns.qid == columns.doc_id:  # every query would hold one document: itself
         raise InputError(
             path,

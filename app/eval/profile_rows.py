@@ -46,7 +46,13 @@ from app.eval.cluster_profile import (
 )
 from app.eval.conventions import MAX_CUTOFF
 from app.eval.errors import InputError, shorten
-from app.eval.parquet import FORBIDDEN_IN_ID, PARQUET_MAGIC, parquet_schema, reason_of
+from app.eval.parquet import (
+    FORBIDDEN_IN_ID,
+    PARQUET_MAGIC,
+    check_expansion,
+    parquet_schema,
+    reason_of,
+)
 from app.eval.textio import BOM, GZIP_MAGIC, plain_file
 
 #: The columns of docs/sql/unique_clusters.sql's output, in its order.
@@ -98,6 +104,7 @@ def read_profile_rows(
     name = source or str(path)
     if is_parquet(path):
         fmt = "parquet"
+        check_expansion(path)
         try:
             frame = pl.read_parquet(path, glob=False)  # literally, as parquet_schema says
         except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:

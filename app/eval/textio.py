@@ -63,6 +63,14 @@ class DecompressionLimit:
     def allowed(self, compressed: int) -> int:
         return min(self.max_bytes, max(self.ratio_floor, self.max_ratio * compressed))
 
+    def why(self, compressed: int) -> str:
+        """Which setting ``allowed(compressed)`` comes from, for an error."""
+        if self.allowed(compressed) < self.max_bytes:
+            return (
+                f"{self.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
+            )
+        return "MISSTRIAGE_DECOMPRESSED_MAX_BYTES"
+
 
 #: A limit, or a function that finds it: asked only when a gzip file is read, so that a
 #: command reading plain files never loads what finds the limit (the service's settings).
@@ -154,12 +162,7 @@ class _Inflated(io.RawIOBase):
         self._inner = inner
         self._path = path
         self._allowed = limit.allowed(path.stat().st_size)
-        if self._allowed < limit.max_bytes:
-            self._why = (
-                f"{limit.max_ratio} times its compressed size (MISSTRIAGE_DECOMPRESSION_MAX_RATIO)"
-            )
-        else:
-            self._why = "MISSTRIAGE_DECOMPRESSED_MAX_BYTES"
+        self._why = limit.why(path.stat().st_size)
         self._written = 0
         self._first = True
 

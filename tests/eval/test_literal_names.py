@@ -124,3 +124,41 @@ def test_an_error_in_a_gzip_file_names_the_file_not_its_copy(tmp_path: Path) -> 
         load_log_run(packed, depth=10)
     assert caught.value.source == str(packed)
     assert "no column 'qid'" in caught.value.message
+
+
+def test_a_parquet_file_of_many_repeated_rows_is_refused_as_a_bomb(tmp_path: Path) -> None:
+    """Parquet holds many rows of one repeated value in a few bytes (a dictionary, run
+    lengths): a file whose rows stand for more text than a gzip file may inflate to is
+    refused as gzip's bomb is, by every reader (runs and logs, profiles, cluster ids)."""
+    from app.eval.errors import InputError
+    from app.eval.textio import DecompressionLimit, decompression_limit
+
+    rows = 20_000
+    path = tmp_path / "bomb.parquet"
+    pl.DataFrame(
+        {
+            "qid": ["q"] * rows,
+            "doc_id": ["d"] * rows,
+            "score": [1.0] * rows,
+            "cluster_id": ["c"] * rows,
+            "k": [10] * rows,
+            "distinct_clusters": [10] * rows,
+            "results": [10] * rows,
+            "clustered": [0] * rows,
+        }
+    ).write_parquet(path)
+    small = DecompressionLimit(max_ratio=10, ratio_floor=100_000)
+    assert rows * 16 > small.allowed(path.stat().st_size)
+    readers: list[Callable[[Path], object]] = [
+        lambda p: read_parquet_run(p, RunColumns()),
+        lambda p: load_log_run(p, depth=10),
+        read_cluster_ids,
+        read_profile_rows,
+    ]
+    for read in readers:
+        with decompression_limit(small), pytest.raises(InputError) as caught:
+            read(path)
+        assert "refused as a decompression bomb" in caught.value.message
+        assert caught.value.source == str(path)
+    # within the usual limit it is read
+    assert read_parquet_run(path, RunColumns()).height == rows
