@@ -87,13 +87,53 @@ def looks_like_profile(path: Path) -> bool:
             return set(PROFILE_COLUMNS) <= set(parquet_schema(path))
         with path.open("rb") as handle:
             gzipped = handle.read(2) == GZIP_MAGIC
-        # The first line alone: a gzip run is not inflated whole to be told from a profile.
+        # The first line alone: a gzip run is not inflated whole to be told from a profile
+        # (a gzip Parquet file is: its columns are named at its end).
         with gzip.open(path, "rb") if gzipped else path.open("rb") as handle:
-            header = handle.readline(4096).removeprefix(BOM).decode("utf-8", errors="replace")
-    except (OSError, EOFError, zlib.error, pl.exceptions.PolarsError):
+            header = handle.readline(4096)
+        if gzipped and header.startswith(PARQUET_MAGIC):
+            with plain_file(path) as plain:
+                return set(PROFILE_COLUMNS) <= set(parquet_schema(plain))
+        header = header.removeprefix(BOM).decode("utf-8", errors="replace")
+    except (OSError, EOFError, zlib.error, pl.exceptions.PolarsError, InputError):
         return False
     names = {name.strip().strip('"').lower() for name in header.strip().split(",")}
     return set(PROFILE_COLUMNS) <= names
+
+
+def _gzip_parquet(path: Path) -> bool:
+    """Whether ``path`` is a gzip file whose bytes are Parquet's."""
+    with path.open("rb") as handle:
+        if handle.read(2) != GZIP_MAGIC:
+            return False
+    try:
+        with gzip.open(path, "rb") as inner:
+            return inner.read(4) == PARQUET_MAGIC
+    except (OSError, EOFError, zlib.error):
+        return False  # the CSV reader words a damaged file
+
+
+def _parquet_rows(path: Path, name: str) -> pl.DataFrame:
+    """A Parquet profile's rows as text, each with its row number (Parquet has no lines);
+    an InputError names ``name``."""
+    try:
+        check_expansion(path)
+    except InputError as exc:
+        raise InputError(name, exc.line, exc.message) from None
+    try:
+        frame = pl.read_parquet(path, glob=False)  # literally, as parquet_schema says
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
+        message = f"not a readable Parquet file ({reason_of(exc)})"
+        raise InputError(name, None, message) from None
+    frame = _with_columns(frame, name, where="the Parquet file's columns")
+    for column in PROFILE_COLUMNS:  # a value a row of text could hold: no lists, no structs
+        dtype = frame.schema[column]
+        if not (dtype == pl.String or dtype.is_numeric() or dtype == pl.Categorical):
+            raise InputError(name, None, f"column {column!r} holds {dtype}, not text or numbers")
+    return frame.select(
+        *(pl.col(c).cast(pl.String) for c in PROFILE_COLUMNS),
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("line"),
+    )
 
 
 def read_profile_rows(
@@ -102,26 +142,10 @@ def read_profile_rows(
     """Read and check a per-query profile file (see the module's rules); an ``InputError``
     naming ``source`` (default: the path) and the first offending line."""
     name = source or str(path)
-    if is_parquet(path):
+    if is_parquet(path) or _gzip_parquet(path):
+        with plain_file(path) as plain:
+            frame = _parquet_rows(plain, name)
         fmt = "parquet"
-        check_expansion(path)
-        try:
-            frame = pl.read_parquet(path, glob=False)  # literally, as parquet_schema says
-        except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as exc:
-            message = f"not a readable Parquet file ({reason_of(exc)})"
-            raise InputError(name, None, message) from None
-        frame = _with_columns(frame, name, where="the Parquet file's columns")
-        for column in PROFILE_COLUMNS:  # a value a row of text could hold: no lists, no structs
-            dtype = frame.schema[column]
-            if not (dtype == pl.String or dtype.is_numeric() or dtype == pl.Categorical):
-                raise InputError(
-                    name, None, f"column {column!r} holds {dtype}, not text or numbers"
-                )
-        # Parquet has no lines: a row's number, 1-based, is named instead.
-        frame = frame.select(
-            *(pl.col(c).cast(pl.String) for c in PROFILE_COLUMNS),
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("line"),
-        )
     else:
         fmt = "csv"
         with plain_file(path) as plain:

@@ -311,3 +311,27 @@ def test_a_parquet_column_of_lists_or_structs_is_refused_by_name(
     assert caught.value.source == "profile.parquet"
     assert f"column {column!r} holds" in caught.value.message
     assert said in caught.value.message
+
+
+def test_a_gzip_parquet_profile_is_read_as_the_plain_one(tmp_path: Path) -> None:
+    import gzip
+
+    from app.eval.profile_rows import looks_like_profile
+
+    plain = tmp_path / "profile.parquet"
+    pl.DataFrame(
+        {
+            "qid": ["q1", "q2"],
+            "k": [10, 10],
+            "distinct_clusters": [5, 10],
+            "results": [10, 10],
+            "clustered": [6, 0],
+        }
+    ).write_parquet(plain)
+    packed = tmp_path / "profile.parquet.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert looks_like_profile(packed)
+    read = read_profile_rows(packed, source="profile.parquet.gz")
+    want = read_profile_rows(plain)
+    assert (read.rows, read.format, read.ks) == (want.rows, "parquet", want.ks)
+    assert read.traces == want.traces
