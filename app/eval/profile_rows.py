@@ -90,11 +90,11 @@ def looks_like_profile(path: Path) -> bool:
         # The first line alone: a gzip run is not inflated whole to be told from a profile
         # (a gzip Parquet file is: its columns are named at its end).
         with gzip.open(path, "rb") if gzipped else path.open("rb") as handle:
-            header = handle.readline(4096)
-        if gzipped and header.startswith(PARQUET_MAGIC):
+            first = handle.readline(4096)
+        if gzipped and first.startswith(PARQUET_MAGIC):
             with plain_file(path) as plain:
                 return set(PROFILE_COLUMNS) <= set(parquet_schema(plain))
-        header = header.removeprefix(BOM).decode("utf-8", errors="replace")
+        header = first.removeprefix(BOM).decode("utf-8", errors="replace")
     except (OSError, EOFError, zlib.error, pl.exceptions.PolarsError, InputError):
         return False
     names = {name.strip().strip('"').lower() for name in header.strip().split(",")}
