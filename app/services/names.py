@@ -48,3 +48,22 @@ def check_name(value: str, *, what: str, max_length: int, code: str = "invalid_n
             details={"field": what, "position": position + 1, "character": point},
         )
     return name
+
+
+#: The longest description of a golden set or a run, in characters (a paragraph or two).
+MAX_DESCRIPTION = 5_000
+
+
+def check_description(value: str, *, what: str = "description") -> str:
+    """``value`` without surrounding whitespace, or Invalid (422 ``invalid_description``):
+    longer than MAX_DESCRIPTION (it is shown on pages and in answers: never a megabyte), or
+    holding a NUL byte (no database keeps it in text). Lines and tabs are a description's."""
+    text = value.strip()
+    if len(text) > MAX_DESCRIPTION:
+        raise Invalid(
+            f"a {what} of at most {MAX_DESCRIPTION:,} characters is needed (got {len(text):,})",
+            code="invalid_description",
+        )
+    if "\x00" in text:
+        raise Invalid(f"the {what} must not contain a NUL byte", code="nul_character")
+    return text

@@ -169,3 +169,35 @@ def test_an_unknown_series_is_404(
     )
     assert answer.status_code == 404
     assert answer.json()["error"]["code"] == "series_not_found"
+
+
+@pytest.mark.parametrize(
+    ("description", "code"),
+    [("x" * 5_001, "invalid_description"), ("a\x00b", "nul_character")],
+    ids=["too-long", "nul"],
+)
+def test_a_description_too_long_or_with_a_nul_is_refused_and_imports_nothing(
+    client: TestClient, accounts: dict[Role, Account], description: str, code: str
+) -> None:
+    """A golden set's and a run's description is shown on pages and in answers: at most
+    5,000 characters (a megabyte was taken and echoed whole), and no NUL byte."""
+    lead = accounts[Role.LEAD]
+    golden_id = _golden_set(client, lead)
+    answer = _run(client, lead, golden_id, "r", FIRST, description=description)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["code"] == code
+    assert len(answer.text) < 2000
+    runs = client.get(f"/api/v1/golden-sets/{golden_id}/runs", headers=lead.headers).json()
+    assert runs["total"] == 0
+    refused = client.post(
+        "/api/v1/golden-sets",
+        headers=lead.headers,
+        data={"name": "other", "description": description},
+        files={"qrels": ("qrels.txt", QRELS)},
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == code
+    kept = _run(client, lead, golden_id, "r", FIRST, description="  line one\n\tline two  ")
+    assert kept.status_code == 201, kept.text
+    run = client.get(f"/api/v1/runs/{kept.json()['id']}", headers=lead.headers).json()
+    assert run["description"] == "line one\n\tline two"

@@ -30,7 +30,7 @@ from app.models import (
 )
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
-from app.services.names import check_name
+from app.services.names import check_description, check_name
 
 #: Ids longer than their columns are refused at import, naming the line (never a 5xx).
 ID_LIMITS = IdLimits(query=column_width(Judgment, "qid"), document=column_width(Judgment, "doc_id"))
@@ -78,6 +78,7 @@ def import_golden_set(
     manifest, the corpus is what the index holds.
     """
     name = _check_name(name)
+    description = check_description(description)
     if not INT32_MIN <= min_grade <= INT32_MAX:
         raise Invalid(
             f"min_grade must be an integer from {INT32_MIN} to {INT32_MAX}",
@@ -129,7 +130,7 @@ def import_golden_set(
             }
     golden = GoldenSet(
         name=name,
-        description=description.strip(),
+        description=description,
         min_grade=min_grade,
         queries=gold.report.queries,
         judgments=gold.report.judgments,

@@ -27,7 +27,7 @@ from app.services.imports.clusters import store_traces
 from app.services.imports.golden_sets import bad_input
 from app.services.imports.run_import import sha256_of
 from app.services.imports.series import check_meta, check_series
-from app.services.names import check_name
+from app.services.names import check_description, check_name
 
 #: The run format of a per-query cluster profile (the API's and the form's ``format``).
 PROFILE_FORMAT = "cluster_profile"
@@ -65,6 +65,7 @@ def import_cluster_profile(
             code="profile_is_log",
         )
     name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
+    description = check_description(description)
     series_name = check_series(series)
     provenance = check_meta(meta or {})
     taken = session.exec(
@@ -101,7 +102,7 @@ def import_cluster_profile(
         golden_set_id=golden.id,
         name=name,
         kind=LOG,
-        description=description.strip(),
+        description=description,
         source_name=shown[-column_width(Run, "source_name") :],
         sha256=sha256_of(path),
         format=PROFILE_FORMAT,

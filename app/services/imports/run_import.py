@@ -60,7 +60,7 @@ from app.services.imports.clusters import (
 )
 from app.services.imports.golden_sets import ID_LIMITS, bad_input, eval_golden_set
 from app.services.imports.series import check_meta, check_series
-from app.services.names import check_name
+from app.services.names import check_description, check_name
 from app.settings import DEFAULT_KEEP_DEPTH
 
 RUN_FORMATS = ("trec", "jsonl", "parquet")
@@ -137,6 +137,7 @@ def import_run(
     the file is read. ``series`` names the configuration the run is one evaluation of, and
     ``meta`` its provenance (app.services.imports.series checks both)."""
     name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
+    description = check_description(description)
     series_name = check_series(series)
     provenance = check_meta(meta or {})
     if fmt is not None and fmt not in RUN_FORMATS:
@@ -154,7 +155,7 @@ def import_run(
         "golden_set_id": golden.id,
         "name": name,
         "kind": kind,
-        "description": description.strip(),
+        "description": description,
         # The uploaded file's name, cut to its column (the end, which has the extension).
         "source_name": source_name[-column_width(Run, "source_name") :],
         "keep_depth": keep_depth if kind != LOG else 0,  # a log run has no review, no head
