@@ -17,6 +17,7 @@ from app.eval.conventions import (
     DEFAULT_MIN_GRADE,
     MAX_CUTOFF,
 )
+from app.eval.values import INT32_MAX, INT32_MIN
 from app.http.deps import LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id
 from app.http.uploads import saved_uploads
@@ -113,7 +114,12 @@ def import_golden_set(
     form = {"name": name, "min_grade": min_grade}
     fields = Fields()
     grade = fields.integer(
-        "min_grade", min_grade, default=DEFAULT_MIN_GRADE, minimum=-10, maximum=100
+        # the service's bounds, as the API's (one rule whichever face takes the form)
+        "min_grade",
+        min_grade,
+        default=DEFAULT_MIN_GRADE,
+        minimum=INT32_MIN,
+        maximum=INT32_MAX,
     )
     try:
         if fields.errors:
