@@ -100,5 +100,15 @@ def test_bad_columns_are_a_clear_error(
         error = answer.json()["error"]
         assert error["code"] == code, error
         assert words in error["message"], error
+    # columns named for a file that has none (a TREC run): said, not ignored
+    trec = client.post(
+        f"/api/v1/golden-sets/{golden_id}/runs",
+        headers=lead.headers,
+        data={"name": "lake", "kind": "log", "columns": "qid=query_id"},
+        files={"run": ("run.trec", b"q1 Q0 d1 1 1.0 t\n")},
+    )
+    assert trec.status_code == 422, trec.text
+    assert trec.json()["error"]["code"] == "invalid_columns"
+    assert "not a Parquet file" in trec.json()["error"]["message"]
     listed = client.get(f"/api/v1/golden-sets/{golden_id}/runs", headers=lead.headers)
     assert listed.json()["total"] == 0  # nothing half-imported

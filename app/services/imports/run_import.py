@@ -28,7 +28,7 @@ from app.eval.cluster_stream import stream_log_traces
 from app.eval.errors import printable_name
 from app.eval.golden import Judgments
 from app.eval.parquet import RunColumns
-from app.eval.sources import load_log_traces
+from app.eval.sources import detect_run_format, load_log_traces
 from app.eval.streaming import (
     HeadsSent,
     QueriesNotContiguous,
@@ -77,6 +77,15 @@ def sha256_of(path: Path) -> str:
 
 #: The fields whose Parquet column a ``columns`` option may name.
 COLUMN_FIELDS = ("qid", "doc_id", "score", "rank")
+
+
+def _format_of(path: Path) -> str | None:
+    """The run format ``path``'s first bytes say (None when it cannot be read: the import
+    words that)."""
+    try:
+        return detect_run_format(path)
+    except InputError:
+        return None
 
 
 def parse_columns(text: str | None) -> RunColumns | None:
@@ -144,6 +153,12 @@ def import_run(
         raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")
     if kind not in RUN_KINDS:
         raise Invalid(f"kind must be one of {', '.join(RUN_KINDS)}", code="invalid_kind")
+    if columns is not None and fmt != "parquet" and _format_of(path) != "parquet":
+        # named for a file that has none: said, not ignored
+        raise Invalid(
+            "columns name a Parquet file's columns; this run is not a Parquet file",
+            code="invalid_columns",
+        )
     taken = session.exec(
         select(Run).where(Run.golden_set_id == golden.id, Run.name == name)
     ).first()
