@@ -130,15 +130,16 @@ def test_side_file_imports_as_a_run(
     with ids.open("rb") as f:
         made = client.post(
             f"/api/v1/golden-sets/{golden}/detector-runs/import",
-            files={"ids": ("ids.csv", f)},
+            files={"ids": ("ids\x1b.csv", f)},  # a name as a run's source is kept
             headers=lead.headers,
         )
     assert made.status_code == 201, made.text
+    assert made.json()["parameters"]["file"] == "ids?.csv"
     assert made.json()["source"] == "imported"
     assert made.json()["state"] == "applied"
     metrics = client.get(f"/api/v1/runs/{run_id}/metrics?depth=10&k=5", headers=lead.headers).json()
     assert metrics["clusters"]["detector_run"]["sentence"].endswith(
-        "(imported with ids.csv): not calibrated"
+        "(imported with ids?.csv): not calibrated"
     )
     bad = tmp_path / "bad.csv"
     bad.write_text("doc_id,cluster_id\nnot-a-doc,c1\n")

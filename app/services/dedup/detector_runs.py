@@ -32,6 +32,7 @@ from app.eval.dedup import (
     clusters_of_pairs,
     detect,
 )
+from app.eval.errors import printable_name
 from app.models import (
     JUDGED,
     DetectorRun,
@@ -398,6 +399,7 @@ def import_cluster_ids(
             f"golden set {golden.name!r} has no corpus to give cluster ids to",
             code="no_corpus",
         )
+    file_name = printable_name(file_name)[-200:]  # as a run's source name is kept
     known = set(
         session.exec(select(Document.doc_id).where(Document.golden_set_id == golden.id)).all()
     )
