@@ -156,7 +156,17 @@ def read_profile_rows(
             except pl.exceptions.PolarsError as exc:
                 message = f"not a readable CSV file ({reason_of(exc)})"
                 raise InputError(name, None, message) from None
-        frame = frame.rename({c: c.strip().lower() for c in frame.columns})
+        named = [c.strip().lower() for c in frame.columns]
+        # a name given twice: polars keeps the second as "k_duplicated_0" ("K" and "k" meet
+        # here); which one holds the counts is not for the reader to guess
+        twice = [
+            c
+            for c in PROFILE_COLUMNS
+            if named.count(c) > 1 or any(n.startswith(f"{c}_duplicated_") for n in named)
+        ]
+        if twice:
+            raise InputError(name, 1, f"the header line names column {twice[0]!r} twice")
+        frame = frame.rename(dict(zip(frame.columns, named, strict=True)))
         frame = _with_columns(frame, name, where="the header line")
         frame = frame.select(
             *PROFILE_COLUMNS, pl.int_range(2, pl.len() + 2, dtype=pl.Int64).alias("line")

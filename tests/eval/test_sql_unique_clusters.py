@@ -197,6 +197,8 @@ HEADER = "qid,k,distinct_clusters,results,clustered\n"
         (HEADER + "q1,10,8,10,5\nq1,20,10,12,4\n", 3, "clustered shrank"),
         (HEADER + "q1,10,8,10,5\nq1,20,8,12,6\n", 3, "the repeats grew by more than"),
         (HEADER + ",10,3,3,2\n", 2, "empty qid"),
+        ("qid,k,k,distinct_clusters,results,clustered\nq1,10,20,3,3,2\n", 1, "column 'k' twice"),
+        ("qid,K,k,distinct_clusters,results,clustered\nq1,10,20,3,3,2\n", 1, "column 'k' twice"),
         (HEADER + "q1,10,3,3,2\nq\x002,10,3,3,2\n", 3, "has a blank or a control character"),
         (HEADER + "q 1,10,3,3,2\n", 2, "has a blank or a control character"),
         (HEADER + "q\u00a01,10,3,3,2\n", 2, "has a blank or a control character"),
