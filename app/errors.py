@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 #: Errors that mean "the database cannot be reached or dropped the connection" (PostgreSQL
 #: restarting, a network cut, SQLite busy past its timeout, a pool with no free connection):
 #: the request may succeed if repeated, so they answer 503, never a 500 with a traceback.
+#: What a 500 says (the server log has the traceback, with the request id).
+UNEXPECTED = "an unexpected error; the server log has the details"
 DATABASE_UNAVAILABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
 #: Seconds a client should wait before repeating a request that met an unavailable database.
 RETRY_AFTER_SECONDS = 2
@@ -222,10 +224,16 @@ def install(app: FastAPI) -> None:
         ]
         return error_answer(request, 422, "validation_error", "the request is not valid", details)
 
-    async def _database_unavailable(request: Request, exc: Exception) -> Response:
+    def _database_said(exc: Exception, what: str) -> str:
+        """The database's (or its driver's) own words, their first line, logged under
+        ``what`` as a warning."""
         orig = getattr(exc, "orig", None) or exc
         first_line = (str(orig).strip().splitlines() or [""])[0]
-        log.warning("database unavailable: %s: %s", type(orig).__name__, first_line[:300])
+        log.warning("%s: %s: %s", what, type(orig).__name__, first_line[:300])
+        return first_line
+
+    async def _database_unavailable(request: Request, exc: Exception) -> Response:
+        _database_said(exc, "database unavailable")
         return _server_side(
             request,
             503,
@@ -242,9 +250,7 @@ def install(app: FastAPI) -> None:
         # A constraint the services check before writing (a name taken, a row deleted) was
         # broken by a request that committed in between: a conflict to retry, never a 500.
         # The unit of work rolled back, so nothing of this request was written.
-        orig = getattr(exc, "orig", None) or exc
-        first_line = (str(orig).strip().splitlines() or [""])[0]
-        log.warning("concurrent write refused: %s: %s", type(orig).__name__, first_line[:300])
+        _database_said(exc, "concurrent write refused")
         return error_answer(
             request,
             409,
@@ -259,15 +265,8 @@ def install(app: FastAPI) -> None:
         # said so. Any other DataError is a bug: logged with its traceback, a 500.
         if not refused_value(exc):
             log.error("unexpected database error", exc_info=exc)
-            return _server_side(
-                request,
-                500,
-                "internal_error",
-                "an unexpected error; the server log has the details",
-            )
-        orig = getattr(exc, "orig", None) or exc
-        first_line = (str(orig).strip().splitlines() or [""])[0]
-        log.warning("value refused by the database: %s: %s", type(orig).__name__, first_line[:300])
+            return _server_side(request, 500, "internal_error", UNEXPECTED)
+        first_line = _database_said(exc, "value refused by the database")
         return error_answer(
             request,
             400,
@@ -279,9 +278,7 @@ def install(app: FastAPI) -> None:
     async def _internal(request: Request, exc: Exception) -> Response:
         # Runs in Starlette's outermost middleware, which then re-raises: the server logs
         # the traceback (with the request id); the client gets the error body, no traceback.
-        return _server_side(
-            request, 500, "internal_error", "an unexpected error; the server log has the details"
-        )
+        return _server_side(request, 500, "internal_error", UNEXPECTED)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
