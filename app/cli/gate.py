@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from app.cli.params import convention_options, golden_options
+from app.cli.params import convention_options, golden_options, parquet_column_options
 
 if TYPE_CHECKING:
     from app.eval.gate import GateResult, MovedDocument
@@ -122,15 +122,16 @@ def table(result: GateResult) -> str:
     "baseline_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="The baseline run (TREC or JSONL, plain or .gz).",
+    help="The baseline run (TREC, JSONL or Parquet, plain or .gz).",
 )
 @click.option(
     "--run",
     "run_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="The new run (TREC or JSONL, plain or .gz).",
+    help="The new run (TREC, JSONL or Parquet, plain or .gz).",
 )
+@parquet_column_options
 @click.option(
     "--depth",
     type=click.IntRange(min=1),
@@ -189,6 +190,10 @@ def gate_command(
     k: int,
     max_drop: float,
     max_new_misses: int | None,
+    qid_column: str,
+    doc_column: str,
+    score_column: str,
+    rank_column: str,
     gain: str,
     min_grade: int,
     all_judged_queries: bool,
@@ -214,6 +219,9 @@ def gate_command(
     )
     from app.eval.conventions import CutoffError, Gain, Order, check_cutoffs
     from app.eval.gate import gate
+    from app.eval.parquet import RunColumns
+
+    columns = RunColumns(qid=qid_column, doc_id=doc_column, score=score_column, rank=rank_column)
 
     try:
         check_cutoffs(k=k, depth=depth)
@@ -229,7 +237,7 @@ def gate_command(
         paths = resolve_golden(qrels_path, queries=queries_path)
         golden = load_golden(paths.qrels, queries=paths.queries, min_grade=min_grade)
         runs = [
-            load_run(path, golden, name=name, order=conventions.order)
+            load_run(path, golden, name=name, order=conventions.order, columns=columns)
             for name, path in (("baseline", baseline_path), ("run", run_path))
         ]
     except InputError as exc:

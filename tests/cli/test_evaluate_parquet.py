@@ -85,3 +85,16 @@ def test_a_column_named_for_two_fields_or_missing_is_said(files: dict[str, Path]
     wrong = evaluate_cli(*common, "--run-format", "parquet", "--qid-column", "query_id")
     assert wrong.returncode == 2
     assert "no column 'doc_id'" in wrong.stderr
+
+
+def test_the_gate_reads_parquet_runs_by_their_column_names(files: dict[str, Path]) -> None:
+    """``misstriage gate`` over a baseline and a run kept in a lake: the text runs' answer."""
+    common = ["gate", "--qrels", files["qrels"], "--format", "json", "--depth", "10", "--k", "5"]
+    text = evaluate_cli(*common, "--baseline", files["trec"], "--run", files["trec"])
+    lake = evaluate_cli(
+        *common, "--baseline", files["parquet"], "--run", files["parquet"], *COLUMNS
+    )
+    assert text.returncode == 0, text.stderr
+    assert lake.returncode == 0, lake.stderr
+    assert json.loads(lake.stdout) == json.loads(text.stdout)
+    assert json.loads(lake.stdout)["measures"]  # the figures are there to compare
