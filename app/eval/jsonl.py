@@ -104,6 +104,9 @@ def _identifier(value: Any, *, source: str, line: int, field: str, limit: int | 
             source, line, f'"{field}" must be a string or an integer, got {_kind(value)}'
         )
     text = str(value)
+    # the length first: it costs nothing, where the checks below read every character (a
+    # Parquet file can hand the same megabyte id over on every row)
+    _check_length(text, limit, source=source, line=line, what=f'"{field}"')
     _check_unicode(text, source=source, line=line, field=field)
     if not text or any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
         raise InputError(
@@ -111,7 +114,6 @@ def _identifier(value: Any, *, source: str, line: int, field: str, limit: int | 
             line,
             f'"{field}" {shorten(text)} is empty or contains whitespace or control bytes',
         )
-    _check_length(text, limit, source=source, line=line, what=f'"{field}"')
     return text
 
 

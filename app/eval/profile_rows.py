@@ -48,6 +48,7 @@ from app.eval.conventions import MAX_CUTOFF
 from app.eval.errors import InputError, shorten
 from app.eval.parquet import (
     FORBIDDEN_IN_ID,
+    MAX_PARQUET_ID_BYTES,
     PARQUET_MAGIC,
     check_expansion,
     parquet_schema,
@@ -130,6 +131,16 @@ def _parquet_rows(path: Path, name: str) -> pl.DataFrame:
         dtype = frame.schema[column]
         if not (dtype == pl.String or dtype.is_numeric() or dtype == pl.Categorical):
             raise InputError(name, None, f"column {column!r} holds {dtype}, not text or numbers")
+    # a query id as long as a Parquet run's may be: one value shared by every row is held
+    # once, and each check below would read it again for each row
+    long = frame.with_row_index("row", offset=1).filter(
+        pl.col("qid").cast(pl.String).str.len_bytes() > MAX_PARQUET_ID_BYTES
+    )
+    if long.height:
+        located = _Located(name, "parquet")
+        raise located.error(
+            int(long.item(0, "row")), f"a query id longer than {MAX_PARQUET_ID_BYTES:,} bytes"
+        )
     return frame.select(
         *(pl.col(c).cast(pl.String) for c in PROFILE_COLUMNS),
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("line"),

@@ -307,8 +307,12 @@ def test_an_id_longer_than_the_limit_is_refused_and_not_echoed(write_file: Write
 def test_a_huge_bad_value_is_not_echoed(write_file: WriteFile) -> None:
     huge = "z " * 50_000
     path = write_file("ids.jsonl", json.dumps({"doc_id": huge, "cluster_id": "c"}) + "\n")
-    error = assert_error(path, 1, "is empty or contains whitespace")
+    # within the length limit, so that the blanks are what is refused (a longer id is
+    # refused for its length first, and not echoed either)
+    error = assert_error(path, 1, "is empty or contains whitespace", max_id_chars=200_000)
     assert len(str(error)) < 1_000
+    too_long = assert_error(path, 1, "is 99,999 characters long (at most 300)")
+    assert len(str(too_long)) < 1_000
 
 
 @pytest.mark.parametrize(

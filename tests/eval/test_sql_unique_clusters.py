@@ -337,3 +337,25 @@ def test_a_gzip_parquet_profile_is_read_as_the_plain_one(tmp_path: Path) -> None
     want = read_profile_rows(plain)
     assert (read.rows, read.format, read.ks) == (want.rows, "parquet", want.ks)
     assert read.traces == want.traces
+
+
+def test_a_parquet_profiles_query_id_is_at_most_as_long_as_a_runs(tmp_path: Path) -> None:
+    """A Parquet file holds one long value shared by every row once: a query id past a
+    Parquet run's bound is refused at once, naming the row, before any check reads it."""
+    from app.eval.parquet import MAX_PARQUET_ID_BYTES
+
+    path = tmp_path / "profile.parquet"
+    rows = 2_000
+    qids = pl.Series(["q1", "q" * (MAX_PARQUET_ID_BYTES + 1)]).gather([0] + [1] * (rows - 1))
+    pl.DataFrame(
+        {
+            "qid": qids,
+            "k": [10] * rows,
+            "distinct_clusters": [10] * rows,
+            "results": [10] * rows,
+            "clustered": [0] * rows,
+        }
+    ).write_parquet(path)
+    with pytest.raises(InputError) as caught:
+        read_profile_rows(path, source="profile.parquet")
+    assert caught.value.message.startswith("row 2: a query id longer than 1,200 bytes")
