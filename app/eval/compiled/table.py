@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.eval.compiled import compiled, inlined
-from app.eval.compiled.scan import id_hash, same, word_of
+from app.eval.compiled.scan import id_hash, prefetch, same, word_of
 
 #: A document's record (``corpus_table``): eight 64-bit words, one cache line, all that a
 #: line of a log needs of it: its id's length and first 32 bytes, its cluster's number (0:
@@ -100,13 +100,23 @@ def lookup(
         slot = (slot + np.uint64(1)) & mask
 
 
+#: How many hashes ahead ``add_new`` asks for a slot.
+ADD_AHEAD = 16
+
+
 @compiled
 def add_new(slots: np.ndarray, hashes: np.ndarray) -> int:
     """Add ``hashes`` (64-bit, 0 read as 1) to the open-addressing set ``slots`` (0: empty;
     a power of two long, kept at most half full by the caller): the number added, or -1 as
-    soon as one is there already (added before, or earlier in ``hashes``)."""
+    soon as one is there already (added before, or earlier in ``hashes``). The slot of the
+    hash ``ADD_AHEAD`` on is asked for while this one is added: a log's set of queries is
+    larger than a core's caches (5M random hashes into 16M slots: 0.056 s against 0.075,
+    measured)."""
     mask = np.uint64(len(slots) - 1)
-    for i in range(len(hashes)):
+    n = len(hashes)
+    for i in range(n):
+        if i + ADD_AHEAD < n:
+            prefetch(slots, np.intp(hashes[i + ADD_AHEAD] & mask))  # type: ignore[call-arg]
         h = hashes[i]
         if h == 0:
             h = np.uint64(1)
