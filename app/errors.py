@@ -277,8 +277,12 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> Response:
         # Runs in Starlette's outermost middleware, which then re-raises: the server logs
-        # the traceback (with the request id); the client gets the error body, no traceback.
-        return _server_side(request, 500, "internal_error", UNEXPECTED)
+        # the traceback (with the request id) and closes the connection, which the answer
+        # says (a client keeping it alive would otherwise send its next request into it);
+        # the client gets the error body, no traceback.
+        return _server_side(
+            request, 500, "internal_error", UNEXPECTED, headers={"Connection": "close"}
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:

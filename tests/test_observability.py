@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+import socket
+import threading
+import time
 from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
@@ -141,6 +145,44 @@ def test_an_unexpected_error_answers_500_with_the_request_id(
     assert "Traceback" not in answer.text
     [line] = [line for line in access_lines(caplog) if line["request_id"] == "req-boom"]
     assert line["status"] == 500
+
+
+def test_an_unexpected_error_says_the_connection_closes(settings: Settings, engine: Engine) -> None:
+    """uvicorn closes a connection after an error it was handed (Starlette re-raises it once
+    answered): the 500 says so (``Connection: close``), on the wire of a real server, and
+    the connection is closed after it; the next request on a new one is answered."""
+    app = create_app(settings, engine)
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    app.add_api_route("/api/v1/boom", boom)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            raw.sendall(b"GET /api/v1/boom HTTP/1.1\r\nHost: t\r\nAccept: application/json\r\n\r\n")
+            received = b""
+            while chunk := raw.recv(65536):  # until the server closes the connection
+                received += chunk
+        head, _, body = received.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 500")
+        assert b"connection: close" in head.lower()
+        assert json.loads(body)["error"]["code"] == "internal_error"
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            assert client.get("/api/v1/boom").headers["connection"] == "close"
+            assert client.get("/healthz").status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
 
 
 def test_serve_writes_json_lines(database_url: str, tmp_path: Path) -> None:
