@@ -157,6 +157,7 @@ def test_an_unexpected_error_says_the_connection_closes(settings: Settings, engi
         raise RuntimeError("boom")
 
     app.add_api_route("/api/v1/boom", boom)
+    app.add_api_route("/boom", boom)  # a page's route: a browser gets the error page
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="off")
     )
@@ -179,6 +180,10 @@ def test_an_unexpected_error_says_the_connection_closes(settings: Settings, engi
         assert json.loads(body)["error"]["code"] == "internal_error"
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             assert client.get("/api/v1/boom").headers["connection"] == "close"
+            page = client.get("/boom", headers={"Accept": "text/html"})
+            assert page.status_code == 500
+            assert page.headers["content-type"].startswith("text/html")
+            assert page.headers["connection"] == "close"
             assert client.get("/healthz").status_code == 200
     finally:
         server.should_exit = True
