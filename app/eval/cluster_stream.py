@@ -395,7 +395,8 @@ def stream_log_traces(
 def warm() -> None:
     """Compile the compiled paths ahead (numba keeps what it compiles on disk): a tiny log
     in each format and order, and a tiny corpus, so that the first large log is not kept
-    waiting (``make install``, the image). Raises if a path declined its own input."""
+    waiting (``make install``, the image); and evaluate's pass, built ahead of time. Raises
+    if a path declined its own input."""
     import tempfile
 
     from app.eval.cluster_corpus import read_compiled
@@ -443,3 +444,6 @@ def warm() -> None:
                 tallied = tally_log(folder / name, corpus, (1, 2), order=order, compiled_from=0)
                 if not tallied.streamed:
                     raise RuntimeError(f"{name} was not streamed")
+    from app.eval.ranks_fast import build_ahead
+
+    build_ahead()  # evaluate's pass, built ahead of time (app.eval.aot)

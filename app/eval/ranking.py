@@ -214,11 +214,55 @@ def finish_ranking(
 ) -> RankedRun:
     """The run of its ranked ``parts`` (disjoint queries) and its report (``lines`` read);
     an InputError when it answers none of the golden queries."""
-    per_query = pl.concat([p.per_query for p in parts])
+    judged = pl.concat([p.judged for p in parts]) if len(parts) > 1 else parts[0].judged
+    return ranked_run(
+        RankCounts(
+            per_query=pl.concat([p.per_query for p in parts]),
+            dropped_per_query={q: n for p in parts for q, n in p.dropped_per_query.items()},
+            unknown_queries=sum(p.unknown_queries for p in parts),
+            unknown_lines=sum(p.unknown_lines for p in parts),
+            judged=judged.sort("qid", "rank") if len(parts) > 1 else judged,
+        ),
+        golden,
+        order=order,
+        name=name,
+        source=source,
+        fmt=fmt,
+        lines=lines,
+    )
+
+
+@dataclass(frozen=True)
+class RankCounts:
+    """What a run's report and ranking are made of, however the run was read."""
+
+    #: qid, n: the lines of every query of the run, known or not
+    per_query: pl.DataFrame
+    #: the repeated lines dropped, per query that has some
+    dropped_per_query: dict[str, int]
+    unknown_queries: int
+    unknown_lines: int
+    #: qid, doc_id, grade, rank of the judged documents returned, sorted by qid and rank
+    judged: pl.DataFrame
+
+
+def ranked_run(
+    counts: RankCounts,
+    golden: Judgments,
+    *,
+    order: Order,
+    name: str,
+    source: str,
+    fmt: str,
+    lines: int,
+) -> RankedRun:
+    """The run of its ``counts`` and its report (``lines`` read); an InputError when it
+    answers none of the golden queries."""
+    per_query = counts.per_query
     known = pl.concat(
         [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
     ).unique()
-    dropped_per_query = {q: n for p in parts for q, n in p.dropped_per_query.items()}
+    dropped_per_query = counts.dropped_per_query
     retrieved = {
         qid: n - dropped_per_query.get(qid, 0)
         for qid, n in per_query.filter(pl.col("qid").is_in(known.implode())).iter_rows()
@@ -227,9 +271,7 @@ def finish_ranking(
     absent = [qid for qid in evaluated if qid not in retrieved]
     if lines and evaluated and len(absent) == len(evaluated):
         raise InputError(source, None, _no_match(per_query.get_column("qid"), evaluated))
-    duplicates = sum(p.dropped.len() for p in parts)
-    unknown = sum(p.unknown_queries for p in parts)
-    unknown_lines = sum(p.unknown_lines for p in parts)
+    duplicates = sum(dropped_per_query.values())
     report = RunReport(
         source=source,
         format=fmt,
@@ -237,19 +279,14 @@ def finish_ranking(
         lines=lines,
         queries=per_query.height,
         duplicates_dropped=duplicates,
-        unknown_queries=unknown,
-        unknown_query_lines=unknown_lines,
+        unknown_queries=counts.unknown_queries,
+        unknown_query_lines=counts.unknown_lines,
         golden_queries_absent=len(absent),
         golden_queries_absent_ids=absent,
-        warnings=_warnings(len(absent), unknown, unknown_lines, duplicates),
+        warnings=_warnings(len(absent), counts.unknown_queries, counts.unknown_lines, duplicates),
     )
-    judged = pl.concat([p.judged for p in parts]) if len(parts) > 1 else parts[0].judged
     return RankedRun(
-        name=name,
-        order=order,
-        judged=judged.sort("qid", "rank") if len(parts) > 1 else judged,
-        retrieved=retrieved,
-        report=report,
+        name=name, order=order, judged=counts.judged, retrieved=retrieved, report=report
     )
 
 

@@ -16,6 +16,7 @@ from app.eval.golden import IdLimits, Judgments
 from app.eval.jsonl import read_jsonl_run
 from app.eval.parquet import PARQUET_MAGIC, RunColumns, read_parquet_run
 from app.eval.ranking import RankedRun, RunReport, rank_every_query, rank_log_run, rank_run
+from app.eval.ranks_fast import rank_compiled
 from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn, plain_file
 from app.eval.trec import read_trec_run
 from app.eval.values import check_length
@@ -69,7 +70,16 @@ def load_run(
 
     With ``id_limits`` (a store's column widths), a longer id is an error naming its line.
     With a ``corpus``, the cluster traces of every query of the run, judged or not.
-    ``columns``: a Parquet file's columns of each field."""
+    ``columns``: a Parquet file's columns of each field.
+
+    A plain TREC run whose ranking alone is asked for is read by the compiled pass when it
+    is built (``app.eval.ranks_fast``), else as any other."""
+    if id_limits is None and corpus is None and not keep_results and _is_trec(path, fmt):
+        ranked = rank_compiled(path, golden, order=order, name=name, source=str(path))
+        if ranked is not None:
+            if progress is not None:
+                progress(path.stat().st_size)
+            return ranked
     frame, detail = _read_run_frame(path, order=order, fmt=fmt, progress=progress, columns=columns)
     check_ids(frame, path, id_limits)
     return rank_run(
@@ -82,6 +92,11 @@ def load_run(
         keep_results=keep_results,
         corpus=corpus,
     )
+
+
+def _is_trec(path: Path, fmt: str | None) -> bool:
+    """Whether ``path`` is read as a TREC run (``fmt``, or its first bytes)."""
+    return (fmt or detect_run_format(path)) == "trec"
 
 
 def check_ids(frame: pl.DataFrame, path: Path, id_limits: IdLimits | None) -> None:

@@ -1,0 +1,76 @@
+"""Builds ``ranks``' passes ahead of time (numba's AOT compiler) into the module
+``app.eval.aot.load_ranks`` loads: the signatures of its exports are written here, once."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, cast
+
+from app.eval.aot import RANKS_MODULE, cache_folder, module_file
+from app.eval.compiled import ranks
+
+#: golden_tables(qids, q_offsets, docs, d_offsets, j_query)
+GOLDEN_TABLES = (
+    "Tuple((i8[::1], u8[::1], i8[::1], i8[::1]))(u1[::1], i8[::1], u1[::1], i8[::1], i8[::1])"
+)
+#: rank_block(buf, n, sep, order, final, long_ok, lines, the golden set's nine arrays,
+#: queries, nq, targets, nt, names, nn)
+RANK_BLOCK = (
+    "Tuple((i8, i8, i8[:, ::1], i8, i8[:, ::1], i8, u1[::1], i8))"
+    "(u1[::1], i8, i8, i8, b1, b1, i8[:, ::1],"
+    " u1[::1], i8[::1], i8[::1], u1[::1], i8[::1], i8[::1], u8[::1], i8[::1], i8[::1],"
+    " i8[:, ::1], i8, i8[:, ::1], i8, u1[::1], i8)"
+)
+
+
+def _without_gil() -> type:
+    from numba.core.compiler import Flags
+
+    class WithoutGil(Flags):
+        def __init__(self, *copied: Flags) -> None:
+            super().__init__(*copied)  # type: ignore[no-untyped-call]  # (copies: their own)
+            if not copied:
+                flags: Any = self
+                flags.release_gil = True
+                flags.error_model = "numpy"
+
+    return WithoutGil
+
+
+def build() -> Path:
+    """Build the module into this source's cache folder (written aside, then renamed into
+    place: a process loading it never finds half a file); its path. Takes about a minute."""
+    from numba.pycc import cc as pycc_cc
+    from numba.pycc import compiler as pycc_compiler
+
+    patched: Any = pycc_compiler
+
+    folder = cache_folder()
+    if folder is None:
+        raise RuntimeError("no folder to keep the compiled passes in (see app.eval.aot)")
+    target = module_file(Path(folder))
+    target.parent.mkdir(mode=0o700, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        cc = cast(Any, pycc_cc).CC(RANKS_MODULE)
+        cc.output_dir = tmp
+        cc.verbose = False
+        cc.export("golden_tables", GOLDEN_TABLES)(cast(Any, ranks.golden_tables).py_func)
+        cc.export("rank_block", RANK_BLOCK)(cast(Any, ranks.rank_block).py_func)
+        plain = patched.Flags
+        # The exports' wrappers let go of the GIL, as ``compiled`` functions do (numba's AOT
+        # compiler has no option for it: its flags are set here): two threads rank two
+        # halves of a run at once.
+        patched.Flags = _without_gil()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # numba's notice that its AOT compiler moves
+                cc.compile()
+        finally:
+            patched.Flags = plain
+        built = Path(tmp) / target.name
+        os.chmod(built, 0o755)
+        os.replace(built, target)
+    return target

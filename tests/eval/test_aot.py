@@ -1,0 +1,87 @@
+"""The pass built ahead of time (app.eval.aot) is loaded only from this source's folder, one
+only its user may write to, and never when switched off; loading it loads no numba."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.eval import aot
+
+
+@pytest.fixture
+def built() -> Path:
+    """The module ``make install`` built (``cluster_stream.warm``); in CI its absence fails."""
+    aot.load_ranks.cache_clear()
+    module = aot.load_ranks()
+    aot.load_ranks.cache_clear()
+    if module is None or module.__file__ is None:
+        message = "the compiled ranking is not built: make install (app.eval.aot)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return Path(module.__file__)
+
+
+def _placed(built: Path, base: Path, digest: str, mode: int) -> Path:
+    folder = base / digest
+    (folder / "aot").mkdir(parents=True)
+    shutil.copy2(built, folder / "aot" / built.name)
+    folder.chmod(mode)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("digest", "mode", "loads"),
+    [
+        ("this source", 0o700, True),
+        ("this source", 0o777, False),  # another user could have put code there
+        ("0123456789abcdef", 0o700, False),  # built from another source
+    ],
+)
+def test_the_module_is_loaded_from_its_own_folder_only(
+    built: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    digest: str,
+    mode: int,
+    loads: bool,
+) -> None:
+    name = aot.source_digest() if digest == "this source" else digest
+    _placed(built, tmp_path, name, mode)
+    monkeypatch.setattr(aot, "_bases", lambda: [tmp_path])
+    aot.load_ranks.cache_clear()
+    try:
+        module = aot.load_ranks()
+        assert (module is not None) is loads
+        if module is not None:
+            assert Path(str(module.__file__)).is_relative_to(tmp_path)
+            assert callable(module.rank_block)
+    finally:
+        aot.load_ranks.cache_clear()
+
+
+def test_switched_off(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MISSTRIAGE_AOT", "0")
+    aot.load_ranks.cache_clear()
+    try:
+        assert aot.load_ranks() is None
+    finally:
+        aot.load_ranks.cache_clear()
+
+
+def test_loading_it_loads_no_numba(built: Path) -> None:
+    """The point of building ahead of time: evaluate starts without numba."""
+    code = (
+        "import sys; from app.eval.aot import load_ranks; "
+        "assert load_ranks() is not None; print('numba' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"
