@@ -46,7 +46,7 @@ def rank_compiled(
     """The ranked run of the TREC run at ``path``, as ``ranking.rank_run`` ranks it, or
     None (see the module)."""
     module = load_ranks()
-    if module is None:
+    if module is None or not path.is_file():  # a pipe is read once, by the careful reader
         return None
     with path.open("rb") as handle:
         head = handle.read(4096)
@@ -260,17 +260,32 @@ def _ranked(
 
 
 def build_ahead() -> None:
-    """Build the pass ahead of time (``make install``, the image: ``cluster_stream.warm``)
-    and check that it loads and ranks a tiny run as the careful path does; raises if not."""
+    """Build the pass ahead of time unless this source's is built (``make install``, the
+    image: ``cluster_stream.warm``), and check that it loads and ranks a tiny run as the
+    careful path does; raises if it does not. Where it cannot be built (no C compiler: numba's
+    AOT compiler needs one), logs so and leaves every run to the careful reader."""
+    import logging
     import tempfile
 
-    from app.eval.compiled.aot_build import build
     from app.eval.golden import golden_from_frame
     from app.eval.ranking import rank_run
     from app.eval.trec import read_trec_run
 
-    build()
     load_ranks.cache_clear()
+    if load_ranks() is None:
+        from app.eval.compiled.aot_build import build
+
+        try:
+            build()
+        except Exception as exc:  # the compiler's and the linker's errors, whatever they are
+            logging.getLogger(__name__).warning(
+                "evaluate's compiled pass was not built (%s: %s); runs are read by the "
+                "careful reader, with the same figures",
+                type(exc).__name__,
+                str(exc)[:200],
+            )
+            return
+        load_ranks.cache_clear()
     golden = golden_from_frame(
         pl.DataFrame({"qid": ["q1", "q1", "q2"], "doc_id": ["d2", "d9", "d1"], "grade": [1, 2, 1]})
     )

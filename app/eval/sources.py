@@ -39,13 +39,18 @@ def _head(path: Path, size: int = 4096) -> bytes:
     return head.removeprefix(BOM)
 
 
+def check_regular_file(path: Path) -> None:
+    """An InputError unless ``path`` is a file: not a directory, and not a pipe either (a
+    run is read more than once: its first bytes, then its lines)."""
+    if not path.is_file():
+        what = "not a file (a directory?)" if path.is_dir() else "not a regular file (a pipe?)"
+        raise InputError(path, None, "file not found" if not path.exists() else what)
+
+
 def detect_run_format(path: Path) -> str:
     """``parquet`` for a Parquet file, ``jsonl`` when the first non-blank character is ``{``,
     else ``trec``."""
-    if not path.is_file():
-        raise InputError(
-            path, None, "file not found" if not path.exists() else "not a file (a directory?)"
-        )
+    check_regular_file(path)
     head = _head(path)
     if head.startswith(PARQUET_MAGIC):
         return "parquet"
@@ -136,6 +141,7 @@ def _read_run_frame(
     """A run file's rows (qid, doc_id, score, and the rank column under ``order=rank``) and
     the format read, for both readers: with a golden set and without. ``columns``: the
     Parquet columns of each field (default: their own names)."""
+    check_regular_file(path)
     fmt = fmt or detect_run_format(path)
     if fmt not in RUN_FORMATS:
         raise InputError(

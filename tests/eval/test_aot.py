@@ -85,3 +85,24 @@ def test_loading_it_loads_no_numba(built: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_a_pass_that_cannot_be_built_leaves_runs_to_the_careful_reader(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No C compiler (numba's AOT compiler needs one): ``make install`` goes on, and says so."""
+    from app.eval import ranks_fast
+    from app.eval.compiled import aot_build
+
+    def no_compiler() -> Path:
+        raise OSError("gcc: command not found")
+
+    monkeypatch.setattr(aot_build, "build", no_compiler)
+    monkeypatch.setenv("MISSTRIAGE_AOT", "0")
+    aot.load_ranks.cache_clear()
+    try:
+        with caplog.at_level("WARNING"):
+            ranks_fast.build_ahead()
+    finally:
+        aot.load_ranks.cache_clear()
+    assert "not built (OSError: gcc: command not found)" in caplog.text

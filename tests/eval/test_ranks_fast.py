@@ -336,3 +336,15 @@ def test_a_large_run_is_read_in_two_halves(tmp_path: Path, monkeypatch: pytest.M
         _assert_same(_fast(path, golden, order), _careful(path, golden, order))
     assert len(cuts) == len(ORDERS)
     assert None not in cuts
+
+
+def test_a_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A named pipe can be read once, and a run is read more than once (its first bytes,
+    then its lines): refused at once, by both paths, whatever the format said."""
+    golden = golden_from_frame(pl.DataFrame({"qid": ["q1"], "doc_id": ["d2"], "grade": 1}))
+    pipe = tmp_path / "pipe.trec"
+    os.mkfifo(pipe)
+    assert _fast(pipe, golden, Order.TREC_EVAL) is None
+    for fmt in (None, "trec", "jsonl", "parquet"):
+        with pytest.raises(InputError, match="not a regular file"):
+            load_run(pipe, golden, name="run", fmt=fmt)

@@ -43,8 +43,10 @@ def _without_gil() -> type:
 def build() -> Path:
     """Build the module into this source's cache folder (written aside, then renamed into
     place: a process loading it never finds half a file); its path. Takes about a minute."""
-    from numba.pycc import cc as pycc_cc
-    from numba.pycc import compiler as pycc_compiler
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba's notice that its AOT compiler will move
+        from numba.pycc import cc as pycc_cc
+        from numba.pycc import compiler as pycc_compiler
 
     patched: Any = pycc_compiler
 
@@ -66,7 +68,7 @@ def build() -> Path:
         patched.Flags = _without_gil()
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # numba's notice that its AOT compiler moves
+                warnings.simplefilter("ignore")
                 cc.compile()
         finally:
             patched.Flags = plain
