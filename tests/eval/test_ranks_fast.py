@@ -18,7 +18,7 @@ import gzip
 import os
 import random
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import polars as pl
 import pytest
@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from app.eval import ranks_fast
+from app.eval import ranks_fast, sources
 from app.eval.aot import load_ranks
 from app.eval.conventions import Order
 from app.eval.errors import InputError
@@ -198,9 +198,10 @@ def test_crlf_blank_lines_tabs_and_no_last_line_feed(tmp_path: Path) -> None:
             _assert_same(_fast(path, golden, order), _careful(path, golden, order))
 
 
-def test_what_the_pass_declines(tmp_path: Path) -> None:
+def test_what_the_pass_declines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Interleaved queries, non-ASCII ids, gzip, an empty file, a bad line: declined (None);
     ``load_run`` then reads the file the careful way, with the same answer or error."""
+    monkeypatch.setattr(sources, "COMPILED_FROM_BYTES", 0)
     golden = golden_from_frame(
         pl.DataFrame({"qid": ["q1", "q2"], "doc_id": ["d1", "d1"], "grade": 1})
     )
@@ -348,3 +349,31 @@ def test_a_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
     for fmt in (None, "trec", "jsonl", "parquet"):
         with pytest.raises(InputError, match="not a regular file"):
             load_run(pipe, golden, name="run", fmt=fmt)
+
+
+def test_load_run_takes_the_pass_from_its_size_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below ``COMPILED_FROM_BYTES`` the careful reader reads the run (loading numpy for the
+    pass would take longer); from it on, the pass, with the careful reader's answer."""
+    calls: list[Path] = []
+    rank_compiled = ranks_fast.rank_compiled
+
+    def counted(path: Path, *args: Any, **kwargs: Any) -> RankedRun | None:
+        calls.append(path)
+        return rank_compiled(path, *args, **kwargs)
+
+    monkeypatch.setattr(ranks_fast, "rank_compiled", counted)
+    rng = random.Random(5)
+    golden = _golden(rng, 40)
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(_lines(rng, 40)) + "\n")
+    careful = _careful(path, golden, Order.TREC_EVAL)
+    _assert_same(load_run(path, golden, name="run"), careful)
+    assert calls == []
+    monkeypatch.setattr(sources, "COMPILED_FROM_BYTES", path.stat().st_size)
+    _assert_same(load_run(path, golden, name="run"), careful)
+    assert calls == [path]
+    # the head of each ranking kept (the service, clusters): the careful reader
+    _assert_same(load_run(path, golden, name="run", keep_results=True), careful)
+    assert calls == [path]
