@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 
 class Diagnosis(StrEnum):
@@ -71,6 +72,7 @@ def _num(value: float) -> str:
     return f"{value:.2f}"
 
 
+@lru_cache(maxsize=4096)
 def diagnose(
     recall_at_depth: float,
     ndcg_cand_at_k: float | None,
@@ -88,6 +90,9 @@ def diagnose(
     the index was there to be found); without evidence, candidate generation when
     nDCG_cand@k is high and ingestion (a guess, said so) when it is low too. nDCG_cand@k is
     None when no relevant document is inside the top depth: that counts as low.
+
+    Kept for the numbers that come back (a run's queries share a few recalls and nDCGs:
+    0, 0.5, 1): the verdicts are immutable.
     """
     high_recall = recall_at_depth >= thresholds.recall
     high_ndcg = ndcg_cand_at_k is not None and ndcg_cand_at_k >= thresholds.ndcg

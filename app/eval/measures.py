@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from app.eval.conventions import Gain
 
@@ -90,6 +91,14 @@ def dcg_at(relevant: Judged, k: int, gain: Gain) -> float:
 def ideal_dcg_at(grades: Iterable[int], k: int, gain: Gain) -> float:
     """IDCG@k = sum over i = 1..k of the i-th highest gain / log2(i + 1)."""
     _check_cutoff(k)
+    return _ideal_dcg(tuple(grades), k, gain)
+
+
+@lru_cache(maxsize=4096)
+def _ideal_dcg(grades: tuple[int, ...], k: int, gain: Gain) -> float:
+    """``ideal_dcg_at``, kept for the grades that come back: most queries of a golden set
+    share their grades (MS MARCO's: one document of grade 1), and a run's evaluation asks
+    for each query's ideal twice."""
     gains = sorted((gain_value(g, gain) for g in grades), reverse=True)[:k]
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
 
