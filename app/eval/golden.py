@@ -77,6 +77,12 @@ class Judgments:
     def evaluated_qids(self) -> list[str]:
         return self.relevant.get_column("qid").unique(maintain_order=True).to_list()
 
+    @property
+    def known_qids(self) -> pl.Series:
+        """Every query of the golden set, judged or with a text, once each (judged first)."""
+        texts = pl.Series(list(self.queries), dtype=pl.String)
+        return pl.concat([self.judgments.get_column("qid"), texts]).unique(maintain_order=True)
+
     def query_text(self, qid: str) -> str | None:
         return self.queries.get(qid)
 

@@ -158,9 +158,7 @@ def rank_part(frame: pl.DataFrame, golden: Judgments, order: Order) -> RankedPar
         per_query = groups.per_query()
     else:
         per_query = frame.lazy().group_by("qid").agg(pl.len().alias("n")).collect(engine=_STREAMING)
-    known = pl.concat(
-        [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
-    ).unique()
+    known = golden.known_qids
     is_known = pl.col("qid").is_in(known.implode())
     unknown = per_query.filter(~is_known)
     dropped = repeated_lines_small(frame) if small else repeated_lines(frame)
@@ -259,9 +257,7 @@ def ranked_run(
     """The run of its ``counts`` and its report (``lines`` read); an InputError when it
     answers none of the golden queries."""
     per_query = counts.per_query
-    known = pl.concat(
-        [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
-    ).unique()
+    known = golden.known_qids
     dropped_per_query = counts.dropped_per_query
     retrieved = {
         qid: n - dropped_per_query.get(qid, 0)

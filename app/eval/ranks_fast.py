@@ -111,9 +111,7 @@ def _golden_arrays(
     """The golden set's queries (numbered in this order), its judgments (qid, doc_id, grade,
     q: its query's number; numbered in this order) and ``compiled.ranks.golden_tables``'
     arrays, in the order ``rank_block`` takes them."""
-    known = pl.concat(
-        [golden.judgments.get_column("qid"), pl.Series(list(golden.queries), dtype=pl.String)]
-    ).unique(maintain_order=True)
+    known = golden.known_qids
     numbered = pl.DataFrame({"qid": known}).with_row_index("q")
     judgments = (
         golden.judgments.select("qid", "doc_id", "grade")

@@ -38,29 +38,11 @@ from app.eval.parquet import MAX_PARQUET_ID_BYTES, RunColumns
 from app.eval.sources import load_log_run
 from app.eval.streaming import QueriesNotContiguous
 from tests.support.cluster_logs import random_corpus
+from tests.support.scores import SCORES
 
 KS_CASES = [(1,), (3, 5, 10, 20), (2, 40)]
 PARQUET_COLUMNS = RunColumns(qid="query", doc_id="doc", score="bm25", rank="position")
 FORMATS = {"trec": "trec", "gzip": "trec", "jsonl": "jsonl-hits", "parquet": "parquet"}
-#: scores a log may hold: ties among them, long decimals that one double holds twice
-#: (0.1 and 0.10000000000000001), exponents, zeros of both signs
-SCORES = [
-    "3",
-    "2.5",
-    "2.50",
-    "0.1",
-    "0.10000000000000001",
-    "0.30000000000000004",
-    "0.123456789012345678",
-    "1e-3",
-    "0.001",
-    "2.5E+2",
-    "250",
-    "-0.0",
-    "0",
-    "-1.75",
-    "123456789.123456789",
-]
 
 
 def _log_rows(rng: random.Random, queries: int = 200) -> list[tuple[str, str, int, str]]:

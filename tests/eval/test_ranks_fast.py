@@ -34,25 +34,9 @@ from app.eval.golden import Judgments, golden_from_frame
 from app.eval.ranking import RankedRun, rank_run
 from app.eval.sources import load_run
 from app.eval.trec import read_trec_run
+from tests.support.scores import SCORES
 
 ORDERS = [Order.TREC_EVAL, Order.RANK, Order.FILE]
-SCORES = [
-    "3",
-    "2.5",
-    "2.50",
-    "0.1",
-    "0.10000000000000001",
-    "0.30000000000000004",
-    "0.123456789012345678",
-    "1e-3",
-    "0.001",
-    "2.5E+2",
-    "250",
-    "-0.0",
-    "0",
-    "-1.75",
-    "123456789.123456789",
-]
 
 
 @pytest.fixture(scope="module", autouse=True)
