@@ -54,7 +54,7 @@ from app.eval.parquet import (
     parquet_schema,
     reason_of,
 )
-from app.eval.textio import BOM, GZIP_MAGIC, plain_file
+from app.eval.textio import BOM, GZIP_MAGIC, check_regular_file, plain_file
 
 #: The columns of docs/sql/unique_clusters.sql's output, in its order.
 PROFILE_COLUMNS = ("qid", "k", "distinct_clusters", "results", "clustered")
@@ -82,7 +82,10 @@ def is_parquet(path: Path) -> bool:
 
 def looks_like_profile(path: Path) -> bool:
     """True when the file has the profile's columns: a Parquet file's schema, or a CSV's
-    header line (plain or gzip). Any other file (a run, an unreadable file) is not one."""
+    header line (plain or gzip). Any other file (a run, an unreadable file) is not one, nor
+    is a pipe (read here, its first line would be lost to the reader that says it is none)."""
+    if not path.is_file():
+        return False
     try:
         if is_parquet(path):
             return set(PROFILE_COLUMNS) <= set(parquet_schema(path))
@@ -153,6 +156,10 @@ def read_profile_rows(
     """Read and check a per-query profile file (see the module's rules); an ``InputError``
     naming ``source`` (default: the path) and the first offending line."""
     name = source or str(path)
+    try:
+        check_regular_file(path)
+    except InputError as exc:
+        raise InputError(name, None, exc.message) from None
     if is_parquet(path) or _gzip_parquet(path):
         with plain_file(path) as plain:
             frame = _parquet_rows(plain, name)

@@ -36,8 +36,8 @@ _LINE_FIELDS = 12
 _REFUSED = 1
 _ORDERS = {Order.TREC_EVAL: 0, Order.RANK: 1, Order.FILE: 2}
 #: ``compiled.ranks``' rows.
-_P_QUERY, _P_LINES, _P_DROPPED, _P_NAME_START, _P_NAME_END = range(5)
-_T_JUDGMENT, _T_RANK = range(2)
+_P_QUERY, _P_LINES, _P_DROPPED, _P_NAME_START, _P_NAME_END = range(_P_FIELDS := 5)
+_T_JUDGMENT, _T_RANK = range(_T_FIELDS := 2)
 
 
 def rank_compiled(
@@ -48,20 +48,24 @@ def rank_compiled(
     module = load_ranks()
     if module is None or not path.is_file():  # a pipe is read once, by the careful reader
         return None
-    with path.open("rb") as handle:
-        head = handle.read(4096)
-        if head.startswith((GZIP_MAGIC, BOM)):
-            return None
-        separator = separator_of(head)
-        if separator is None:
-            return None
-        size = path.stat().st_size
-        cut = _query_cut(handle, size // 2, separator.encode()) if size >= SPLIT_FROM else None
-    known, judgments, golden_arrays = _golden_arrays(module, golden)
-    ranges = [(0, size)] if cut is None else [(0, cut), (cut, size)]
-    pass_ = _Pass(module, path, golden_arrays, ord(separator), _ORDERS[order])
-    with ThreadPoolExecutor(len(ranges)) as pool:
-        answers = list(pool.map(pass_, ranges))
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+            if head.startswith((GZIP_MAGIC, BOM)):
+                return None
+            separator = separator_of(head)
+            if separator is None:
+                return None
+            size = path.stat().st_size
+            middle = size // 2
+            cut = _query_cut(handle, middle, separator.encode()) if size >= SPLIT_FROM else None
+        known, judgments, golden_arrays = _golden_arrays(module, golden)
+        ranges = [(0, size)] if cut is None else [(0, cut), (cut, size)]
+        pass_ = _Pass(module, path, golden_arrays, ord(separator), _ORDERS[order])
+        with ThreadPoolExecutor(len(ranges)) as pool:
+            answers = list(pool.map(pass_, ranges))
+    except OSError:
+        return None  # the careful reader says what is wrong with the file, as it words it
     if any(answer is None for answer in answers):
         return None
     queries, targets, names = _joined([a for a in answers if a is not None])
@@ -151,8 +155,8 @@ class _Pass:
     def __call__(self, byte_range: tuple[int, int]) -> _Answer | None:
         start, stop = byte_range
         lines = np.zeros((_LINE_FIELDS, _BATCH_LINES), np.int64)
-        queries = np.empty((1024, 5), np.int64)
-        targets = np.empty((1024, 2), np.int64)
+        queries = np.empty((1024, _P_FIELDS), np.int64)
+        targets = np.empty((1024, _T_FIELDS), np.int64)
         names = np.empty(4096, np.uint8)
         nq = nt = nn = 0
         buf = np.empty(2 * BLOCK_BYTES, np.uint8)

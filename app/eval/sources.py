@@ -16,7 +16,7 @@ from app.eval.golden import IdLimits, Judgments
 from app.eval.jsonl import read_jsonl_run
 from app.eval.parquet import PARQUET_MAGIC, RunColumns, read_parquet_run
 from app.eval.ranking import RankedRun, RunReport, rank_every_query, rank_log_run, rank_run
-from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn, plain_file
+from app.eval.textio import BOM, GZIP_MAGIC, ProgressFn, check_regular_file, plain_file
 from app.eval.trec import read_trec_run
 from app.eval.values import check_length
 
@@ -36,14 +36,6 @@ def _head(path: Path, size: int = 4096) -> bytes:
         except (OSError, EOFError, zlib.error):
             raise InputError(path, None, "not a readable gzip file") from None
     return head.removeprefix(BOM)
-
-
-def check_regular_file(path: Path) -> None:
-    """An InputError unless ``path`` is a file: not a directory, and not a pipe either (a
-    run is read more than once: its first bytes, then its lines)."""
-    if not path.is_file():
-        what = "not a file (a directory?)" if path.is_dir() else "not a regular file (a pipe?)"
-        raise InputError(path, None, "file not found" if not path.exists() else what)
 
 
 def detect_run_format(path: Path) -> str:

@@ -102,12 +102,17 @@ def decompression_limit(limit: LimitSource) -> Iterator[None]:
         _LIMIT.reset(token)
 
 
+def check_regular_file(path: Path) -> None:
+    """An InputError unless ``path`` is a file: not a directory, and not a pipe either (an
+    input is opened more than once: its first bytes, then its lines)."""
+    if not path.is_file():
+        what = "not a file (a directory?)" if path.is_dir() else "not a regular file (a pipe?)"
+        raise InputError(path, None, "file not found" if not path.exists() else what)
+
+
 def _head(path: Path) -> bytes:
     """The first bytes of a file, or an InputError when it cannot be read at all."""
-    if not path.exists():
-        raise InputError(path, None, "file not found")
-    if not path.is_file():
-        raise InputError(path, None, "not a file (a directory?)")
+    check_regular_file(path)
     try:
         with path.open("rb") as handle:
             return handle.read(3)

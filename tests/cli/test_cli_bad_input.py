@@ -6,6 +6,7 @@ catalogue runs the import commands on both.)"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,10 @@ def files(tmp_path: Path) -> dict[str, Path]:
     paths["missing"] = tmp_path / "no-such-file.trec"
     paths["folder"] = tmp_path / "a-folder"
     paths["folder"].mkdir()
+    # a named pipe no one writes to: an input is opened more than once, so a pipe is
+    # refused at once (waiting on it would hang the command)
+    paths["pipe"] = tmp_path / "a-pipe"
+    os.mkfifo(paths["pipe"])
     return paths
 
 
@@ -48,6 +53,7 @@ BAD = [
     ("folder", "not a file"),
     ("unreadable", "cannot be read"),
     ("garbage", "line 1"),
+    ("pipe", "not a regular file (a pipe?)"),
 ]
 
 
@@ -63,6 +69,7 @@ def test_evaluate(files: dict[str, Path], kind: str, words: str) -> None:
         ["--qrels", bad, "--run", f"r={files['run']}"],
         [*good, "--run", f"r={bad}"],
         [*good, "--run", f"r={files['run']}", "--corpus", bad],
+        [*good, "--run", f"r={bad}", "--run-format", "trec"],
     ):
         if kind == "folder" and args[1] == bad:
             continue  # a folder as --qrels is a BEIR folder: tested below
@@ -141,3 +148,29 @@ def test_import_golden_set_refuses_a_beir_folder_without_the_split(
         database_url=database_url,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_every_input_that_is_a_pipe_is_refused_at_once(
+    files: dict[str, Path], database_url: str
+) -> None:
+    """An input is opened more than once (its first bytes, its digest, its lines): a named
+    pipe would keep a command waiting for a writer, or lose what it read first. Refused,
+    naming it, by every command that reads one."""
+    pipe = files["pipe"]
+    good = ["--qrels", files["qrels"], "--queries", files["queries"]]
+    imported = misstriage("import-golden-set", "--name", "g", *good, database_url=database_url)
+    assert imported.returncode == 0, imported.stderr
+    for args in (
+        ["gate", "--qrels", files["qrels"], "--baseline", pipe, "--run", files["run"]],
+        ["gate", "--qrels", files["qrels"], "--baseline", files["run"], "--run", pipe],
+        ["clusters", "--run", pipe, "--corpus", files["corpus"]],
+        ["clusters", "--run", files["run"], "--corpus", pipe],
+        ["dedup", "--corpus", pipe, "--out", files["qrels"].parent / "out.jsonl"],
+        ["import-run", "--golden-set", "g", "--name", "r", "--run", pipe, "--log"],
+        ["import-run", "--golden-set", "g", "--name", "r", "--run", pipe, "--log",
+         "--run-format", "cluster_profile"],
+        ["import-golden-set", "--name", "x", "--qrels", files["qrels"], "--queries", pipe],
+        ["import-golden-set", "--name", "x", "--qrels", files["qrels"], "--corpus", pipe],
+    ):  # fmt: skip
+        assert_one_line(misstriage(*args, database_url=database_url), "a-pipe", "not a regular")

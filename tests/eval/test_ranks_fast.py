@@ -361,3 +361,43 @@ def test_load_run_takes_the_pass_from_its_size_on(
     # the head of each ranking kept (the service, clusters): the careful reader
     _assert_same(load_run(path, golden, name="run", keep_results=True), careful)
     assert calls == [path]
+
+
+def test_a_file_that_cannot_be_read_is_left_to_the_careful_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error of the file (permissions, the disk) is the careful reader's to word."""
+    golden = golden_from_frame(pl.DataFrame({"qid": ["q1"], "doc_id": ["d2"], "grade": 1}))
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 3 r\n")
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(Path, "open", refused)
+    assert _fast(path, golden, Order.TREC_EVAL) is None
+
+
+def test_the_driver_reads_the_pass_s_answer_as_the_pass_writes_it() -> None:
+    """The module built ahead of time holds no Python constants: the driver repeats the
+    places of the answer's fields, the scratch's shape, the outcome and the orders' codes."""
+    from app.eval.compiled import lines, ranks
+
+    assert ranks_fast._LINE_FIELDS == lines.LINE_FIELDS
+    assert ranks_fast._REFUSED == lines.REFUSED
+    assert ranks_fast._ORDERS == {
+        Order.TREC_EVAL: lines.TREC_EVAL,
+        Order.RANK: lines.RANK,
+        Order.FILE: lines.FILE,
+    }
+    fields = (ranks.P_QUERY, ranks.P_LINES, ranks.P_DROPPED, ranks.P_NAME_START, ranks.P_NAME_END)
+    assert fields == (
+        ranks_fast._P_QUERY,
+        ranks_fast._P_LINES,
+        ranks_fast._P_DROPPED,
+        ranks_fast._P_NAME_START,
+        ranks_fast._P_NAME_END,
+    )
+    assert ranks_fast._P_FIELDS == ranks.P_FIELDS == len(fields)
+    assert (ranks_fast._T_JUDGMENT, ranks_fast._T_RANK) == (ranks.T_JUDGMENT, ranks.T_RANK)
+    assert ranks_fast._T_FIELDS == ranks.T_FIELDS == 2

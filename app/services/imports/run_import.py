@@ -36,7 +36,7 @@ from app.eval.streaming import (
     load_run_heads,
     stream_run_heads,
 )
-from app.eval.textio import ProgressFn
+from app.eval.textio import ProgressFn, check_regular_file
 from app.models import (
     JUDGED,
     LOG,
@@ -178,6 +178,8 @@ def import_run(
         "series": series_name,
         "meta": provenance,
     }
+    # before the digest's thread opens it: a pipe would keep that thread waiting
+    check_regular_file(path)
     job = _Import(session, row, path, fmt, order, progress, corpus)
     job.columns = columns
     job.detector_run_id = golden.detector_run_id
