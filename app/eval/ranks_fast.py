@@ -57,8 +57,7 @@ def rank_compiled(
             if separator is None:
                 return None
             size = path.stat().st_size
-            middle = size // 2
-            cut = _query_cut(handle, middle, separator.encode()) if size >= SPLIT_FROM else None
+            cut = _query_cut(handle, size // 2, separator.encode()) if size >= SPLIT_FROM else None
         known, judgments, golden_arrays = _golden_arrays(module, golden)
         ranges = [(0, size)] if cut is None else [(0, cut), (cut, size)]
         pass_ = _Pass(module, path, golden_arrays, ord(separator), _ORDERS[order])
@@ -232,7 +231,6 @@ def _ranked(
     per_query = pl.DataFrame([qid, n])
     if not len(queries) or qid.is_duplicated().any():
         return None  # no line (the careful reader says what is wrong); or a query comes back
-
     dropped = np.concatenate([queries[golden_rows, _P_DROPPED], queries[~golden_rows, _P_DROPPED]])
     some = dropped > 0
     dropped_per_query = dict(
