@@ -2,8 +2,9 @@
 
 polars reads the log's columns a batch at a time (its own threads); a thread of this path
 reads each batch's ids where polars keeps them, through the Arrow C stream interface
-(``nanoarrow``), copies them into one buffer of bytes a column (``compiled.columns.strings``)
-and checks its rows as ``app.eval.parquet`` does; the batch's whole queries are then cut in
+(``nanoarrow``): a column's string views, where its ids lie when none is longer than 12
+bytes, or else its ids copied into one buffer of bytes (``compiled.columns.strings``); and
+checks its rows as ``app.eval.parquet`` does; the batch's whole queries are then cut in
 pieces that two threads tally, as they come free, by the same compiled pass as a text log's
 lines (documents found in the corpus by their bytes). A batch's last query goes with the
 next.
@@ -63,8 +64,8 @@ class Declined(Exception):
 
 @dataclass(frozen=True)
 class Rows:
-    """A batch's rows as the compiled pass takes them: each id column's values end to end
-    and their ends (row ``i``'s value: ``ids[ends[i]:ends[i + 1]]``), scores, ranks."""
+    """A batch's rows as the compiled pass takes them: each id column as ``_copied`` gives
+    it (its views, or its values end to end and their ends), scores, ranks."""
 
     qids: np.ndarray
     qid_ends: np.ndarray
@@ -184,10 +185,12 @@ def _ids(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _copied(column: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
-    """A column of ids' values end to end, their ends (``compiled.columns.strings``) and
-    what their bytes hold (its BLANK_OR_CONTROL and PAST_ASCII), read from polars' memory
-    through the Arrow C stream interface. Declined for a missing, empty or too long id,
-    and for values not handed over as string views."""
+    """A column of ids as the pass reads them (``compiled.columns._span``) and what their
+    bytes hold (its BLANK_OR_CONTROL and PAST_ASCII), taken from polars' memory through the
+    Arrow C stream interface: the views themselves and no ends when every id lies in its
+    view (ids of 12 bytes or fewer, as most are: nothing to copy but the views), else the
+    values end to end and their ends (``compiled.columns.strings``). Declined for a missing,
+    empty or too long id, and for values not handed over as string views."""
     from app.eval.compiled import columns as kernel
 
     if column.null_count():
@@ -198,13 +201,45 @@ def _copied(column: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
         chunks = list(nanoarrow.c_array_stream(column))
     except (ImportError, TypeError, ValueError, RuntimeError):  # the careful path reads it
         raise Declined("the ids could not be taken from polars") from None
-    ends = np.empty(column.len() + 1, np.int64)
+    owns: list[np.ndarray] = []
+    for chunk in chunks:
+        if chunk.schema.format != "vu":
+            raise Declined("ids not given as string views")
+        start = chunk.offset * 16
+        owns.append(
+            np.frombuffer(list(chunk.view().buffers)[1], np.uint8)[
+                start : start + chunk.length * 16
+            ]
+        )
+    in_place = [kernel.inline_views(own) for own in owns]
+    if any(status < 0 for status, _ in in_place):
+        raise Declined("an empty id")
+    if all(status for status, _ in in_place):
+        found = 0
+        for _, holds in in_place:
+            found |= holds
+        # (a copy of the views, 16 bytes a row: polars' memory is let go)
+        views = owns[0].copy() if len(owns) == 1 else np.concatenate(owns or [_NO_VIEWS])
+        return views, _IN_VIEWS, found
+    return _joined(chunks, column.len())
+
+
+#: ``_copied``'s ends of a column read in its views (``compiled.columns._span``), and the
+#: views of a column of no rows.
+_IN_VIEWS = np.empty(0, np.int64)
+_NO_VIEWS = np.empty(0, np.uint8)
+
+
+def _joined(chunks: list[Any], rows: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The ids of ``chunks`` (string views) end to end, their ends and what their bytes
+    hold (``compiled.columns.strings``); Declined for an empty or too long id."""
+    from app.eval.compiled import columns as kernel
+
+    ends = np.empty(rows + 1, np.int64)
     ends[0] = 0
     views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     room = 0
     for chunk in chunks:
-        if chunk.schema.format != "vu":
-            raise Declined("ids not given as string views")
         buffers = list(chunk.view().buffers)
         start = chunk.offset * 16
         own = np.frombuffer(buffers[1], np.uint8)[start : start + chunk.length * 16]
@@ -233,5 +268,4 @@ def _copied(column: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
             raise Declined("an empty id")
         found |= holds
         row += len(own) // 16
-    del chunks  # polars' memory, held until the values are copied
     return out, ends, found

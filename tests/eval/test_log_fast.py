@@ -490,18 +490,72 @@ def test_a_columns_ids_are_taken_from_polars_memory_as_they_are(
 ) -> None:
     """``log_parquet._copied``: the values of a column in two arrays (a batch joined to the
     query carried from the one before), one of them sliced, short values held in their views
-    and long ones in data buffers: the bytes end to end, each value's end, and whether a
-    byte is a blank, a control or DEL, or past ASCII (each byte of each value looked at)."""
+    and long ones in data buffers: read in their views when every value is 12 bytes or
+    fewer, else the bytes end to end and each value's end; and whether a byte is a blank, a
+    control or DEL, or past ASCII (each byte of each value looked at)."""
     column = pl.concat([pl.Series(first).slice(min(cut, len(first) - 1)), pl.Series(second)])
     values = column.to_list()
     data, ends, found = log_parquet._copied(column)
     encoded = [v.encode() for v in values]
-    assert ends.tolist() == np.cumsum([0, *map(len, encoded)]).tolist()
-    assert data[: ends[-1]].tobytes() == b"".join(encoded)
+    assert (len(ends) == 0) == all(len(v) <= 12 for v in encoded)
+    assert _read_back(data, ends, len(encoded)) == encoded
+    if len(ends):
+        assert ends.tolist() == np.cumsum([0, *map(len, encoded)]).tolist()
+        assert data[: ends[-1]].tobytes() == b"".join(encoded)
     every = b"".join(encoded)
     blank = any(b <= 0x20 or b == 0x7F for b in every)
     assert bool(found & kernel_columns.BLANK_OR_CONTROL) == blank
     assert bool(found & kernel_columns.PAST_ASCII) == any(b >= 0x80 for b in every)
+
+
+def _read_back(data: np.ndarray, ends: np.ndarray, rows: int) -> list[bytes]:
+    """The values of a column as ``_copied`` gives them, read the plain way: row ``i``'s in
+    its view (its length, then its bytes) when there are no ends, else between its ends."""
+    if len(ends):
+        return [data[ends[i] : ends[i + 1]].tobytes() for i in range(rows)]
+    lengths = data.view(np.int32)[::4]
+    return [data[16 * i + 4 : 16 * i + 4 + int(lengths[i])].tobytes() for i in range(rows)]
+
+
+@pytest.mark.parametrize("order", list(Order))
+def test_a_parquet_log_whose_batches_are_read_in_their_views_and_copied(
+    tmp_path: Path, order: Order
+) -> None:
+    """Batches whose ids all lie in their views (12 bytes or fewer: read there) between
+    batches with a longer id (copied), in either column, ids of 12 and of 13 bytes, ties
+    decided by their bytes, queries running from one kind of batch into the other: the
+    compiled path gives the whole file's figures."""
+    rng = random.Random(29)
+    short = ["d1", "d22", "d-12-bytes-x", "doc-00000009", "é-éé-é"]  # 2 to 12 bytes
+    long = ["d-13-bytes-xy", "doc-with-a-long-name-000", "éééééé-é"]  # 13 bytes and more
+    rows = []
+    for q in range(120):
+        qid = f"query-{q:06}" if q % 5 else f"q{q}-{'x' * 12}"  # 12 bytes, or past 13
+        names = short + long if q % 7 == 3 else short
+        for r in range(rng.choice([1, 4, 9, 30])):
+            rows.append((qid, rng.choice(names), r % 4, rng.choice([1.0, 2.0])))
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(rows, schema=["qid", "doc_id", "rank", "score"], orient="row").write_parquet(
+        path, row_group_size=41
+    )
+    names = short + long
+    clusters = {name: f"c{i % 3}" for i, name in enumerate(names) if i != 2}
+    corpus = ClusterCorpus.of(clusters, {name: float(len(name)) for name in names[1:]})
+    got, lines = _compiled_parquet(path, corpus, (1, 3, 10), order)
+    want = profile_of_tally(
+        tally_log(path, corpus, (1, 3, 10), order=order, compiled_from=1 << 40).tally
+    )
+    assert lines == len(rows)
+    assert got == want
+
+
+def test_an_empty_or_blank_id_in_a_view_is_the_careful_readers() -> None:
+    """An id read in its view is checked as a copied one is: empty, or with a blank or a
+    control byte, the batch is declined (the careful reader words it)."""
+    assert len(log_parquet._copied(pl.Series(["q1", "q-12-bytes-x"]))[1]) == 0
+    for bad in ["", "q 1", "q\x01", "twelve-byte\x7f"]:
+        with pytest.raises(log_parquet.Declined):
+            log_parquet._ids(pl.Series(["q1", bad, "q2"]))
 
 
 def test_ids_in_several_data_buffers() -> None:

@@ -2,8 +2,9 @@
 
 A column of text comes as Arrow string views, 16 bytes a value: its length, then either the
 value itself (12 bytes or fewer) or its first 4 bytes, a data buffer's number and an offset
-in it. ``strings`` copies a column's values end to end, in one buffer of bytes and their ends;
-the rows are then taken apart into a thread's scratch (``tally_rows``) as a text log's lines
+in it. A column whose values all lie in their views is read there (``inline_views``,
+``_span``); another, ``strings`` copies end to end, in one buffer of bytes and their ends.
+The rows are then taken apart into a thread's scratch (``tally_rows``) as a text log's lines
 are, and tallied by the same pass: the documents found in the corpus by their bytes, the
 ranking order decided by the scores (or ranks) and the ids' bytes, nothing by a hash alone."""
 
@@ -107,11 +108,55 @@ def strings(
 
 
 @compiled
+def inline_views(views: np.ndarray) -> tuple[int, int]:
+    """Whether every value of a string-view array (``views``: its views as bytes, 16 a
+    value) lies in its view (``INLINE_VIEW`` bytes or fewer), where the pass then reads it
+    (``_span``) without a copy: (1, what the values' bytes hold, as ``strings`` says it),
+    (0, 0) at the first that does not (the caller copies them: ``strings``), (-1, 0) at an
+    empty value (the careful reader words it)."""
+    words = views.view(np.int32)
+    found = 0
+    for i in range(len(views) // 16):
+        length = words[4 * i]
+        if length <= 0:
+            return -1, 0
+        if length > INLINE_VIEW:
+            return 0, 0
+        found |= _id_bytes(word_at(views, 16 * i + 4), min(length, 8))
+        if length > 8:
+            found |= _id_bytes(word_at(views, 16 * i + 8) >> np.uint64(32), length - 8)
+    return 1, found
+
+
+@inlined
+def _span(values: np.ndarray, ends: np.ndarray, row: int) -> tuple[int, int]:
+    """Where row ``row``'s value lies in ``values``: between its ends (``strings``' copy),
+    or, when ``ends`` is empty, in its own view (``values``: the views as bytes, each value
+    in its view: ``inline_views``)."""
+    if len(ends) == 0:
+        start = 16 * row + 4
+        length = np.int64(word_at(values, 16 * row) & _LENGTH)
+        return start, start + length  # type: ignore[return-value]
+    return ends[row], ends[row + 1]
+
+
+_LENGTH = np.uint64(0xFFFFFFFF)
+
+
+@inlined
+def _same_query(qids: np.ndarray, ends: np.ndarray, row: int) -> bool:
+    """True when row ``row``'s query id is the row before's."""
+    a0, a1 = _span(qids, ends, row - 1)
+    b0, b1 = _span(qids, ends, row)
+    return same(qids, a0, a1, qids, b0, b1)
+
+
+@compiled
 def query_start(qids: np.ndarray, ends: np.ndarray, row: int, count: int) -> int:
     """The first row from ``row`` on (at least 1) that begins a query (its id is not the row
-    before's), or ``count``."""
+    before's), or ``count``. (``qids`` and ``ends`` as ``_span`` takes them.)"""
     i = max(row, 1)
-    while i < count and same(qids, ends[i - 1], ends[i], qids, ends[i], ends[i + 1]):
+    while i < count and _same_query(qids, ends, i):
         i += 1
     return i
 
@@ -120,7 +165,7 @@ def query_start(qids: np.ndarray, ends: np.ndarray, row: int, count: int) -> int
 def last_query_start(qids: np.ndarray, ends: np.ndarray, count: int) -> int:
     """The row where the last of ``count`` rows' query begins (0 when it is the only one)."""
     i = count - 1
-    while i > 0 and same(qids, ends[i - 1], ends[i], qids, ends[i], ends[i + 1]):
+    while i > 0 and _same_query(qids, ends, i):
         i -= 1
     return max(i, 0)
 
@@ -156,10 +201,8 @@ def _rows(
     line_ranks = lines[L_RANK]
     flags = lines[L_FLAGS]
     while row < last and count < cap:
-        qs = qid_ends[row]
-        qe = qid_ends[row + 1]
-        ds = doc_ends[row]
-        de = doc_ends[row + 1]
+        qs, qe = _span(qids, qid_ends, row)
+        ds, de = _span(docs, doc_ends, row)
         score = scores[row] + 0.0  # -0.0 ties with 0.0
         rank = ranks[row]
         begins[count] = row
@@ -205,8 +248,9 @@ def tally_rows(
     corpus: tuple[np.ndarray, ...],
     tally: tuple[np.ndarray, ...],
 ) -> tuple[int, np.ndarray]:
-    """Tally the whole queries of rows ``first`` to ``last`` (``strings``' columns: a row's
-    query id is ``qids[qid_ends[row]:qid_ends[row + 1]]``, its document's likewise) at the
+    """Tally the whole queries of rows ``first`` to ``last`` (each id column as ``_span``
+    reads it: a row's query id is ``qids[qid_ends[row]:qid_ends[row + 1]]`` when copied by
+    ``strings``, in its view when ``qid_ends`` is empty; its document's likewise) at the
     cutoffs ``ks``; ``lines``, ``corpus`` and ``tally`` as ``tally_block``'s. (DONE, the
     hash of each query tallied, in order), or REFUSED for a query of more than
     ``MAX_QUERY_LINES`` rows (the careful reader holds it)."""
