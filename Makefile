@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml scripts/bootstrap_venv.py
 	$(BIN)/python -m compileall -q app
 	# The compiled pass over large logs (numba) compiled once, kept on disk beside its source:
 	# the first large log is not kept waiting some 30 s; and evaluate's pass over a TREC run
-	# built ahead of time into a module that loads without numba (app/eval/aot.py).
+	# and the log pass built ahead of time into a module that loads without numba
+	# (app/eval/aot.py, about four minutes).
 	$(BIN)/python -c "from app.eval.cluster_stream import warm; warm()"
 	touch $(STAMP)
 

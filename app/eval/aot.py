@@ -3,11 +3,12 @@
 numba compiles ``app.eval.compiled`` on first use and keeps what it compiled in a folder named
 after the digest of the package's source (``cache_folder``). Loading numba and that cache takes
 some 0.5-1 s: too long for ``evaluate``, which reads a run of millions of lines in about as
-much. Its pass (``compiled.ranks``) is therefore also built ahead of time, by numba's AOT
-compiler, into a plain extension module kept in the same folder (``make install``, the image:
-``app.eval.cluster_stream.warm``). ``load_ranks`` loads it in a millisecond, or answers None
-(not built, built from another source, or in a folder another user may write to), and the
-caller reads the run the careful way.
+much, and a quarter of what polars takes to scan a log of 100M rows. evaluate's pass
+(``compiled.ranks``) and the log pass (``app.eval.passes``) are therefore also built ahead of
+time, by numba's AOT compiler, into a plain extension module kept in the same folder (``make
+install``, the image: ``app.eval.cluster_stream.warm``). ``load_passes`` loads it in a
+millisecond, or answers None (not built, built from another source, or in a folder another
+user may write to): evaluate then reads the run the careful way, and the log pass is numba's.
 
 This module imports neither numba nor numpy.
 """
@@ -21,6 +22,8 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -30,7 +33,7 @@ COMPILED = Path(__file__).resolve().parent / "compiled"
 #: A cache folder's name: the first 16 hexadecimal digits of its source's digest.
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 #: The module built ahead of time, its file in the folder's ``aot`` folder.
-RANKS_MODULE = "misstriage_ranks"
+PASSES_MODULE = "misstriage_passes"
 
 
 def source_digest() -> str:
@@ -81,15 +84,21 @@ def _own(folder: Path) -> bool:
 def module_file(folder: Path) -> Path:
     """The file of the module built ahead of time in the cache ``folder``."""
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    return folder / "aot" / f"{RANKS_MODULE}{suffix}"
+    return folder / "aot" / f"{PASSES_MODULE}{suffix}"
+
+
+def switched_off() -> bool:
+    """True when MISSTRIAGE_AOT=0: the passes built ahead of time are neither loaded nor
+    built."""
+    return os.environ.get("MISSTRIAGE_AOT", "1") == "0"
 
 
 @cache
-def load_ranks() -> ModuleType | None:
-    """``compiled.ranks``' exports, built ahead of time from this source, or None (see the
-    module). Set MISSTRIAGE_AOT=0 to leave it unused (the careful reader then reads every
-    run)."""
-    if os.environ.get("MISSTRIAGE_AOT", "1") == "0":
+def load_passes() -> ModuleType | None:
+    """The passes built ahead of time from this source (``compiled.ranks``' and the log
+    pass's exports), or None (see the module). Set MISSTRIAGE_AOT=0 to leave it unused (the
+    careful reader then reads every run, and numba compiles the log pass)."""
+    if switched_off():
         return None
     name = source_digest()
     for base in _bases():
@@ -100,7 +109,7 @@ def load_ranks() -> ModuleType | None:
                 continue
         except OSError:
             continue
-        spec = importlib.util.spec_from_file_location(RANKS_MODULE, path)
+        spec = importlib.util.spec_from_file_location(PASSES_MODULE, path)
         if spec is None or spec.loader is None:
             continue
         module = importlib.util.module_from_spec(spec)
@@ -108,6 +117,23 @@ def load_ranks() -> ModuleType | None:
             spec.loader.exec_module(module)
         except ImportError:
             continue
-        sys.modules.setdefault(RANKS_MODULE, module)
+        sys.modules.setdefault(PASSES_MODULE, module)
         return module
     return None
+
+
+@contextmanager
+def passes_unbuilt() -> Iterator[None]:
+    """Within it, ``load_passes`` answers None (as MISSTRIAGE_AOT=0 makes it): the passes
+    are numba's, compiled on first use (``warm`` compiles them so; tests try both)."""
+    before = os.environ.get("MISSTRIAGE_AOT")
+    os.environ["MISSTRIAGE_AOT"] = "0"
+    load_passes.cache_clear()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["MISSTRIAGE_AOT"]
+        else:
+            os.environ["MISSTRIAGE_AOT"] = before
+        load_passes.cache_clear()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from app.eval import textio
+from app.eval import passes, textio
 from app.eval.cluster_profile import (
     CORPUS_SCHEMA,
     ClusterCorpus,
@@ -23,6 +23,7 @@ from app.eval.cluster_profile import (
     tokens_of_lengths,
 )
 from app.eval.log_fast import COMPILED_FROM_BYTES
+from app.eval.passes import log_pass
 from app.eval.textio import plain_stream
 
 #: Bytes read at once.
@@ -61,14 +62,14 @@ def _careful(path: Path) -> ClusterCorpus:
 def read_compiled(path: Path) -> ClusterCorpus | None:
     """The corpus by the compiled pass, or None when it does not take it."""
     try:
-        from app.eval.compiled import corpus as kernel
+        corpus_block = log_pass().corpus_block
     except (ImportError, RuntimeError):  # no numba here, or nowhere to cache what it compiles
         return None
     ids: list[str] = []
     clusters: list[str | None] = []
     title_chars: list[np.ndarray] = []
     text_chars: list[np.ndarray] = []
-    out = np.zeros((kernel.CORPUS_FIELDS, 0), np.int64)
+    out = np.zeros((passes.CORPUS_FIELDS, 0), np.int64)
     carry = b""
     with plain_stream(path) as stream:
         while True:
@@ -77,29 +78,27 @@ def read_compiled(path: Path) -> ClusterCorpus | None:
             block = carry + data
             buf = np.frombuffer(bytearray(block), np.uint8)
             if out.shape[1] < len(buf) // 8 + 2:  # a document's line is at least '{"_id":1}\n'
-                out = np.zeros((kernel.CORPUS_FIELDS, len(buf) // 8 + 2), np.int64)
-            status, consumed, count = kernel.corpus_block(
-                buf, len(buf), final, out, textio.MAX_LINE_BYTES
-            )
-            if status != kernel.DONE:
+                out = np.zeros((passes.CORPUS_FIELDS, len(buf) // 8 + 2), np.int64)
+            status, consumed, count = corpus_block(buf, len(buf), final, out, textio.MAX_LINE_BYTES)
+            if status != passes.DONE:
                 return None
             rows = out[:, :count]
             ids += [
                 block[a:b].decode("ascii")
                 for a, b in zip(
-                    rows[kernel.C_ID_START].tolist(), rows[kernel.C_ID_END].tolist(), strict=True
+                    rows[passes.C_ID_START].tolist(), rows[passes.C_ID_END].tolist(), strict=True
                 )
             ]
             clusters += [
                 block[a:b].decode("ascii") if a >= 0 else None
                 for a, b in zip(
-                    rows[kernel.C_CLUSTER_START].tolist(),
-                    rows[kernel.C_CLUSTER_END].tolist(),
+                    rows[passes.C_CLUSTER_START].tolist(),
+                    rows[passes.C_CLUSTER_END].tolist(),
                     strict=True,
                 )
             ]
-            title_chars.append(rows[kernel.C_TITLE_CHARS].copy())
-            text_chars.append(rows[kernel.C_TEXT_CHARS].copy())
+            title_chars.append(rows[passes.C_TITLE_CHARS].copy())
+            text_chars.append(rows[passes.C_TEXT_CHARS].copy())
             carry = block[consumed:]
             if final:
                 break

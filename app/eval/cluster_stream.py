@@ -393,24 +393,38 @@ def stream_log_traces(
 
 
 def warm() -> None:
-    """Compile the compiled paths ahead (numba keeps what it compiles on disk): a tiny log
-    in each format and order, and a tiny corpus, so that the first large log is not kept
-    waiting (``make install``, the image); and evaluate's pass, built ahead of time. Raises
-    if a path declined its own input."""
+    """Compile the compiled paths ahead, so that the first large log is not kept waiting
+    (``make install``, the image): numba's (kept on disk), by a tiny log in each format and
+    order and a tiny corpus; then the passes built ahead of time (``app.eval.aot``), checked
+    to tally those logs as numba's do. Raises if a path declined its own input or the two
+    disagree."""
     import tempfile
 
-    from app.eval.cluster_corpus import read_compiled
+    from app.eval.aot import load_passes, passes_unbuilt
+    from app.eval.ranks_fast import build_ahead
 
     with tempfile.TemporaryDirectory(prefix="misstriage-warm-") as tmp:
         folder = Path(tmp)
+        with passes_unbuilt():
+            compiled = _warm_logs(folder)
+        build_ahead()  # evaluate's pass and the log pass, built ahead of time
+        if load_passes() is not None and _warm_logs(folder) != compiled:
+            raise RuntimeError("the log pass built ahead of time tallies otherwise than numba's")
+
+
+def _warm_logs(folder: Path) -> list[ClusterTally]:
+    """The tallies of a tiny log in each format and order (written in ``folder`` if not
+    there), each by the log pass, and the direct calls' answers checked; raises if a path
+    declined its own input."""
+    from app.eval.cluster_corpus import read_compiled
+    from app.eval.passes import TREC, log_pass
+
+    if not (folder / "corpus.jsonl").exists():
         (folder / "corpus.jsonl").write_text(
             '{"_id": "d1", "title": "t", "text": "x", "cluster_id": "c1"}\n'
             '{"_id": "d2", "title": "", "text": "y\\u00e9", "cluster_id": "c1"}\n'
             '{"_id": "d3", "text": "z"}\n'
         )
-        corpus = read_compiled(folder / "corpus.jsonl")
-        if corpus is None:
-            raise RuntimeError("the corpus was not read by its compiled pass")
         (folder / "log.trec").write_text(
             "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t\nq1 Q0 d9 3 1.5 t\nq2 Q0 d3 1 1 t\n"
         )
@@ -418,32 +432,34 @@ def warm() -> None:
             '{"qid": "q1", "doc_id": "d1", "score": 2.5, "rank": 1}\n'
             '{"qid": "q1", "doc_id": "d9", "score": 1.5, "rank": 2}\n'
         )
-        # an id longer than a string view holds (its bytes in a data buffer)
+        # ids in their string views, and one longer than a view holds (in a data buffer)
         long_id = "d9-of-a-name-longer-than-twelve-bytes"
+        results = {"qid": ["q1", "q1", "q2"], "doc_id": ["d1", "d2", "d3"], "score": [2.0, 1, 1]}
+        pl.DataFrame({**results, "rank": [1, 2, 1]}).write_parquet(folder / "short.parquet")
         results = {"qid": ["q1", "q1"], "doc_id": ["d1", long_id], "score": [2.0, 1.0]}
         pl.DataFrame({**results, "rank": [1, 2]}).write_parquet(folder / "log.parquet")
-        from app.eval.compiled import lines
-
-        # a block's pieces are cut only in a block of a megabyte or more
-        text = b"q1 Q0 d1 1 1 t\nq1 Q0 d2 2 1 t\nq2 Q0 d2 1 1 t\n"
-        buf = np.frombuffer(bytearray(text), np.uint8)
-        if lines.query_cut(buf, 0, len(buf), lines.TREC, ord(" ")) != 30:
-            raise RuntimeError("query_cut did not find the second query")
-        # a block's last query is looked for in a block before the log's last; a Parquet
-        # batch is cut in pieces from 4,096 rows
-        if lines.last_query_start(buf, len(buf), lines.TREC, ord(" ")) != 30:
-            raise RuntimeError("last_query_start did not find the last query")
-        from app.eval.compiled import columns
-
-        ends = np.array([0, 2, 4, 6])
-        qids = np.frombuffer(bytearray(b"q1q1q2"), np.uint8)
-        if columns.query_start(qids, ends, 1, 3) != 2:
-            raise RuntimeError("query_start did not find the second query")
-        for name in ("log.trec", "log.jsonl", "log.parquet"):
-            for order in Order:
-                tallied = tally_log(folder / name, corpus, (1, 2), order=order, compiled_from=0)
-                if not tallied.streamed:
-                    raise RuntimeError(f"{name} was not streamed")
-    from app.eval.ranks_fast import build_ahead
-
-    build_ahead()  # evaluate's pass, built ahead of time (app.eval.aot)
+    corpus = read_compiled(folder / "corpus.jsonl")
+    if corpus is None:
+        raise RuntimeError("the corpus was not read by its compiled pass")
+    functions = log_pass()
+    # a block's pieces are cut only in a block of a megabyte or more
+    text = b"q1 Q0 d1 1 1 t\nq1 Q0 d2 2 1 t\nq2 Q0 d2 1 1 t\n"
+    buf = np.frombuffer(bytearray(text), np.uint8)
+    if functions.line_query_cut(buf, 0, len(buf), TREC, ord(" ")) != 30:
+        raise RuntimeError("query_cut did not find the second query")
+    # a block's last query is looked for in a block before the log's last; a Parquet
+    # batch is cut in pieces from 4,096 rows
+    if functions.last_line_query_start(buf, len(buf), TREC, ord(" ")) != 30:
+        raise RuntimeError("last_query_start did not find the last query")
+    ends = np.array([0, 2, 4, 6], np.int64)
+    qids = np.frombuffer(bytearray(b"q1q1q2"), np.uint8)
+    if functions.row_query_start(qids, ends, 1, 3) != 2:
+        raise RuntimeError("query_start did not find the second query")
+    tallies = []
+    for name in ("log.trec", "log.jsonl", "short.parquet", "log.parquet"):
+        for order in Order:
+            tallied = tally_log(folder / name, corpus, (1, 2), order=order, compiled_from=0)
+            if not tallied.streamed:
+                raise RuntimeError(f"{name} was not streamed")
+            tallies.append(tallied.tally)
+    return tallies

@@ -30,8 +30,20 @@ import polars as pl
 
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
-from app.eval.log_parquet import Declined, Rows, TallyFn, order_code, tally_parquet
+from app.eval.log_parquet import Declined, Rows, TallyFn, tally_parquet
 from app.eval.parquet import RunColumns
+from app.eval.passes import (
+    DONE,
+    JSONL,
+    LINE_FIELDS,
+    ORDER_CODES,
+    Q_COUNTERS,
+    Q_LINES,
+    Q_QUERIES,
+    Q_SHOWN,
+    TREC,
+    log_pass,
+)
 from app.eval.streaming import BLOCKS_AHEAD, QueriesNotContiguous, ahead
 from app.eval.textio import plain_stream, separator_of
 
@@ -87,8 +99,6 @@ class KernelCorpus:
 
 def kernel_corpus(corpus: ClusterCorpus) -> KernelCorpus:
     """The corpus's documents in the compiled pass's form."""
-    from app.eval.compiled import table
-
     documents = corpus.documents
     ids = documents.get_column("doc_id")
     ends = ids.str.len_bytes().cast(pl.Int64).cum_sum().fill_null(0).to_numpy()
@@ -98,7 +108,7 @@ def kernel_corpus(corpus: ClusterCorpus) -> KernelCorpus:
     id_bytes = np.frombuffer(text.encode("utf-8"), np.uint8)
     codes = documents.get_column("cluster_id").rank("dense").fill_null(0).cast(pl.Int64)
     tokens = documents.get_column("tokens").cast(pl.Float64).fill_null(np.nan)
-    slots, records = table.corpus_table(
+    slots, records = log_pass().corpus_table(
         id_bytes, offsets, codes.to_numpy(writable=True), tokens.to_numpy(writable=True)
     )
     return KernelCorpus(
@@ -121,18 +131,15 @@ class _Worker:
     accumulators: tuple[np.ndarray, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        from app.eval.compiled import lines
-        from app.eval.compiled import tally as kernel
-
         deepest = int(self.ks[-1])
-        self.lines = np.zeros((lines.LINE_FIELDS, _BATCH_LINES), np.int64)
+        self.lines = np.zeros((LINE_FIELDS, _BATCH_LINES), np.int64)
         self.accumulators = (
             np.zeros((len(self.ks), deepest + 1), np.int64),  # histograms
             np.zeros(len(self.ks), np.int64),  # short
             np.zeros(deepest, np.int64),  # clustered
             np.zeros(deepest, np.int64),  # known
             np.zeros(deepest, np.float64),  # token sums
-            np.zeros(kernel.Q_COUNTERS, np.int64),  # counters
+            np.zeros(Q_COUNTERS, np.int64),  # counters
             np.zeros(self.corpus.documents, np.int64),  # a mark per corpus row
             np.zeros(self.corpus.clusters + 1, np.int64),  # a mark per cluster
         )
@@ -140,12 +147,11 @@ class _Worker:
     def rows(self, order: Order) -> TallyFn:
         """``compiled.columns.tally_rows`` of a Parquet batch's rows into this worker's
         accumulators."""
-        from app.eval.compiled import columns
-
-        code = order_code(order)
+        code = ORDER_CODES[order]
+        functions = log_pass()
 
         def tally(rows: Rows, first: int, last: int) -> tuple[int, np.ndarray]:
-            return columns.tally_rows(
+            return functions.tally_rows(  # type: ignore[no-any-return]
                 rows.qids,
                 rows.qid_ends,
                 rows.docs,
@@ -166,10 +172,8 @@ class _Worker:
     def tally(
         self, part: np.ndarray, shape: tuple[int, int, int, bool], final: bool
     ) -> tuple[int, int, np.ndarray]:
-        """``kernel.tally_block`` of ``part`` into this worker's accumulators."""
-        from app.eval.compiled import tally as kernel
-
-        return kernel.tally_block(
+        """``compiled.tally.tally_block`` of ``part`` into this worker's accumulators."""
+        return log_pass().tally_block(  # type: ignore[no-any-return]
             part,
             len(part),
             shape,
@@ -183,8 +187,6 @@ class _Worker:
 
 def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
     """The kernel's ``shape`` of a file in ``fmt`` whose first bytes are ``head``."""
-    from app.eval.compiled import lines
-
     # C's strtod reads a long decimal as Python does in the C locale's numbers (a program
     # that set another would read "0,5")
     long_ok = locale.localeconv()["decimal_point"] == "."
@@ -192,9 +194,9 @@ def _shape(fmt: str, order: Order, head: bytes) -> tuple[int, int, int, bool]:
         separator = separator_of(head)
         if separator is None:
             raise NotTaken
-        return lines.TREC, ord(separator), order_code(order), long_ok
+        return TREC, ord(separator), ORDER_CODES[order], long_ok
     if fmt == "jsonl-hits":
-        return lines.JSONL, 0, order_code(order), long_ok
+        return JSONL, 0, ORDER_CODES[order], long_ok
     raise NotTaken
 
 
@@ -212,7 +214,7 @@ def compiled_tally(
     NotTaken, QueriesNotContiguous, or an InputError of the file itself (a truncated gzip,
     a Parquet file that cannot be read)."""
     try:
-        from app.eval.compiled import tally as kernel
+        log_pass()
     except (ImportError, RuntimeError):  # no numba here, or nowhere to cache what it compiles
         raise NotTaken from None
     cutoffs = np.asarray(sorted(set(ks)), np.int64)
@@ -237,7 +239,7 @@ def compiled_tally(
     else:
         _tally_text(path, fmt, order, workers)
     counters = sum(w.accumulators[5] for w in workers)
-    read = int(counters[kernel.Q_LINES])  # type: ignore[index]
+    read = int(counters[Q_LINES])  # type: ignore[index]
     if not read:
         raise NotTaken  # "the run is empty", worded by the careful reader
     return _tally_of(workers, cutoffs, has_text=corpus.has_text), read
@@ -252,8 +254,7 @@ def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> N
     for in turn, one thread idled at every block's end).
     (Not mapped into memory: a log cut short while it is read, as a rotation does, would
     end the process rather than the read.)"""
-    from app.eval.compiled import lines
-
+    functions = log_pass()
     seen = _Seen()
     free: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
     for worker in workers:
@@ -275,7 +276,9 @@ def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> N
                 work = np.concatenate([carry, buffer[_RESERVE : _RESERVE + size]])
             if shape is None:
                 shape = _shape(fmt, order, bytes(work[: 64 << 10]))
-            cut = len(work) if last else lines.last_query_start(work, len(work), *shape[:2])
+            cut = (
+                len(work) if last else functions.last_line_query_start(work, len(work), *shape[:2])
+            )
             if cut < 0:
                 raise NotTaken
             carry = work[cut:].copy()
@@ -305,11 +308,9 @@ class _Pieces:
     def finish(self, seen: _Seen) -> None:
         """Wait for the pieces; their queries' hashes go to ``seen`` in the file's order.
         NotTaken when a piece was refused or left a line."""
-        from app.eval.compiled import lines
-
         results = [future.result() for future in self.futures]
         for piece, (status, consumed, _) in zip(self.pieces, results, strict=True):
-            if status != lines.DONE or consumed != len(piece):
+            if status != DONE or consumed != len(piece):
                 raise NotTaken
         seen.add_new(np.concatenate([h for _, _, h in results]))
 
@@ -325,13 +326,12 @@ def _submitted(
     its last query) in ``PIECES`` pieces cut at query boundaries, each tallied by whichever
     thread is free with a worker it takes from ``workers`` (the pieces' times vary: with
     one half a thread, the faster waited for the slower at every block)."""
-    from app.eval.compiled import lines
-
+    query_cut = log_pass().line_query_cut
     n = len(work)
     cuts = [0]
     if n >= PIECES_FROM:
         for j in range(1, PIECES):
-            cut = lines.query_cut(work, max(cuts[-1], n * j // PIECES), n, shape[0], shape[1])
+            cut = query_cut(work, max(cuts[-1], n * j // PIECES), n, shape[0], shape[1])
             if cut <= cuts[-1]:
                 break
             cuts.append(cut)
@@ -359,16 +359,15 @@ class _Seen:
 
     def add_new(self, hashes: np.ndarray) -> None:
         """Add ``hashes``; QueriesNotContiguous when one was there (or twice in them)."""
-        from app.eval.compiled import table
-
+        add_new = log_pass().add_new
         if 2 * (self.count + len(hashes)) > len(self.slots):
             size = len(self.slots)
             while 2 * (self.count + len(hashes)) > size:
                 size *= 2
             old = self.slots[self.slots != 0]
             self.slots = np.zeros(size, np.uint64)
-            table.add_new(self.slots, old)
-        if table.add_new(self.slots, np.ascontiguousarray(hashes, np.uint64)) < 0:
+            add_new(self.slots, old)
+        if add_new(self.slots, np.ascontiguousarray(hashes, np.uint64)) < 0:
             raise QueriesNotContiguous
         self.count += len(hashes)
 
@@ -406,21 +405,19 @@ def _trimmed(values: np.ndarray) -> list[Any]:
 
 
 def _tally_of(workers: list[_Worker], ks: np.ndarray, *, has_text: bool) -> ClusterTally:
-    from app.eval.compiled import tally as kernel
-
     histograms, short, clustered, known, tokens, counters = (
         sum(w.accumulators[i] for w in workers) for i in range(6)
     )
     return ClusterTally(
         ks=tuple(int(k) for k in ks),
         has_text=has_text,
-        queries=int(counters[kernel.Q_QUERIES]),  # type: ignore[index]
+        queries=int(counters[Q_QUERIES]),  # type: ignore[index]
         histograms=[
             Counter({u: int(c) for u, c in enumerate(row.tolist()) if c})
             for row in histograms  # type: ignore[union-attr]
         ],
         short=[int(v) for v in short],  # type: ignore[union-attr]
-        shown=int(counters[kernel.Q_SHOWN]),  # type: ignore[index]
+        shown=int(counters[Q_SHOWN]),  # type: ignore[index]
         totals=RankTotals(
             clustered=_trimmed(clustered),  # type: ignore[arg-type]
             known=_trimmed(known) if has_text else [],  # type: ignore[arg-type]

@@ -38,6 +38,13 @@ from app.eval.parquet import (
     RunColumns,
     unchecked_batches,
 )
+from app.eval.passes import (
+    BLANK_OR_CONTROL,
+    DONE,
+    MAX_QUERY_LINES,
+    PAST_ASCII,
+    log_pass,
+)
 from app.eval.streaming import ahead
 from app.eval.values import INT32_MAX
 
@@ -49,13 +56,6 @@ MAX_BATCH_ID_BYTES = 256 << 20
 #: A batch of at least this many rows is tallied in ``PIECES`` pieces, two at a time.
 PIECES_FROM = 4_096
 PIECES = 4
-
-
-def order_code(order: Order) -> int:
-    """``order`` as the compiled pass numbers it (``compiled.lines``' TREC_EVAL, RANK, FILE)."""
-    from app.eval.compiled import lines
-
-    return {Order.TREC_EVAL: lines.TREC_EVAL, Order.RANK: lines.RANK, Order.FILE: lines.FILE}[order]
 
 
 class Declined(Exception):
@@ -91,10 +91,7 @@ def tally_parquet(
     """Tally the Parquet log at ``path``, each batch's pieces by whichever thread of
     ``pool`` is free with a worker's tally it takes from ``workers``; each query's hash goes
     to ``seen`` (which raises when one comes twice). Declined: see the module."""
-    from app.eval.compiled import columns as kernel
-    from app.eval.compiled import lines
-    from app.eval.compiled.tally import MAX_QUERY_LINES
-
+    functions = log_pass()
     needed = {Order.TREC_EVAL: "score", Order.RANK: "rank"}.get(order)
     with path.open("rb") as head:
         if head.read(4) != b"PAR1":  # a gzip Parquet file: the careful path inflates it
@@ -107,7 +104,7 @@ def tally_parquet(
         ):
             frame = batch if carry is None else pl.concat([carry, batch])
             rows = _rows(frame, order, needed)
-            cut = kernel.last_query_start(rows.qids, rows.qid_ends, frame.height)
+            cut = functions.last_row_query_start(rows.qids, rows.qid_ends, frame.height)
             carry = frame.slice(cut)
             if carry.height > MAX_QUERY_LINES:  # (copied again with every batch it waits)
                 raise Declined("a query longer than the pass holds")
@@ -125,7 +122,7 @@ def tally_parquet(
 
     def finish(futures: list[Future[tuple[int, np.ndarray]]]) -> None:
         results = [future.result() for future in futures]
-        if any(status != lines.DONE for status, _ in results):
+        if any(status != DONE for status, _ in results):
             raise Declined("a query longer than the pass holds")
         seen.add_new(np.concatenate([hashes for _, hashes in results]))
 
@@ -137,7 +134,7 @@ def tally_parquet(
             cuts = [0]
             if count >= PIECES_FROM:
                 for j in range(1, PIECES):
-                    cut = kernel.query_start(
+                    cut = functions.row_query_start(
                         rows.qids, rows.qid_ends, max(cuts[-1] + 1, count * j // PIECES), count
                     )
                     if cut >= count:
@@ -159,11 +156,12 @@ def _rows(frame: pl.DataFrame, order: Order, needed: str | None) -> Rows:
     score = frame.get_column("score")
     if needed is not None and frame.get_column(needed).null_count():
         raise Declined(f"a result without a {needed}")
-    scores = score.fill_null(0.0).to_numpy(writable=True)
+    # (the types the pass is built for: its module built ahead of time takes arrays unchecked)
+    scores = np.ascontiguousarray(score.fill_null(0.0).to_numpy(writable=True), np.float64)
     if not np.isfinite(scores).all():
         raise Declined("a score that is not a finite number")
     if order is Order.RANK:
-        ranks = frame.get_column("rank").to_numpy(writable=True)
+        ranks = np.ascontiguousarray(frame.get_column("rank").to_numpy(writable=True), np.int64)
         if len(ranks) and (int(ranks.min()) < -INT32_MAX or int(ranks.max()) > INT32_MAX):
             raise Declined("a rank beyond 32 bits")  # (not by its absolute value: -2^63 has none)
     else:
@@ -174,12 +172,10 @@ def _rows(frame: pl.DataFrame, order: Order, needed: str | None) -> Rows:
 def _ids(column: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """A column of ids as ``_copied`` gives them; Declined for an id the careful reader
     refuses (``parquet._checked``: empty, too long, a blank or a control character)."""
-    from app.eval.compiled import columns as kernel
-
     values, ends, found = _copied(column)
-    if found & kernel.BLANK_OR_CONTROL:
+    if found & BLANK_OR_CONTROL:
         raise Declined("an id with a blank or a control byte")
-    if found & kernel.PAST_ASCII and column.str.contains(FORBIDDEN_IN_ID).any():
+    if found & PAST_ASCII and column.str.contains(FORBIDDEN_IN_ID).any():
         raise Declined("an id with a blank or a control character")
     return values, ends
 
@@ -191,8 +187,6 @@ def _copied(column: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
     view (ids of 12 bytes or fewer, as most are: nothing to copy but the views), else the
     values end to end and their ends (``compiled.columns.strings``). Declined for a missing,
     empty or too long id, and for values not handed over as string views."""
-    from app.eval.compiled import columns as kernel
-
     if column.null_count():
         raise Declined("an id missing")
     try:
@@ -211,7 +205,8 @@ def _copied(column: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
                 start : start + chunk.length * 16
             ]
         )
-    in_place = [kernel.inline_views(own) for own in owns]
+    inline_views = log_pass().inline_views
+    in_place = [inline_views(own) for own in owns]
     if any(status < 0 for status, _ in in_place):
         raise Declined("an empty id")
     if all(status for status, _ in in_place):
@@ -233,8 +228,7 @@ _NO_VIEWS = np.empty(0, np.uint8)
 def _joined(chunks: list[Any], rows: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The ids of ``chunks`` (string views) end to end, their ends and what their bytes
     hold (``compiled.columns.strings``); Declined for an empty or too long id."""
-    from app.eval.compiled import columns as kernel
-
+    strings = log_pass().strings
     ends = np.empty(rows + 1, np.int64)
     ends[0] = 0
     views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -263,7 +257,7 @@ def _joined(chunks: list[Any], rows: int) -> tuple[np.ndarray, np.ndarray, int]:
     row = 0
     found = 0
     for own, joined, bases in views:
-        at, holds = kernel.strings(own, joined, bases, out, ends, row, at)
+        at, holds = strings(own, joined, bases, out, ends, row, at)
         if at < 0:
             raise Declined("an empty id")
         found |= holds

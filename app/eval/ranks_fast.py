@@ -19,9 +19,10 @@ from typing import Any, BinaryIO
 import numpy as np
 import polars as pl
 
-from app.eval.aot import load_ranks
+from app.eval.aot import load_passes, switched_off
 from app.eval.conventions import Order
 from app.eval.golden import Judgments
+from app.eval.passes import LINE_FIELDS, ORDER_CODES, REFUSED
 from app.eval.ranking import RankCounts, RankedRun, ranked_run
 from app.eval.textio import BOM, GZIP_MAGIC, separator_of
 
@@ -31,10 +32,6 @@ BLOCK_BYTES = 8 << 20
 MAX_QUERY_BYTES = 64 << 20
 #: Lines taken apart at a time (``log_fast._BATCH_LINES``: why not a power of two).
 _BATCH_LINES = 16_392
-#: ``compiled.lines``' codes (the module built ahead of time holds no Python constants).
-_LINE_FIELDS = 12
-_REFUSED = 1
-_ORDERS = {Order.TREC_EVAL: 0, Order.RANK: 1, Order.FILE: 2}
 #: ``compiled.ranks``' rows.
 _P_QUERY, _P_LINES, _P_DROPPED, _P_NAME_START, _P_NAME_END = range(_P_FIELDS := 5)
 _T_JUDGMENT, _T_RANK = range(_T_FIELDS := 2)
@@ -45,7 +42,7 @@ def rank_compiled(
 ) -> RankedRun | None:
     """The ranked run of the TREC run at ``path``, as ``ranking.rank_run`` ranks it, or
     None (see the module)."""
-    module = load_ranks()
+    module = load_passes()
     if module is None or not path.is_file():  # a pipe is read once, by the careful reader
         return None
     try:
@@ -60,7 +57,7 @@ def rank_compiled(
             cut = _query_cut(handle, size // 2, separator.encode()) if size >= SPLIT_FROM else None
         known, judgments, golden_arrays = _golden_arrays(module, golden)
         ranges = [(0, size)] if cut is None else [(0, cut), (cut, size)]
-        pass_ = _Pass(module, path, golden_arrays, ord(separator), _ORDERS[order])
+        pass_ = _Pass(module, path, golden_arrays, ord(separator), ORDER_CODES[order])
         with ThreadPoolExecutor(len(ranges)) as pool:
             answers = list(pool.map(pass_, ranges))
     except OSError:
@@ -153,7 +150,7 @@ class _Pass:
 
     def __call__(self, byte_range: tuple[int, int]) -> _Answer | None:
         start, stop = byte_range
-        lines = np.zeros((_LINE_FIELDS, _BATCH_LINES), np.int64)
+        lines = np.zeros((LINE_FIELDS, _BATCH_LINES), np.int64)
         queries = np.empty((1024, _P_FIELDS), np.int64)
         targets = np.empty((1024, _T_FIELDS), np.int64)
         names = np.empty(4096, np.uint8)
@@ -178,7 +175,7 @@ class _Pass:
                     buf, n, self.sep, self.order, final, self.long_ok, lines, *self.golden,
                     queries, nq, targets, nt, names, nn,
                 )  # fmt: skip
-                if status == _REFUSED:
+                if status == REFUSED:
                     return None
                 if final:
                     return queries[:nq], targets[:nt], names[:nn]
@@ -260,10 +257,12 @@ def _ranked(
 
 
 def build_ahead() -> None:
-    """Build the pass ahead of time unless this source's is built (``make install``, the
-    image: ``cluster_stream.warm``), and check that it loads and ranks a tiny run as the
-    careful path does; raises if it does not. Where it cannot be built (no C compiler: numba's
-    AOT compiler needs one), logs so and leaves every run to the careful reader."""
+    """Build the passes ahead of time (this one and the log pass: ``app.eval.aot``) unless
+    this source's are built (``make install``, the image: ``cluster_stream.warm``), and check
+    that the module loads and ranks a tiny run as the careful path does; raises if it does
+    not. Where it cannot be built (no C compiler: numba's AOT compiler needs one), logs so
+    and leaves every run to the careful reader, and the log pass to numba. Nothing when
+    switched off (MISSTRIAGE_AOT=0)."""
     import logging
     import tempfile
 
@@ -271,28 +270,30 @@ def build_ahead() -> None:
     from app.eval.ranking import rank_run
     from app.eval.trec import read_trec_run
 
-    load_ranks.cache_clear()
-    if load_ranks() is None:
+    if switched_off():
+        return
+    load_passes.cache_clear()
+    if load_passes() is None:
         from app.eval.compiled.aot_build import build
 
         try:
             build()
         except Exception as exc:  # the compiler's and the linker's errors, whatever they are
             logging.getLogger(__name__).warning(
-                "evaluate's compiled pass was not built (%s: %s); runs are read by the "
-                "careful reader, with the same figures",
+                "the passes built ahead of time were not built (%s: %s); runs are read by "
+                "the careful reader and logs by numba's pass, with the same figures",
                 type(exc).__name__,
                 str(exc)[:200],
             )
             return
-        load_ranks.cache_clear()
+        load_passes.cache_clear()
     golden = golden_from_frame(
         pl.DataFrame({"qid": ["q1", "q1", "q2"], "doc_id": ["d2", "d9", "d1"], "grade": [1, 2, 1]})
     )
     with tempfile.TemporaryDirectory(prefix="misstriage-warm-") as tmp:
         path = Path(tmp) / "run.trec"
         path.write_text("q1 Q0 d1 1 2.5 t\nq1 Q0 d9 2 1.5 t\nq1 Q0 d2 3 1.5 t\nq2 Q0 d1 1 1 t\n")
-        for order in _ORDERS:
+        for order in ORDER_CODES:
             fast = rank_compiled(path, golden, order=order, name="run", source=str(path))
             frame = read_trec_run(path, with_rank=order is Order.RANK)
             careful = rank_run(frame, golden, order=order, name="run", source=str(path), fmt="trec")

@@ -17,11 +17,11 @@ from app.eval import aot
 @pytest.fixture
 def built() -> Path:
     """The module ``make install`` built (``cluster_stream.warm``); in CI its absence fails."""
-    aot.load_ranks.cache_clear()
-    module = aot.load_ranks()
-    aot.load_ranks.cache_clear()
+    aot.load_passes.cache_clear()
+    module = aot.load_passes()
+    aot.load_passes.cache_clear()
     if module is None or module.__file__ is None:
-        message = "the compiled ranking is not built: make install (app.eval.aot)"
+        message = "the passes are not built ahead of time: make install (app.eval.aot)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
@@ -55,31 +55,31 @@ def test_the_module_is_loaded_from_its_own_folder_only(
     name = aot.source_digest() if digest == "this source" else digest
     _placed(built, tmp_path, name, mode)
     monkeypatch.setattr(aot, "_bases", lambda: [tmp_path])
-    aot.load_ranks.cache_clear()
+    aot.load_passes.cache_clear()
     try:
-        module = aot.load_ranks()
+        module = aot.load_passes()
         assert (module is not None) is loads
         if module is not None:
             assert Path(str(module.__file__)).is_relative_to(tmp_path)
             assert callable(module.rank_block)
     finally:
-        aot.load_ranks.cache_clear()
+        aot.load_passes.cache_clear()
 
 
 def test_switched_off(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MISSTRIAGE_AOT", "0")
-    aot.load_ranks.cache_clear()
+    aot.load_passes.cache_clear()
     try:
-        assert aot.load_ranks() is None
+        assert aot.load_passes() is None
     finally:
-        aot.load_ranks.cache_clear()
+        aot.load_passes.cache_clear()
 
 
 def test_loading_it_loads_no_numba(built: Path) -> None:
     """The point of building ahead of time: evaluate starts without numba."""
     code = (
-        "import sys; from app.eval.aot import load_ranks; "
-        "assert load_ranks() is not None; print('numba' in sys.modules)"
+        "import sys; from app.eval.aot import load_passes; "
+        "assert load_passes() is not None; print('numba' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
@@ -88,7 +88,7 @@ def test_loading_it_loads_no_numba(built: Path) -> None:
 
 
 def test_a_pass_that_cannot_be_built_leaves_runs_to_the_careful_reader(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     """No C compiler (numba's AOT compiler needs one): ``make install`` goes on, and says so."""
     from app.eval import ranks_fast
@@ -98,11 +98,30 @@ def test_a_pass_that_cannot_be_built_leaves_runs_to_the_careful_reader(
         raise OSError("gcc: command not found")
 
     monkeypatch.setattr(aot_build, "build", no_compiler)
-    monkeypatch.setenv("MISSTRIAGE_AOT", "0")
-    aot.load_ranks.cache_clear()
+    monkeypatch.setattr(aot, "_bases", lambda: [tmp_path])  # where nothing is built
+    monkeypatch.delenv("MISSTRIAGE_AOT", raising=False)
+    aot.load_passes.cache_clear()
     try:
         with caplog.at_level("WARNING"):
             ranks_fast.build_ahead()
     finally:
-        aot.load_ranks.cache_clear()
+        aot.load_passes.cache_clear()
     assert "not built (OSError: gcc: command not found)" in caplog.text
+
+
+def test_switched_off_nothing_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MISSTRIAGE_AOT=0: the passes are neither loaded nor built."""
+    from app.eval import ranks_fast
+    from app.eval.compiled import aot_build
+
+    def build() -> Path:
+        raise AssertionError("built while switched off")
+
+    monkeypatch.setattr(aot_build, "build", build)
+    monkeypatch.setenv("MISSTRIAGE_AOT", "0")
+    aot.load_passes.cache_clear()
+    try:
+        assert aot.load_passes() is None
+        ranks_fast.build_ahead()
+    finally:
+        aot.load_passes.cache_clear()

@@ -30,7 +30,6 @@ from app.eval.cluster_stream import tally_log
 from app.eval.compiled import columns as kernel_columns
 from app.eval.compiled import lines as line_kernel
 from app.eval.compiled import scan
-from app.eval.compiled import tally as tally_kernel
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.log_fast import NotTaken, compiled_tally
@@ -719,7 +718,7 @@ def test_a_parquet_query_longer_than_the_pass_holds(
     clusters, tokens = random_corpus(random.Random(3))
     corpus = ClusterCorpus.of(clusters, tokens)
     monkeypatch.setattr(log_parquet, "PARQUET_ROWS", 23)
-    monkeypatch.setattr(tally_kernel, "MAX_QUERY_LINES", 50)
+    monkeypatch.setattr(log_parquet, "MAX_QUERY_LINES", 50)
     with pytest.raises(NotTaken):
         compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
     want = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from app.eval import ranks_fast, sources
-from app.eval.aot import load_ranks
+from app.eval.aot import load_passes
 from app.eval.conventions import Order
 from app.eval.errors import InputError
 from app.eval.golden import Judgments, golden_from_frame
@@ -42,8 +42,8 @@ ORDERS = [Order.TREC_EVAL, Order.RANK, Order.FILE]
 @pytest.fixture(scope="module", autouse=True)
 def built() -> None:
     """The module built ahead of time (``make install`` builds it): in CI its absence fails."""
-    load_ranks.cache_clear()
-    if load_ranks() is None:
+    load_passes.cache_clear()
+    if load_passes() is None:
         message = "the compiled ranking is not built: make install (app.eval.aot)"
         if os.environ.get("CI"):
             pytest.fail(message)
@@ -207,17 +207,17 @@ def test_what_the_pass_declines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             careful: RankedRun | str = load_run(path, golden, name="run")
         except InputError as exc:
             careful = str(exc)
-        load_ranks.cache_clear()
+        load_passes.cache_clear()
         os.environ["MISSTRIAGE_AOT"] = "0"
         try:
-            assert load_ranks() is None
+            assert load_passes() is None
             try:
                 expected: RankedRun | str = load_run(path, golden, name="run")
             except InputError as exc:
                 expected = str(exc)
         finally:
             del os.environ["MISSTRIAGE_AOT"]
-            load_ranks.cache_clear()
+            load_passes.cache_clear()
         if isinstance(expected, str):
             assert careful == expected, name
         else:
@@ -383,9 +383,9 @@ def test_the_driver_reads_the_pass_s_answer_as_the_pass_writes_it() -> None:
     places of the answer's fields, the scratch's shape, the outcome and the orders' codes."""
     from app.eval.compiled import lines, ranks
 
-    assert ranks_fast._LINE_FIELDS == lines.LINE_FIELDS
-    assert ranks_fast._REFUSED == lines.REFUSED
-    assert ranks_fast._ORDERS == {
+    assert ranks_fast.LINE_FIELDS == lines.LINE_FIELDS
+    assert ranks_fast.REFUSED == lines.REFUSED
+    assert ranks_fast.ORDER_CODES == {
         Order.TREC_EVAL: lines.TREC_EVAL,
         Order.RANK: lines.RANK,
         Order.FILE: lines.FILE,

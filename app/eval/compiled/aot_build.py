@@ -1,16 +1,20 @@
-"""Builds ``ranks``' passes ahead of time (numba's AOT compiler) into the module
-``app.eval.aot.load_ranks`` loads: the signatures of its exports are written here, once."""
+"""Builds the passes ahead of time (numba's AOT compiler) into the module
+``app.eval.aot.load_passes`` loads: ``ranks``' and the log pass's (``app.eval.passes``);
+the signatures of its exports are written here, once. An array is given as the signature
+says (its type, C order): the built module's wrappers take it as it is, unchecked."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, cast
 
-from app.eval.aot import RANKS_MODULE, cache_folder, module_file
+from app.eval.aot import PASSES_MODULE, cache_folder, module_file
 from app.eval.compiled import ranks
+from app.eval.passes import LOG_EXPORTS
 
 #: golden_tables(qids, q_offsets, docs, d_offsets, j_query)
 GOLDEN_TABLES = (
@@ -24,6 +28,31 @@ RANK_BLOCK = (
     " u1[::1], i8[::1], i8[::1], u1[::1], i8[::1], i8[::1], u8[::1], i8[::1], i8[::1],"
     " i8[:, ::1], i8, i8[:, ::1], i8, u1[::1], i8)"
 )
+#: A corpus as the log pass looks documents up (ids' bytes, their offsets, the table's
+#: slots and records) and a thread's accumulators (``log_fast._Worker``).
+_CORPUS = "Tuple((u1[::1], i8[::1], u8[::1], i8[:, ::1]))"
+_TALLY = "Tuple((i8[:, ::1], i8[::1], i8[::1], i8[::1], f8[::1], i8[::1], i8[::1], i8[::1]))"
+#: The log pass's exports (``app.eval.passes.LOG_EXPORTS``).
+LOG_SIGNATURES = {
+    # qids, qid_ends, docs, doc_ends, scores, ranks, first, last, order, lines, ks, corpus, tally
+    "tally_rows": "Tuple((i8, u8[::1]))(u1[::1], i8[::1], u1[::1], i8[::1], f8[::1], i8[::1],"
+    f" i8, i8, i8, i8[:, ::1], i8[::1], {_CORPUS}, {_TALLY})",
+    # buf, n, shape, final, lines, ks, corpus, tally
+    "tally_block": "Tuple((i8, i8, u8[::1]))(u1[::1], i8, Tuple((i8, i8, i8, b1)), b1,"
+    f" i8[:, ::1], i8[::1], {_CORPUS}, {_TALLY})",
+    "inline_views": "Tuple((i8, i8))(u1[::1])",
+    # views, data, bases, out, ends, row, at
+    "strings": "Tuple((i8, i8))(u1[::1], u1[::1], i8[::1], u1[::1], i8[::1], i8, i8)",
+    "row_query_start": "i8(u1[::1], i8[::1], i8, i8)",
+    "last_row_query_start": "i8(u1[::1], i8[::1], i8)",
+    "line_query_cut": "i8(u1[::1], i8, i8, i8, i8)",
+    "last_line_query_start": "i8(u1[::1], i8, i8, i8)",
+    # buf, n, final, out, max_line
+    "corpus_block": "Tuple((i8, i8, i8))(u1[::1], i8, b1, i8[:, ::1], i8)",
+    # ids, offsets, codes, tokens
+    "corpus_table": "Tuple((u8[::1], i8[:, ::1]))(u1[::1], i8[::1], i8[::1], f8[::1])",
+    "add_new": "i8(u8[::1], u8[::1])",
+}
 
 
 def _without_gil() -> type:
@@ -42,7 +71,7 @@ def _without_gil() -> type:
 
 def build() -> Path:
     """Build the module into this source's cache folder (written aside, then renamed into
-    place: a process loading it never finds half a file); its path. Takes about a minute."""
+    place: a process loading it never finds half a file); its path. Takes some 4 minutes."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's notice that its AOT compiler will move
         from numba.pycc import cc as pycc_cc
@@ -56,11 +85,14 @@ def build() -> Path:
     target = module_file(Path(folder))
     target.parent.mkdir(mode=0o700, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        cc = cast(Any, pycc_cc).CC(RANKS_MODULE)
+        cc = cast(Any, pycc_cc).CC(PASSES_MODULE)
         cc.output_dir = tmp
         cc.verbose = False
         cc.export("golden_tables", GOLDEN_TABLES)(cast(Any, ranks.golden_tables).py_func)
         cc.export("rank_block", RANK_BLOCK)(cast(Any, ranks.rank_block).py_func)
+        for name, (module, function) in LOG_EXPORTS.items():
+            jitted = getattr(importlib.import_module(f"app.eval.compiled.{module}"), function)
+            cc.export(name, LOG_SIGNATURES[name])(jitted.py_func)
         plain = patched.Flags
         # The exports' wrappers let go of the GIL, as ``compiled`` functions do (numba's AOT
         # compiler has no option for it: its flags are set here): two threads rank two

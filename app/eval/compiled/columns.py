@@ -213,20 +213,22 @@ def _rows(
         line_scores[count] = score
         line_ranks[count] = rank
         doc_hashes[count] = np.int64(id_hash(docs, ds, de))
-        flag = 0
+        # (booleans, not a number's bits set in turn: numba's AOT compiler types a number
+        # given its first value in the inlined copy as that literal alone)
+        together = False
+        in_order = False
         p = count - 1
         if count and same(qids, qid_starts[p], qid_stops[p], qids, qs, qe):
-            flag = F_SAME_QUERY
+            together = True
             if order == FILE:
-                flag |= F_IN_ORDER
+                in_order = True
             elif order == TREC_EVAL:
-                if line_scores[p] > score or (
+                in_order = line_scores[p] > score or (
                     line_scores[p] == score and greater(docs, doc_starts[p], doc_stops[p], ds, de)
-                ):
-                    flag |= F_IN_ORDER
-            elif line_ranks[p] <= rank:
-                flag |= F_IN_ORDER
-        flags[count] = flag
+                )
+            else:
+                in_order = line_ranks[p] <= rank
+        flags[count] = F_SAME_QUERY * together + F_IN_ORDER * in_order
         count += 1
         row += 1
     return count, row
