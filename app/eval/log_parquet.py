@@ -206,23 +206,22 @@ def _copied(column: pl.Series) -> tuple[np.ndarray, np.ndarray, int]:
             ]
         )
     inline_views = log_pass().inline_views
-    in_place = [inline_views(own) for own in owns]
-    if any(status < 0 for status, _ in in_place):
-        raise Declined("an empty id")
-    if all(status for status, _ in in_place):
-        found = 0
-        for _, holds in in_place:
-            found |= holds
-        # (a copy of the views, 16 bytes a row: polars' memory is let go)
-        views = owns[0].copy() if len(owns) == 1 else np.concatenate(owns or [_NO_VIEWS])
-        return views, _IN_VIEWS, found
-    return _joined(chunks, column.len())
+    views = np.empty(16 * column.len(), np.uint8)  # (a copy: polars' memory is let go)
+    found = 0
+    at = 0
+    for own in owns:
+        status, holds = inline_views(own, views, at)
+        if status < 0:
+            raise Declined("an empty id")
+        if not status:
+            return _joined(chunks, column.len())
+        found |= holds
+        at += len(own)
+    return views, _IN_VIEWS, found
 
 
-#: ``_copied``'s ends of a column read in its views (``compiled.columns._span``), and the
-#: views of a column of no rows.
+#: ``_copied``'s ends of a column read in its views (``compiled.columns._span``).
 _IN_VIEWS = np.empty(0, np.int64)
-_NO_VIEWS = np.empty(0, np.uint8)
 
 
 def _joined(chunks: list[Any], rows: int) -> tuple[np.ndarray, np.ndarray, int]:

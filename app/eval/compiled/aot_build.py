@@ -40,7 +40,8 @@ LOG_SIGNATURES = {
     # buf, n, shape, final, lines, ks, corpus, tally
     "tally_block": "Tuple((i8, i8, u8[::1]))(u1[::1], i8, Tuple((i8, i8, i8, b1)), b1,"
     f" i8[:, ::1], i8[::1], {_CORPUS}, {_TALLY})",
-    "inline_views": "Tuple((i8, i8))(u1[::1])",
+    # views, out, at
+    "inline_views": "Tuple((i8, i8))(u1[::1], u1[::1], i8)",
     # views, data, bases, out, ends, row, at
     "strings": "Tuple((i8, i8))(u1[::1], u1[::1], i8[::1], u1[::1], i8[::1], i8, i8)",
     "row_query_start": "i8(u1[::1], i8[::1], i8, i8)",

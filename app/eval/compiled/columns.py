@@ -108,23 +108,25 @@ def strings(
 
 
 @compiled
-def inline_views(views: np.ndarray) -> tuple[int, int]:
+def inline_views(views: np.ndarray, out: np.ndarray, at: int) -> tuple[int, int]:
     """Whether every value of a string-view array (``views``: its views as bytes, 16 a
     value) lies in its view (``INLINE_VIEW`` bytes or fewer), where the pass then reads it
-    (``_span``) without a copy: (1, what the values' bytes hold, as ``strings`` says it),
-    (0, 0) at the first that does not (the caller copies them: ``strings``), (-1, 0) at an
-    empty value (the careful reader words it)."""
-    words = views.view(np.int32)
+    (``_span``) without a copy of its bytes: the views are copied into ``out`` from byte
+    ``at`` on as they are checked (one pass over them). (1, what the values' bytes hold, as
+    ``strings`` says it), (0, 0) at the first that does not (the caller copies their
+    bytes: ``strings``), (-1, 0) at an empty value (the careful reader words it)."""
     found = 0
     for i in range(len(views) // 16):
-        length = words[4 * i]
-        if length <= 0:
-            return -1, 0
-        if length > INLINE_VIEW:
-            return 0, 0
-        found |= _id_bytes(word_at(views, 16 * i + 4), min(length, 8))
-        if length > 8:
-            found |= _id_bytes(word_at(views, 16 * i + 8) >> np.uint64(32), length - 8)
+        first = word_at(views, 16 * i)
+        second = word_at(views, 16 * i + 8)
+        length: int = np.int64(first & _LENGTH)  # type: ignore[assignment]
+        if length == 0 or length > INLINE_VIEW:  # (a length is never negative: 31 bits)
+            return (-1 if length == 0 else 0), 0
+        found |= _id_bytes(first >> np.uint64(32), min(length, 4))
+        if length > 4:
+            found |= _id_bytes(second, min(length - 4, 8))
+        put_word(out, at + 16 * i, first)  # type: ignore[call-arg]
+        put_word(out, at + 16 * i + 8, second)
     return 1, found
 
 

@@ -32,12 +32,14 @@ from app.eval.compiled.lines import (
     parse_lines,
 )
 from app.eval.compiled.scan import greater, id_hash, prefetch, same
-from app.eval.compiled.table import R_CODE, R_TOKENS, lookup
+from app.eval.compiled.table import R_CODE, R_TOKENS, RECORD_WORDS, lookup
 
 #: The most lines of one query the pass holds (some 200 MB of scratch).
 MAX_QUERY_LINES = 1 << 20
-#: How many lines ahead a corpus slot is asked for (``look_up_lines``).
+#: How many lines ahead a corpus record is asked for (``look_up_lines``); its slot twice as
+#: many.
 PREFETCH_AHEAD = 16
+_LOW = np.uint64(0xFFFFFFFF)
 
 
 #: counters (int64), by index
@@ -145,8 +147,12 @@ def look_up_lines(
     record_floats = records.view(np.float64)
     mask = np.uint64(len(slots) - 1)
     for i in range(start, count):
-        if i + PREFETCH_AHEAD < count:
-            prefetch(slots, np.intp(doc_hashes[i + PREFETCH_AHEAD] & mask))  # type: ignore[call-arg]
+        if i + 2 * PREFETCH_AHEAD < count:
+            ahead = np.intp(doc_hashes[i + 2 * PREFETCH_AHEAD] & mask)
+            prefetch(slots, ahead)  # type: ignore[call-arg]
+        if i + PREFETCH_AHEAD < count:  # its slot asked for before: its record now
+            value = slots[doc_hashes[i + PREFETCH_AHEAD] & mask]
+            prefetch(records, np.intp(value & _LOW) * RECORD_WORDS - RECORD_WORDS)  # type: ignore[call-arg]
         doc_rows[i] = lookup(
             buf, doc_starts[i], doc_ends[i], doc_hashes[i], slots, records, ids, offsets
         )
