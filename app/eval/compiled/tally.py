@@ -291,6 +291,7 @@ def tally_queries(
     deepest = ks[-1]
     nks = len(ks)
     epoch = counters[Q_EPOCH]
+    tallied = queries
     first = 0
     while first < count:
         last = first + 1
@@ -372,10 +373,16 @@ def tally_queries(
         counters[Q_SHOWN] += shown
         if queries == len(query_hashes):
             query_hashes = grown(query_hashes, 2 * queries)
-        query_hashes[queries] = id_hash(qids, qid_starts[first], qid_ends[first])
+        query_hashes[queries] = first  # its first line: hashed below
         queries += 1
         first = last
     counters[Q_EPOCH] = epoch
+    # the queries' ids hashed in a loop of their own: in the loop above, numba counted a
+    # reference to ``qids`` for each (two atomic operations a query, on a line of memory
+    # the other thread's counts share)
+    for q in range(tallied, queries):
+        line = np.int64(query_hashes[q])
+        query_hashes[q] = id_hash(qids, qid_starts[line], qid_ends[line])
     return first, query_hashes, queries
 
 
