@@ -37,11 +37,12 @@ PASSES_MODULE = "misstriage_passes"
 
 
 def source_digest() -> str:
-    """The first 16 hexadecimal digits of the digest of ``app.eval.compiled``'s source: a
-    function compiled there takes in the functions it calls from its other modules, so a
-    change to any module makes everything compiled before stale."""
+    """The first 16 hexadecimal digits of the digest of ``app.eval.compiled``'s source and
+    of ``app.eval.passes`` (which names the built module's exports): a function compiled
+    there takes in the functions it calls from its other modules, so a change to any module
+    makes everything compiled before stale."""
     digest = hashlib.sha256()
-    for source in sorted(COMPILED.glob("*.py")):
+    for source in [*sorted(COMPILED.glob("*.py")), COMPILED.parent / "passes.py"]:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -133,7 +134,7 @@ def passes_unbuilt() -> Iterator[None]:
         yield
     finally:
         if before is None:
-            del os.environ["MISSTRIAGE_AOT"]
+            os.environ.pop("MISSTRIAGE_AOT", None)
         else:
             os.environ["MISSTRIAGE_AOT"] = before
         load_passes.cache_clear()

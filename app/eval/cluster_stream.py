@@ -414,7 +414,7 @@ def warm() -> None:
 
 def _warm_logs(folder: Path) -> list[ClusterTally]:
     """The tallies of a tiny log in each format and order (written in ``folder`` if not
-    there), each by the log pass, and the direct calls' answers checked; raises if a path
+    there), each by the log pass, and the direct calls' answers checked; raises if the pass
     declined its own input."""
     from app.eval.cluster_corpus import read_compiled
     from app.eval.passes import TREC, log_pass
@@ -456,10 +456,21 @@ def _warm_logs(folder: Path) -> list[ClusterTally]:
     if functions.row_query_start(qids, ends, 1, 3) != 2:
         raise RuntimeError("query_start did not find the second query")
     tallies = []
-    for name in ("log.trec", "log.jsonl", "short.parquet", "log.parquet"):
+    for name, fmt in _WARM_LOGS.items():
         for order in Order:
-            tallied = tally_log(folder / name, corpus, (1, 2), order=order, compiled_from=0)
-            if not tallied.streamed:
-                raise RuntimeError(f"{name} was not streamed")
-            tallies.append(tallied.tally)
+            # the compiled path itself (tally_log would read a log it declines another way)
+            try:
+                tally, _ = compiled_tally(folder / name, corpus, (1, 2), order=order, fmt=fmt)
+            except NotTaken:
+                raise RuntimeError(f"the log pass declined {name} ({order})") from None
+            tallies.append(tally)
     return tallies
+
+
+#: ``warm``'s logs and their formats.
+_WARM_LOGS = {
+    "log.trec": "trec",
+    "log.jsonl": "jsonl-hits",
+    "short.parquet": "parquet",
+    "log.parquet": "parquet",
+}

@@ -74,6 +74,17 @@ class Rows:
     scores: np.ndarray
     ranks: np.ndarray
 
+    def __post_init__(self) -> None:
+        # the pass built ahead of time takes its arrays unchecked (numba's would compile
+        # another version): a wrong type or order would be read as garbage, not refused
+        for values, dtype in zip(
+            (self.qids, self.qid_ends, self.docs, self.doc_ends, self.scores, self.ranks),
+            (np.uint8, np.int64, np.uint8, np.int64, np.float64, np.int64),
+            strict=True,
+        ):
+            if values.dtype != dtype or values.ndim != 1 or not values.flags.c_contiguous:
+                raise TypeError(f"rows of {values.dtype} {values.shape}: {np.dtype(dtype)} wanted")
+
 
 #: A worker's tally of rows ``first`` to ``last`` of a batch: (status, the queries' hashes).
 TallyFn = Callable[[Rows, int, int], tuple[int, np.ndarray]]

@@ -170,3 +170,65 @@ def test_a_logs_tally_through_the_built_pass_loads_no_numba(built: None, tmp_pat
     lines, numba = result.stdout.split()
     assert int(lines) == pl.scan_parquet(logs["parquet"]).select(pl.len()).collect().item()
     assert numba == "False"
+
+
+def test_warm_raises_when_the_pass_declines_its_own_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm``'s check reads each tiny log by the compiled path itself: a pass that
+    declines every log (the careful path would then give the same tallies) is an error."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from app.eval import cluster_stream
+
+    jitted = passes.jitted()
+
+    def refused_rows(*args: object) -> tuple[int, np.ndarray]:
+        return passes.REFUSED, np.empty(0, np.uint64)
+
+    def refused_block(*args: object) -> tuple[int, int, np.ndarray]:
+        return passes.REFUSED, 0, np.empty(0, np.uint64)
+
+    declining = SimpleNamespace(
+        **{**vars(jitted), "tally_rows": refused_rows, "tally_block": refused_block}
+    )
+    monkeypatch.setattr(passes, "load_passes", lambda: declining)
+    with pytest.raises(RuntimeError, match=r"the log pass declined log\.trec"):
+        cluster_stream._warm_logs(tmp_path)
+
+
+def test_rows_of_another_type_are_refused_before_the_pass() -> None:
+    """The built pass takes its arrays unchecked: the rows' types and order are checked as
+    they are made."""
+    import numpy as np
+
+    from app.eval.log_parquet import Rows
+
+    ids = np.zeros(32, np.uint8)
+    none = np.empty(0, np.int64)
+    Rows(ids, none, ids, none, np.zeros(2), np.zeros(2, np.int64))
+    with pytest.raises(TypeError, match="int64 wanted"):
+        Rows(ids, none, ids, none, np.zeros(2), np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match="float64 wanted"):
+        Rows(ids, none, ids, none, np.zeros(4)[::2], np.zeros(2, np.int64))
+
+
+def test_the_digest_covers_the_exports_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module built for other exports (``passes.LOG_EXPORTS`` changed alone) is another
+    source's: never loaded, where a missing name would fail at its first call."""
+    import shutil
+
+    source = tmp_path / "app" / "eval"
+    (source / "compiled").mkdir(parents=True)
+    for path in aot.COMPILED.glob("*.py"):
+        shutil.copy2(path, source / "compiled" / path.name)
+    shutil.copy2(aot.COMPILED.parent / "passes.py", source / "passes.py")
+    monkeypatch.setattr(aot, "COMPILED", source / "compiled")
+    before = aot.source_digest()
+    with (source / "passes.py").open("a") as handle:
+        handle.write("\n# another export\n")
+    assert aot.source_digest() != before
