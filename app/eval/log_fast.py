@@ -30,6 +30,7 @@ import polars as pl
 
 from app.eval.cluster_profile import ClusterCorpus, ClusterTally, RankTotals
 from app.eval.conventions import Order
+from app.eval.log_dictionary import DictionaryPass, Unsuited, readable_columns, tally_dictionary
 from app.eval.log_parquet import Declined, Rows, TallyFn, tally_parquet
 from app.eval.parquet import RunColumns
 from app.eval.passes import (
@@ -221,19 +222,9 @@ def compiled_tally(
     documents = kernel_corpus(corpus)
     workers = [_Worker(documents, cutoffs) for _ in range(2)]
     if fmt == "parquet":
-        free: queue.SimpleQueue[TallyFn] = queue.SimpleQueue()
-        for worker in workers:
-            free.put(worker.rows(order))
+        workers.append(_Worker(documents, cutoffs))  # the queries joined across batches
         try:
-            with ThreadPoolExecutor(len(workers), thread_name_prefix="log-tally") as pool:
-                tally_parquet(
-                    path,
-                    columns=columns or RunColumns(),
-                    order=order,
-                    workers=free,
-                    pool=pool,
-                    seen=_Seen(),
-                )
+            _tally_parquet(path, columns or RunColumns(), order, workers)
         except Declined:
             raise NotTaken from None
     else:
@@ -243,6 +234,40 @@ def compiled_tally(
     if not read:
         raise NotTaken  # "the run is empty", worded by the careful reader
     return _tally_of(workers, cutoffs, has_text=corpus.has_text), read
+
+
+def _tally_parquet(path: Path, columns: RunColumns, order: Order, workers: list[_Worker]) -> None:
+    """A Parquet log's tally: by its dictionaries where its ids are dictionary-encoded
+    (``log_dictionary``), else by polars' path (``log_parquet``). Declined: the careful
+    path reads it."""
+    with ThreadPoolExecutor(2, thread_name_prefix="log-tally") as pool:
+        try:
+            wanted = readable_columns(path, columns, order)
+        except Unsuited:
+            free: queue.SimpleQueue[TallyFn] = queue.SimpleQueue()
+            for worker in workers[:2]:
+                free.put(worker.rows(order))
+            tally_parquet(path, columns=columns, order=order, workers=free, pool=pool, seen=_Seen())
+            return
+        passes: queue.SimpleQueue[DictionaryPass] = queue.SimpleQueue()
+        for worker in workers[:2]:
+            passes.put(
+                DictionaryPass(
+                    worker.ks,
+                    worker.corpus.arrays(),
+                    worker.accumulators,
+                    np.empty(max(worker.corpus.documents, 1), np.int64),
+                )
+            )
+        tally_dictionary(
+            path,
+            wanted=wanted,
+            order=order,
+            passes=passes,
+            joined=workers[2].rows(order),
+            pool=pool,
+            seen=_Seen(),
+        )
 
 
 def _tally_text(path: Path, fmt: str, order: Order, workers: list[_Worker]) -> None:
@@ -357,16 +382,22 @@ class _Seen:
         self.slots = np.zeros(1 << 16, np.uint64)
         self.count = 0
 
-    def add_new(self, hashes: np.ndarray) -> None:
-        """Add ``hashes``; QueriesNotContiguous when one was there (or twice in them)."""
-        add_new = log_pass().add_new
-        if 2 * (self.count + len(hashes)) > len(self.slots):
+    def expect(self, more: int) -> None:
+        """Room for ``more`` hashes than it holds, made at once. (At most three quarters
+        full: a lookup then probes some 2.5 slots, and 5M queries clear 64 MB of pages, not
+        128: clearing them took 7% of a 100M-row Parquet log's CPU, measured.)"""
+        if 4 * (self.count + more) > 3 * len(self.slots):
             size = len(self.slots)
-            while 2 * (self.count + len(hashes)) > size:
+            while 4 * (self.count + more) > 3 * size:
                 size *= 2
             old = self.slots[self.slots != 0]
             self.slots = np.zeros(size, np.uint64)
-            add_new(self.slots, old)
+            log_pass().add_new(self.slots, old)
+
+    def add_new(self, hashes: np.ndarray) -> None:
+        """Add ``hashes``; QueriesNotContiguous when one was there (or twice in them)."""
+        add_new = log_pass().add_new
+        self.expect(len(hashes))
         if add_new(self.slots, np.ascontiguousarray(hashes, np.uint64)) < 0:
             raise QueriesNotContiguous
         self.count += len(hashes)

@@ -61,6 +61,10 @@ LOG_EXPORTS = {
     "corpus_block": ("corpus", "corpus_block"),
     "corpus_table": ("table", "corpus_table"),
     "add_new": ("table", "add_new"),
+    "entries": ("dictionary", "entries"),
+    "look_up_entries": ("dictionary", "look_up_entries"),
+    "query_bounds": ("dictionary", "query_bounds"),
+    "tally_indices": ("dictionary", "tally_indices"),
 }
 
 

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.eval import cluster_stream, log_fast, log_parquet
+from app.eval import cluster_stream, log_dictionary, log_fast, log_parquet
 from app.eval.cluster_profile import ClusterCorpus, cluster_profile, profile_of_tally
 from app.eval.cluster_stream import tally_log
 from app.eval.compiled import columns as kernel_columns
@@ -92,6 +92,42 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(log_parquet, "PARQUET_ROWS", 23)
 
 
+class _Reader:
+    """Which path a test's Parquet logs take, and how often the dictionaries' was taken."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.taken = 0
+
+    def took_its_path(self) -> bool:
+        """Whether the path chosen read the logs (the polars path: never the other)."""
+        return self.taken > 0 if self.name == "dictionary" else self.taken == 0
+
+
+@pytest.fixture(params=["dictionary", "polars"])
+def parquet_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> _Reader:
+    """A Parquet test twice: its logs read with their dictionaries (``log_dictionary``, in
+    batches of 23 rows: queries cut by batches' and row groups' ends, a row group's
+    dictionary handed with each batch), and by polars' path (the logs taken as not
+    dictionary-encoded)."""
+    reader = _Reader(request.param)
+    if request.param == "polars":
+
+        def unsuited(*args: object) -> list[str]:
+            raise log_dictionary.Unsuited("the test's choice")
+
+        monkeypatch.setattr(log_fast, "readable_columns", unsuited)
+    monkeypatch.setattr(log_dictionary, "BATCH_ROWS", 23)
+    real = log_dictionary.tally_dictionary
+
+    def counted(*args: object, **kwargs: object) -> None:
+        reader.taken += 1
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(log_fast, "tally_dictionary", counted)
+    return reader
+
+
 def _compiled(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], order: Order, fmt: str):
     """The compiled tally's profile and lines."""
     columns = PARQUET_COLUMNS if fmt == "parquet" else None
@@ -111,7 +147,7 @@ def _answer(path: Path, corpus: ClusterCorpus, order: Order, *, compiled_from: i
 @pytest.mark.usefixtures("small_blocks")
 @pytest.mark.parametrize("order", list(Order))
 def test_the_compiled_tally_is_the_whole_files_in_every_format(
-    tmp_path: Path, order: Order
+    tmp_path: Path, order: Order, parquet_reader: _Reader
 ) -> None:
     rng = random.Random(2029)
     clusters, tokens = random_corpus(rng)
@@ -126,6 +162,7 @@ def test_the_compiled_tally_is_the_whole_files_in_every_format(
             got, lines = _compiled(path, corpus, ks, order, fmt)
             assert lines == len(rows), fmt
             assert got == want, (fmt, ks)
+    assert parquet_reader.took_its_path()
 
 
 @pytest.mark.usefixtures("small_blocks")
@@ -405,7 +442,7 @@ def test_long_queries_of_documents_outside_the_corpus(tmp_path: Path) -> None:
     ],
 )
 def test_a_parquet_log_without_what_its_order_needs(
-    tmp_path: Path, frame: dict[str, list[object]], order: Order
+    tmp_path: Path, frame: dict[str, list[object]], order: Order, parquet_reader: _Reader
 ) -> None:
     """A result without the score (or rank) its order needs: the compiled path declines and
     the careful path's answer (its error) is ``tally_log``'s."""
@@ -518,7 +555,7 @@ def _read_back(data: np.ndarray, ends: np.ndarray, rows: int) -> list[bytes]:
 
 @pytest.mark.parametrize("order", list(Order))
 def test_a_parquet_log_whose_batches_are_read_in_their_views_and_copied(
-    tmp_path: Path, order: Order
+    tmp_path: Path, order: Order, parquet_reader: _Reader
 ) -> None:
     """Batches whose ids all lie in their views (12 bytes or fewer: read there) between
     batches with a longer id (copied), in either column, ids of 12 and of 13 bytes, ties
@@ -546,6 +583,7 @@ def test_a_parquet_log_whose_batches_are_read_in_their_views_and_copied(
     )
     assert lines == len(rows)
     assert got == want
+    assert parquet_reader.took_its_path()
 
 
 def test_an_empty_or_blank_id_in_a_view_is_the_careful_readers() -> None:
@@ -583,7 +621,7 @@ def test_ids_in_several_data_buffers() -> None:
     ],
 )
 def test_a_parquet_row_the_careful_reader_refuses(
-    tmp_path: Path, frame: dict[str, list[object]]
+    tmp_path: Path, frame: dict[str, list[object]], parquet_reader: _Reader
 ) -> None:
     """A row the careful reader refuses (an id missing or empty, a score not finite): the
     compiled path declines it, and ``tally_log``'s answer is the careful path's error."""
@@ -601,11 +639,13 @@ def test_a_parquet_row_the_careful_reader_refuses(
 
 @pytest.mark.parametrize("ranks", [[1, -(2**63)], [1, 2**31], [-(2**31), 1], [2**62, 5]])
 def test_a_parquet_rank_beyond_32_bits_is_read_as_a_text_runs(
-    tmp_path: Path, ranks: list[int]
+    tmp_path: Path, ranks: list[int], parquet_reader: _Reader
 ) -> None:
     """Ranks are 64-bit integers in every format: past 32 bits the compiled path declines
     (it holds 32) and the careful one gives the figures of the same log written as text."""
-    frame = pl.DataFrame({"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": ranks})
+    frame = pl.DataFrame(
+        {"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": ranks, "score": [1.0, 1.0]}
+    )
     path = tmp_path / "log.parquet"
     frame.write_parquet(path)
     text = tmp_path / "log.trec"
@@ -622,7 +662,9 @@ def test_a_parquet_rank_beyond_32_bits_is_read_as_a_text_runs(
 
 
 @pytest.mark.parametrize("order", list(Order))
-def test_a_parquet_log_of_long_and_unicode_ids(tmp_path: Path, order: Order) -> None:
+def test_a_parquet_log_of_long_and_unicode_ids(
+    tmp_path: Path, order: Order, parquet_reader: _Reader
+) -> None:
     """Ids longer than a view holds (in data buffers), ids past ASCII, ties among them (their
     bytes decide trec_eval's order), batches a few queries long cut in pieces, and one
     query longer than a piece: the compiled path gives the whole file's figures."""
@@ -652,6 +694,7 @@ def test_a_parquet_log_of_long_and_unicode_ids(tmp_path: Path, order: Order) -> 
     )
     assert lines == len(rows)
     assert got == want
+    assert parquet_reader.took_its_path()
 
 
 def _compiled_parquet(path: Path, corpus: ClusterCorpus, ks: tuple[int, ...], order: Order):
@@ -708,7 +751,7 @@ def test_a_blocks_last_query_is_found_from_its_end(
 
 
 def test_a_parquet_query_longer_than_the_pass_holds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parquet_reader: _Reader
 ) -> None:
     """A query whose rows run over many batches is carried batch after batch only up to the
     bound the pass holds (past it, the careful path reads the log: the same figures)."""
@@ -719,6 +762,7 @@ def test_a_parquet_query_longer_than_the_pass_holds(
     corpus = ClusterCorpus.of(clusters, tokens)
     monkeypatch.setattr(log_parquet, "PARQUET_ROWS", 23)
     monkeypatch.setattr(log_parquet, "MAX_QUERY_LINES", 50)
+    monkeypatch.setattr(log_dictionary, "MAX_QUERY_LINES", 50)
     with pytest.raises(NotTaken):
         compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
     want = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
@@ -744,20 +788,26 @@ def test_a_gzip_parquet_log_is_read_by_the_careful_path(tmp_path: Path) -> None:
 
 
 def test_rows_that_share_a_long_id_past_the_copy_bound(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parquet_reader: _Reader
 ) -> None:
     """Many rows of one long id (a Parquet dictionary's value, held once by polars): past the
-    bytes a batch copies, the compiled path declines and the careful path gives the figures,
-    rather than the copy growing with the rows times the id."""
+    bytes a batch copies, polars' path declines and the careful path gives the figures,
+    rather than the copy growing with the rows times the id. The dictionaries' path reads
+    the id once, in its dictionary: the figures, nothing copied a row."""
     long_id = "d" + "x" * 1000  # within the longest id (MAX_PARQUET_ID_BYTES)
     rows = [(f"q{i // 10}", long_id if i % 2 else "d001", float(10 - i % 10)) for i in range(400)]
     path = tmp_path / "log.parquet"
     pl.DataFrame(rows, schema=["qid", "doc_id", "score"], orient="row").write_parquet(path)
     corpus = ClusterCorpus.of({long_id: "c1", "d001": "c1"}, {long_id: 1.0})
     monkeypatch.setattr(log_parquet, "MAX_BATCH_ID_BYTES", 100_000)
-    with pytest.raises(NotTaken):
-        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    monkeypatch.setattr(log_dictionary, "MAX_BATCH_ID_BYTES", 100_000)
     want = profile_of_tally(tally_log(path, corpus, (5,), compiled_from=1 << 40).tally)
+    if parquet_reader.name == "polars":
+        with pytest.raises(NotTaken):
+            compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+    else:
+        tally, lines = compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+        assert (profile_of_tally(tally), lines) == (want, 400)
     assert profile_of_tally(tally_log(path, corpus, (5,), compiled_from=0).tally) == want
     monkeypatch.setattr(log_parquet, "MAX_BATCH_ID_BYTES", 256 << 20)
     tally, lines = compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
@@ -826,3 +876,111 @@ def test_ids_past_ascii_without_blanks_stay_on_the_compiled_path(tmp_path: Path)
     assert lines == 400
     want = profile_of_tally(tally_log(path, corpus, (2, 4), compiled_from=1 << 40).tally)
     assert profile_of_tally(tally) == want
+
+
+def test_a_dictionary_that_names_an_id_twice() -> None:
+    """Parquet writers name each id once in a row group's dictionary, but a file may name
+    one twice: both entries are one document (one mark, the first's), found in the corpus
+    or not, and rows of two entries of one query id's bytes are one query."""
+    import pyarrow as pa
+
+    from app.eval.compiled import dictionary as kernel
+    from app.eval.passes import log_pass
+
+    clusters, tokens = {"d1": "c1", "d2": "c1"}, {"d1": 3.0}
+    corpus = log_fast.kernel_corpus(ClusterCorpus.of(clusters, tokens))
+    names = pa.array(["d1", "x9", "d1", "d2", "x9"])
+    buffers = names.buffers()
+    data = np.frombuffer(buffers[2], np.uint8)
+    offsets = np.frombuffer(buffers[1], np.int32).astype(np.int64)
+    hashes = np.empty(5, np.uint64)
+    functions = log_pass()
+    assert functions.entries(data, offsets, hashes)[0] == 0
+    table = np.empty((5, kernel.ENTRY_WORDS), np.int64)
+    row_first = np.full(corpus.documents, 3, np.int64)  # (any values: checked)
+    assert functions.look_up_entries(data, offsets, hashes, corpus.arrays(), table, row_first) == 2
+    assert table[:, kernel.E_FIRST].tolist() == [0, 1, 0, 3, 1]
+    assert table[:, kernel.E_CODE].tolist() == [1, 0, 1, 1, 0]
+    # one query (its id named twice in its dictionary) of d1, x9, d1 again, d2, x9 again
+    queries = pa.array(["q1", "q1"])
+    qbuffers = queries.buffers()
+    qdata = np.frombuffer(qbuffers[2], np.uint8)
+    qoffsets = np.frombuffer(qbuffers[1], np.int32).astype(np.int64)
+    qhashes = np.empty(2, np.uint64)
+    functions.entries(qdata, qoffsets, qhashes)
+    qidx = np.array([0, 1, 0, 1, 1], np.int32)
+    didx = np.array([0, 1, 2, 3, 4], np.int32)
+    worker = log_fast._Worker(corpus, np.array([1, 2, 5], np.int64))
+    scores = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    status, hashes_out = functions.tally_indices(
+        qidx, qdata, qoffsets, qhashes, didx, data, offsets, table, scores,
+        np.zeros(5, np.int64), 0, 5, 0, worker.ks, worker.accumulators,
+    )  # fmt: skip
+    assert status == 0
+    assert len(hashes_out) == 1
+    histograms, short, clustered, known, token_sums, counters = worker.accumulators[:6]
+    # kept: d1, x9, d2 (the repeats dropped); clusters at 1: {c1}; at 2: {c1, x9}; at 5:
+    # {c1, x9} (d2 is c1's), three results, short of 5
+    assert counters[:4].tolist() == [1, 5, 2, 3]
+    assert histograms[0, 1] == histograms[1, 2] == histograms[2, 2] == 1
+    assert short.tolist() == [0, 0, 1]
+    assert clustered[:3].tolist() == [1, 0, 1]
+    assert known[:3].tolist() == [1, 0, 0]
+    assert token_sums[:3].tolist() == [3.0, 0.0, 0.0]
+
+
+def test_which_parquet_logs_are_read_by_their_dictionaries(tmp_path: Path) -> None:
+    """Ids as text in dictionary pages throughout: read by their dictionaries. Ids written
+    plainly, integer ids, a score of another type, no score, one column for both ids: polars'
+    path reads them (and words what is wrong)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {"qid": ["q1", "q1", "q2"], "doc_id": ["d1", "d2", "d1"], "score": [2.0, 1.0, 1.0]}
+    )
+    cases = {
+        "dictionary": (table, {}),
+        "plain": (table, {"use_dictionary": False}),
+        "integers": (table.set_column(0, "qid", pa.array([1, 1, 2])), {}),
+        "float32": (table.set_column(2, "score", pa.array([2.0, 1.0, 1.0], pa.float32())), {}),
+        "no score": (table.drop_columns(["score"]), {}),
+    }
+    for name, (frame, options) in cases.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(frame, path, **options)
+        if name == "dictionary":
+            assert log_dictionary.readable_columns(path, RunColumns(), Order.TREC_EVAL) == [
+                "qid",
+                "doc_id",
+                "score",
+            ]
+        else:
+            with pytest.raises(log_dictionary.Unsuited):
+                log_dictionary.readable_columns(path, RunColumns(), Order.TREC_EVAL)
+    with pytest.raises(log_dictionary.Unsuited):
+        log_dictionary.readable_columns(
+            tmp_path / "dictionary.parquet", RunColumns(doc_id="qid"), Order.TREC_EVAL
+        )
+
+
+def test_a_parquet_log_with_a_page_that_cannot_be_read(tmp_path: Path) -> None:
+    """A page's bytes spoilt (its footer whole): the dictionaries' path declines it, and
+    ``tally_log`` answers as the careful path does (an error naming the file), never a
+    crash."""
+    rng = random.Random(8)
+    clusters, tokens = random_corpus(rng)
+    corpus = ClusterCorpus.of(clusters, tokens)
+    rows = _log_rows(rng, 300)
+    frame = pl.DataFrame(
+        [(q, d, float(s)) for q, d, _, s in rows], schema=["qid", "doc_id", "score"], orient="row"
+    )
+    path = tmp_path / "log.parquet"
+    frame.write_parquet(path, row_group_size=200, compression="uncompressed")
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    assert log_dictionary.readable_columns(path, RunColumns(), Order.TREC_EVAL)
+    careful = _answer(path, corpus, Order.TREC_EVAL, compiled_from=1 << 40)
+    assert _answer(path, corpus, Order.TREC_EVAL, compiled_from=0) == careful

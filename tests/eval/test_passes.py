@@ -71,6 +71,10 @@ def test_the_codes_are_the_passes_own() -> None:
         corpus.C_TEXT_CHARS,
         corpus.CORPUS_FIELDS,
     )
+    from app.eval import log_dictionary
+    from app.eval.compiled import dictionary
+
+    assert log_dictionary.ENTRY_WORDS == dictionary.ENTRY_WORDS
 
 
 def test_every_export_is_built_and_signed(built: None) -> None:

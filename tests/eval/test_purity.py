@@ -3,7 +3,8 @@
 The libraries: polars and PyStemmer; numpy, krippendorff and statsmodels for the agreement
 between reviewers (app/eval/agreement.py); numba (and llvmlite, its code generator) for the
 compiled passes over large logs and corpora (app/eval/compiled/); nanoarrow for a Parquet log's
-ids, taken from polars' memory through the Arrow C stream interface (app/eval/log_parquet.py).
+ids, taken from polars' memory through the Arrow C stream interface (app/eval/log_parquet.py);
+pyarrow for a Parquet log read with its ids' dictionaries (app/eval/log_dictionary.py).
 
 An allow-list, read from the import graph (grimp, import-linter's engine): a new import of a
 web, database or template library, or of any module of the app outside app.eval, fails here.
@@ -27,6 +28,7 @@ ALLOWED_LIBRARIES = {
     "numba",
     "llvmlite",
     "nanoarrow",
+    "pyarrow",
 }
 
 

@@ -53,6 +53,16 @@ LOG_SIGNATURES = {
     # ids, offsets, codes, tokens
     "corpus_table": "Tuple((u8[::1], i8[:, ::1]))(u1[::1], i8[::1], i8[::1], f8[::1])",
     "add_new": "i8(u8[::1], u8[::1])",
+    # data, offsets, hashes
+    "entries": "Tuple((i8, i8))(u1[::1], i8[::1], u8[::1])",
+    # data, offsets, hashes, corpus, table, row_first
+    "look_up_entries": f"i8(u1[::1], i8[::1], u8[::1], {_CORPUS}, i8[:, ::1], i8[::1])",
+    # qidx, qdata, qoffsets, qhashes
+    "query_bounds": "Tuple((i8, i8))(i4[::1], u1[::1], i8[::1], u8[::1])",
+    # qidx, qdata, qoffsets, qhashes, didx, ddata, doffsets, table, scores, ranks, first,
+    # last, order, ks, tally
+    "tally_indices": "Tuple((i8, u8[::1]))(i4[::1], u1[::1], i8[::1], u8[::1], i4[::1], u1[::1],"
+    f" i8[::1], i8[:, ::1], f8[::1], i8[::1], i8, i8, i8, i8[::1], {_TALLY})",
 }
 
 
