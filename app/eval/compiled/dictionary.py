@@ -18,7 +18,7 @@ from app.eval.compiled import compiled, inlined
 from app.eval.compiled.columns import _id_bytes
 from app.eval.compiled.lines import DONE, FILE, REFUSED, TREC_EVAL
 from app.eval.compiled.scan import greater, id_hash, prefetch, same, word_of
-from app.eval.compiled.table import R_CODE, R_TOKENS, lookup
+from app.eval.compiled.table import R_CODE, R_TOKENS, RECORD_WORDS, lookup
 from app.eval.compiled.tally import (
     MAX_QUERY_LINES,
     PREFETCH_AHEAD,
@@ -49,6 +49,8 @@ def entries(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray) -> tuple[
         hashes[e] = id_hash(data, start, end)
     return 0, found
 
+
+_LOW = np.uint64(0xFFFFFFFF)
 
 #: A document entry's row in ``look_up_entries``' table: the first entry of its id's bytes
 #: (the row its marks are kept in), its cluster's number (0: none), its tokens (a double's
@@ -83,8 +85,14 @@ def look_up_entries(
     mask = np.uint64(len(slots) - 1)
     outside = 0
     for e in range(n):
+        # (as ``tally.look_up_lines``: the slot asked for twice as far ahead as its record)
+        if e + 2 * PREFETCH_AHEAD < n:
+            ahead = np.intp(hashes[e + 2 * PREFETCH_AHEAD] & mask)
+            prefetch(slots, ahead)  # type: ignore[call-arg]
         if e + PREFETCH_AHEAD < n:
-            prefetch(slots, np.intp(hashes[e + PREFETCH_AHEAD] & mask))  # type: ignore[call-arg]
+            value = slots[hashes[e + PREFETCH_AHEAD] & mask]
+            record = np.intp(value & _LOW) * RECORD_WORDS - RECORD_WORDS
+            prefetch(records, record)  # type: ignore[call-arg]
         row = lookup(
             data, offsets[e], offsets[e + 1], hashes[e], slots, records, ids, corpus_offsets
         )
@@ -223,6 +231,8 @@ def tally_indices(
         # numba counts a reference to each array a call is handed, even inlined, two
         # atomic operations an array; a row at a time they took 40% of the pass, measured)
         while end < last:
+            if end + PREFETCH_AHEAD < last:  # a later row's entry asked for (see the table)
+                prefetch(table, np.intp(didx[end + PREFETCH_AHEAD]) * ENTRY_WORDS)  # type: ignore[call-arg]
             x = qidx[end - 1]
             y = qidx[end]
             if x != y and (
