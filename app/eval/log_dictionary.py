@@ -49,6 +49,9 @@ ENTRY_WORDS = 4
 BATCH_ROWS = 1 << 20
 #: Row groups read or waiting to be taken at once.
 GROUPS_AHEAD = 3
+#: The set of queries seen is sized at once from a first row group of this many rows or
+#: more (a smaller one says too little of the file's queries).
+ESTIMATE_FROM_ROWS = 1 << 16
 
 
 class Unsuited(Exception):
@@ -99,6 +102,10 @@ class _Batch:
     tail: _Part | None
     hashes: np.ndarray
     rows: int
+
+    def last_qid(self) -> bytes:
+        """The id of the query the batch ends in."""
+        return (self.tail or self.head).qid
 
 
 def readable_columns(path: Path, columns: RunColumns, order: Order) -> list[str]:
@@ -161,28 +168,16 @@ def tally_dictionary(
     gives them): each row group's batches by a thread of ``pool`` with a thread's
     accumulators it takes from ``passes``, the queries their ends cut by ``joined`` (in
     this thread); each query's hash goes to ``seen`` (which raises when one comes twice).
-    Declined: see the module."""
+    Declined: see the module; and for a file pyarrow cannot read as its metadata says (a
+    file cut short, a page unreadable, a row group that yields fewer rows than it holds)."""
     import pyarrow as pa
-
-    try:
-        _tally_groups(path, wanted, order, passes, joined, pool, seen)
-    except (OSError, ValueError, pa.ArrowException):  # a file cut short, a page unreadable
-        raise Declined("the file could not be read") from None  # the careful path words it
-
-
-def _tally_groups(
-    path: Path,
-    wanted: list[str],
-    order: Order,
-    passes: queue.SimpleQueue[DictionaryPass],
-    joined: TallyFn,
-    pool: ThreadPoolExecutor,
-    seen: Any,
-) -> None:
-    """``tally_dictionary``'s work."""
     import pyarrow.parquet as pq
 
-    metadata = pq.ParquetFile(path).metadata
+    unreadable = (OSError, ValueError, IndexError, pa.ArrowException)
+    try:
+        metadata = pq.ParquetFile(path).metadata
+    except unreadable:
+        raise Declined("the file could not be read") from None  # the careful path words it
     groups = metadata.num_row_groups
     code = _order_code(order)
 
@@ -191,19 +186,41 @@ def _tally_groups(
     def read_group(group: int) -> list[_Batch]:
         tally = passes.get()
         try:
-            reader = getattr(readers, "reader", None)
-            if reader is None:
-                reader = readers.reader = pq.ParquetFile(path, read_dictionary=wanted[:2])
-            memo: dict[int, _Entries] = {}
-            return [
-                _tallied(batch, order, code, tally, memo)
-                for batch in reader.iter_batches(
-                    batch_size=BATCH_ROWS, row_groups=[group], columns=wanted, use_threads=False
-                )
-                if batch.num_rows
-            ]
+            return group_read(group, tally)
+        except unreadable:  # a file cut short, a page unreadable
+            raise Declined("the file could not be read") from None  # the careful path words it
         finally:
             passes.put(tally)
+
+    def group_read(group: int, tally: DictionaryPass) -> list[_Batch]:
+        reader = getattr(readers, "reader", None)
+        if reader is None:
+            reader = readers.reader = pq.ParquetFile(path, read_dictionary=wanted[:2])
+        memo: dict[int, _Entries] = {}
+        batches: list[_Batch] = []
+        read = 0
+        open_rows = 0  # the rows of the query the batches so far end in
+        for batch in reader.iter_batches(
+            batch_size=BATCH_ROWS, row_groups=[group], columns=wanted, use_threads=False
+        ):
+            read += batch.num_rows
+            if not batch.num_rows:
+                continue
+            tallied = _tallied(batch, order, code, tally, memo)
+            if tallied.tail is not None:
+                open_rows = len(tallied.tail.scores)
+            elif batches and batches[-1].last_qid() == tallied.head.qid:
+                open_rows += tallied.rows
+            else:
+                open_rows = tallied.rows
+            batches.append(tallied)
+            if open_rows > MAX_QUERY_LINES:  # (its rows are copied: not past the bound)
+                raise Declined("a query longer than the pass holds")
+        # a corrupt page may end a row group's reading early without an error (found by
+        # fuzzing): the rows the metadata says, or the careful path words it
+        if read != metadata.row_group(group).num_rows:
+            raise Declined("a row group that yields fewer rows than it holds")
+        return batches
 
     pending: list[_Part] = []
 
@@ -225,13 +242,14 @@ def _tally_groups(
             following = next(numbers, None)
             if following is not None:
                 under_way.append(pool.submit(read_group, following))
-            if following == GROUPS_AHEAD and batches:
+            read = sum(b.rows for b in batches)
+            if following == GROUPS_AHEAD and read >= ESTIMATE_FROM_ROWS:
                 # the set of queries seen made as large as the first row group says the
                 # file needs (grown a doubling at a time, its pages were cleared and
                 # filled some ten times over: 5% of a 100M-row log's time)
-                read = sum(b.rows for b in batches)
                 queries = sum(len(b.hashes) for b in batches) + 1
-                seen.expect(int(metadata.num_rows * queries / read * 1.1))
+                expected = int(metadata.num_rows * queries / read * 1.1)
+                seen.expect(min(expected, metadata.num_rows))
             for batch in batches:
                 seen.add_new(batch.hashes)
                 if pending and pending[0].qid != batch.head.qid:
@@ -267,6 +285,13 @@ def _tallied(
     didx = _indices(docs)
     queries = _entries(qids.dictionary, memo, 0, None)
     documents = _entries(docs.dictionary, memo, 1, tally)
+    # the passes read a row's entries unchecked: a corrupt page's numbers past its
+    # dictionary (pyarrow hands them over as they are, found by fuzzing) are refused here
+    for numbers, entries in ((qidx, queries), (didx, documents)):
+        if len(numbers) != batch.num_rows or not (
+            numbers.min() >= 0 and numbers.max() < len(entries.hashes)
+        ):
+            raise Declined("a row's number past its dictionary")
     scores = _numbers(batch.column(2), np.float64, order is Order.TREC_EVAL, "score")
     # (NaN or an infinity shows in the least or the greatest: no array a batch, whose
     # pages the system would clear each time)
@@ -320,10 +345,12 @@ def _zeros(n: int) -> np.ndarray:
     """``n`` zeros (the ranks of an order that reads none), never written: one array for
     every batch."""
     global _ZEROS
-    if len(_ZEROS) < n:
-        _ZEROS = np.zeros(n, np.int64)
-        _ZEROS.flags.writeable = False
-    return _ZEROS[:n]
+    zeros = _ZEROS  # (read once: another thread may put a larger one there meanwhile)
+    if len(zeros) < n:
+        zeros = np.zeros(n, np.int64)
+        zeros.flags.writeable = False
+        _ZEROS = zeros
+    return zeros[:n]
 
 
 def _indices(column: Any) -> np.ndarray:
@@ -360,24 +387,27 @@ def _entries(
     data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(8, np.uint8)
     offsets = offsets.astype(np.int64)
     known = memo.get(which)
-    if (
-        known is not None
-        and np.array_equal(known.offsets - known.offsets[0], offsets - offsets[0])
-        and np.array_equal(
-            known.data[known.offsets[0] : known.offsets[-1]], data[offsets[0] : offsets[-1]]
-        )
-    ):
+    held = _held(known, offsets, data)
+    if known is not None and held == len(offsets) - 1:
         return known
-    if len(offsets) > 1 and int(np.diff(offsets).max()) > MAX_PARQUET_ID_BYTES:
+    # a query ids' dictionary that goes on the last batch's (a row group whose dictionary
+    # page filled, read on in plain pages: pyarrow hands each batch every id so far) is
+    # checked and hashed from where that one ended, not again from its start
+    start = held if tally is None and known is not None and held == len(known.hashes) else 0
+    if len(offsets) > 1 and int(np.diff(offsets[start:]).max(initial=0)) > MAX_PARQUET_ID_BYTES:
         raise Declined("an id too long")
     hashes = np.empty(len(offsets) - 1, np.uint64)
+    if start:
+        hashes[:start] = known.hashes  # type: ignore[union-attr]
     functions = log_pass()
-    status, found = functions.entries(data, offsets, hashes)
+    status, found = functions.entries(data, offsets[start:], hashes[start:])
     if status < 0:
         raise Declined("an empty id")
     if found & BLANK_OR_CONTROL:
         raise Declined("an id with a blank or a control byte")
-    if found & PAST_ASCII and pl.Series(dictionary.to_pylist()).str.contains(FORBIDDEN_IN_ID).any():
+    if found & PAST_ASCII and (
+        pl.Series(dictionary.slice(start).to_pylist()).str.contains(FORBIDDEN_IN_ID).any()
+    ):
         raise Declined("an id with a blank or a control character")
     entries = _Entries(data, offsets, hashes)
     if tally is not None:
@@ -387,6 +417,21 @@ def _entries(
         )
     memo[which] = entries
     return entries
+
+
+def _held(known: _Entries | None, offsets: np.ndarray, data: np.ndarray) -> int:
+    """How many of a dictionary's first ids are ``known``'s, all of them or none (0)."""
+    if known is None or len(known.offsets) > len(offsets):
+        return 0
+    count = len(known.offsets) - 1
+    ours = offsets[: count + 1]
+    if not np.array_equal(known.offsets - known.offsets[0], ours - ours[0]):
+        return 0
+    if not np.array_equal(
+        known.data[known.offsets[0] : known.offsets[-1]], data[ours[0] : ours[-1]]
+    ):
+        return 0
+    return count
 
 
 def _gathered(documents: _Entries, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ import random
 import threading
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
@@ -984,3 +985,127 @@ def test_a_parquet_log_with_a_page_that_cannot_be_read(tmp_path: Path) -> None:
     assert log_dictionary.readable_columns(path, RunColumns(), Order.TREC_EVAL)
     careful = _answer(path, corpus, Order.TREC_EVAL, compiled_from=1 << 40)
     assert _answer(path, corpus, Order.TREC_EVAL, compiled_from=0) == careful
+
+
+def test_a_corrupt_pages_number_past_its_dictionary(tmp_path: Path) -> None:
+    """A byte of a data page changed (the footer whole) so that a row's number lies past its
+    dictionary's end, in a query a batch holds whole and in a batch's last query: pyarrow
+    hands such numbers over as they are, and the passes read a row's entry unchecked; the
+    dictionaries' path declines the file, and ``tally_log`` answers the careful path's error
+    (found by fuzzing: figures, tracebacks and crashes before)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    corpus = ClusterCorpus.of({"d001": "c1", "d002": "c2", "d003": "c1"}, {"d001": 1.0})
+    for row_byte in (4, 5):  # the byte holding rows 8 to 11 (inside q2), 12 to 15 (q3: last)
+        path = tmp_path / f"log-{row_byte}.parquet"
+        table = pa.table(
+            {
+                "qid": ["q1"] * 4 + ["q2"] * 8 + ["q3"] * 4,
+                "doc_id": ["d001", "d002", "d003", "d001"] * 4,  # numbers 0 1 2 0: 2 bits each
+                "score": [float(16 - i) for i in range(16)],
+            }
+        )
+        pq.write_table(table, path, compression="none", use_dictionary=True)
+        data = bytearray(path.read_bytes())
+        column = pq.ParquetFile(path).metadata.row_group(0).column(1)
+        # the bit-packed run of the numbers: width 2, two groups of eight, 0 1 2 0 ...
+        at = bytes(data).find(b"\x02\x05\x24\x24\x24\x24", column.data_page_offset)
+        assert at > 0
+        data[at + row_byte] = 0xE4  # numbers 0 1 2 3: 3 is past the dictionary of three
+        path.write_bytes(bytes(data))
+        assert log_dictionary.readable_columns(path, RunColumns(), Order.TREC_EVAL)
+        for order in (Order.TREC_EVAL, Order.FILE):
+            with pytest.raises(NotTaken):
+                compiled_tally(path, corpus, (1, 3), order=order, fmt="parquet")
+            careful = _answer(path, corpus, order, compiled_from=1 << 40)
+            assert isinstance(careful, str)
+            assert "out-of-bounds" in careful
+            assert _answer(path, corpus, order, compiled_from=0) == careful
+
+
+def test_a_row_group_that_yields_fewer_rows_than_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A corrupt page may end pyarrow's reading of a row group without an error: the rows
+    read are held to the metadata's count, and short of it the dictionaries' path declines
+    the file (the careful path words the error) rather than tally the rest."""
+    import pyarrow.parquet as pq
+
+    rng = random.Random(8)
+    clusters, tokens = random_corpus(rng)
+    corpus = ClusterCorpus.of(clusters, tokens)
+    path = tmp_path / "log.parquet"
+    rows = _log_rows(rng, 60)
+    frame = pl.DataFrame(
+        [(q, d, float(s)) for q, d, _, s in rows], schema=["qid", "doc_id", "score"], orient="row"
+    )
+    frame.write_parquet(path, row_group_size=100)
+    real = pq.ParquetFile.iter_batches
+
+    def short(self: object, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        batches = list(real(self, *args, **kwargs))  # type: ignore[arg-type]
+        return iter(batches[:-1] if kwargs.get("row_groups") == [1] else batches)
+
+    monkeypatch.setattr(log_dictionary, "BATCH_ROWS", 23)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", short)
+    with pytest.raises(NotTaken):
+        compiled_tally(path, corpus, (5,), order=Order.TREC_EVAL, fmt="parquet")
+
+
+def test_a_dictionary_that_goes_on_the_last_batchs(tmp_path: Path) -> None:
+    """A row group whose dictionary page filled, read on in plain pages: pyarrow hands each
+    batch every id so far, and the query ids' dictionary is checked and hashed from where
+    the last batch's ended; the figures are the whole file's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(21)
+    clusters, tokens = random_corpus(rng)
+    corpus = ClusterCorpus.of(clusters, tokens)
+    rows = _log_rows(rng, 400)
+    table = pa.table(
+        {
+            "qid": [q + "-" + "p" * 40 for q, _, _, _ in rows],
+            "doc_id": [d for _, d, _, _ in rows],
+            "score": [float(s) for _, _, _, s in rows],
+            "rank": pa.array([r for _, _, r, _ in rows], pa.int64()),
+        }
+    )
+    path = tmp_path / "log.parquet"
+    pq.write_table(table, path, row_group_size=len(rows), dictionary_pagesize_limit=2000)
+    reader = pq.ParquetFile(path, read_dictionary=["qid", "doc_id"])
+    batches = list(reader.iter_batches(batch_size=500))
+    sizes = [len(b.column(0).dictionary) for b in batches]
+    assert sizes == sorted(sizes)  # each batch's dictionary goes on the last's
+    assert sizes[0] < sizes[-1]
+    functions = log_dictionary.log_pass()
+    hashed: list[int] = []
+
+    def entries(data: np.ndarray, offsets: np.ndarray, hashes: np.ndarray) -> tuple[int, int]:
+        hashed.append(len(hashes))
+        return functions.entries(data, offsets, hashes)  # type: ignore[no-any-return]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(log_dictionary, "BATCH_ROWS", 500)
+        patch.setattr(
+            log_dictionary,
+            "log_pass",
+            lambda: SimpleNamespace(**{**vars_of(functions), "entries": entries}),
+        )
+        for order in list(Order):
+            tally, lines = compiled_tally(path, corpus, (1, 5), order=order, fmt="parquet")
+            want = tally_log(path, corpus, (1, 5), order=order, compiled_from=1 << 40).tally
+            assert lines == len(rows)
+            assert profile_of_tally(tally) == profile_of_tally(want)
+    # each order: the query ids hashed once each, not each batch's dictionary in full
+    # (the documents' as they come)
+    assert sum(hashed) // len(Order) < sum(sizes)
+    assert sum(hashed) // len(Order) >= sizes[-1]
+
+
+def vars_of(functions: object) -> dict[str, object]:
+    """The pass's functions by name (a module built ahead of time, or numba's namespace)."""
+    from app.eval.passes import LOG_EXPORTS
+
+    return {name: getattr(functions, name) for name in LOG_EXPORTS}
