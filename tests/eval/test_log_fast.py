@@ -119,6 +119,8 @@ def parquet_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
         monkeypatch.setattr(log_fast, "readable_columns", unsuited)
     monkeypatch.setattr(log_dictionary, "BATCH_ROWS", 23)
+    # the set of queries seen sized from the first row group (a log of millions of rows)
+    monkeypatch.setattr(log_dictionary, "ESTIMATE_FROM_ROWS", 10)
     real = log_dictionary.tally_dictionary
 
     def counted(*args: object, **kwargs: object) -> None:
