@@ -3,11 +3,14 @@ passes and a join of strings, done in one, where the bytes lie.
 
 It owns the byte-level readers (``scan``: ids, decimals, JSON tokens), the lines of a log
 (``lines``: TREC, JSONL hits, ``qid<TAB>doc_id`` pairs), the corpus's hash table (``table``),
-the cluster tally of a block of a log (``tally``), the lines of a corpus (``corpus``) and
-the ranks of a run's judged documents (``ranks``, also built ahead of time: ``app.eval.aot``). It
-never decides a figure the careful readers would not: what it is not sure to read as they do,
-it refuses, and the caller reads the input their way (``app.eval.log_fast``). Importing it
-imports numba: only the compiled paths do.
+the cluster tally of a block of a log (``tally``), of a Parquet log's rows as polars reads
+them (``columns``) and as pyarrow reads them with their dictionaries (``dictionary``), the
+lines of a corpus (``corpus``) and the ranks of a run's judged documents (``ranks``). All of
+it is built ahead of time into one module (``aot_build``, ``app.eval.aot``), which the drivers
+call through ``app.eval.passes``, numba's own compilation where it is not built. It never
+decides a figure the careful readers would not: what it is not sure to read as they do, it
+refuses, and the caller reads the input their way (``app.eval.log_fast``). Importing it
+imports numba: only numba's compilation and the build do.
 """
 
 from __future__ import annotations
