@@ -7,15 +7,17 @@ ids are checked, hashed and looked up in the corpus once, not once a row
 (``compiled.dictionary``), and a batch's whole queries are tallied from the numbers. The
 rows of a query cut by a batch's end (its first and its last query) are copied out, joined
 in the file's order and tallied by the pass of a Parquet log's rows read by polars
-(``compiled.columns.tally_rows``). Memory: two batches being read, their dictionaries, and
-the rows of the queries cut by their ends.
+(``compiled.columns.tally_rows``). Memory: two batches being read, their dictionaries, the
+rows of the queries cut by their ends and, per row group read, its queries' hashes.
 
 ``Unsuited`` before anything is tallied when the file is not one this path reads (no
-pyarrow, an id column of another type or not dictionary-encoded throughout, a score or rank
-of another type, a row group of a single value's dictionary pages...): polars' path
+pyarrow, a column named twice or nested, no score column, ids not text or a row group's not
+dictionary-encoded, a score not a double or a rank not a 64-bit integer): polars' path
 (``app.eval.log_parquet``) then reads it. ``Declined`` (the whole log to the careful paths)
 for what ``log_parquet`` declines: a row the careful reader refuses, a rank beyond 32 bits,
-a result without the score (or rank) its order needs, a query longer than the pass holds.
+a result without the score (or rank) its order needs, a query longer than the pass holds;
+and for a file pyarrow does not read as its metadata says (a page unreadable, a row's
+number past its dictionary, a row group short of its rows).
 """
 
 from __future__ import annotations
