@@ -4,9 +4,11 @@ A log of TREC lines or JSONL hits, plain or gzip, is read a block at a time (a t
 or inflates, the next block while this one is tallied); each block is cut in pieces at query
 boundaries and the pieces are tallied two at a time, by two threads, by the compiled pass of
 ``app.eval.compiled.tally`` (which lets go of the GIL). A query's lines left at the end of a
-block go with the next. A Parquet log is read by polars (``app.eval.log_parquet``). Memory: a
-few blocks, the corpus's table, 16 bytes a query seen and, per thread, a block's lines taken
-apart and a mark per corpus document.
+block go with the next. A Parquet log is read with its dictionaries by pyarrow where its ids
+are dictionary-encoded (``app.eval.log_dictionary``), else by polars
+(``app.eval.log_parquet``). Memory: a few blocks, the corpus's table, 11 to 22 bytes a query
+seen (a set of 8-byte hashes at most three quarters full) and, per thread, a block's lines
+taken apart and a mark per corpus document.
 
 ``NotTaken`` when this path does not read the file: a line the compiled pass does not take,
 another format, no compiler (numba) here, or no log at all. The caller then reads it the way
