@@ -1,11 +1,12 @@
 """The pair-review queue: reviewers judge sampled pairs of a detector run "same content" or
 "different", with the miss queue's rules (app/services/queue):
 
-- a claim takes the person's lock on the detector run (PostgreSQL: a transaction advisory
-  lock keyed (-run id, person id), beside the miss queue's (triage id, person id); SQLite:
-  ``BEGIN IMMEDIATE``), then answers their current pair (their lease, renewed), else the next
-  sampled pair in queue order that nobody holds and they did not skip (``SKIP LOCKED``); a
-  person holds at most one lease per detector run;
+- every step takes the person's lock on the detector run's pairs first, then the pair's row,
+  in the order app/services/queue/locks.py states for both review queues: a person's
+  claims, labels, skips and releases run one after the other, never waiting in a circle;
+- a claim answers the person's current pair (their lease, renewed), else the next sampled
+  pair in queue order that nobody holds and they did not skip (``SKIP LOCKED``); a person
+  holds at most one lease per detector run;
 - a label names the version it was made on: a pair changed since answers 409
   ``stale_version`` with the pair as it stands, and the refused judgment is kept in the audit
   log beside the one in force; an unlabelled pair takes the label of its lease holder (or a
@@ -28,6 +29,7 @@ from app.eval import calibration as cal
 from app.models import DetectorRun, DocPair, Document, PairAction, PairEvent, PairSkip, User
 from app.models.dedup_public import PairDocument, PairEventPublic, PairPublic
 from app.services.errors import Conflict, Forbidden, NotFound, ServiceError
+from app.services.queue import locks
 from app.services.queue.lifecycle import NOT_HELD, is_lead
 
 NOT_HELD_PAIR = NOT_HELD.replace("miss", "pair")
@@ -35,9 +37,22 @@ NOT_HELD_PAIR = NOT_HELD.replace("miss", "pair")
 SHOWN_CHARS = 20_000
 
 
-def _lock(session: Session, run_id: int, user_id: int) -> None:
-    if session.get_bind().dialect.name == "postgresql":
-        session.exec(select(func.pg_advisory_xact_lock(-run_id, user_id)))
+def _locked_pair(session: Session, pair_id: int, user: User) -> DocPair:
+    """Inside a ``writing`` block: the person's lock on the pair's detector run, then the
+    pair, its row locked (404 ``pair_not_found``)."""
+    assert user.id is not None
+    conn = session.connection()
+    if locks.person_on_pair(conn, pair_id=pair_id, user_id=user.id) is None:
+        raise NotFound(f"no pair {pair_id}", code="pair_not_found")
+    pair = session.exec(
+        select(DocPair)
+        .where(DocPair.id == pair_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).first()
+    if pair is None:  # deleted with its detector run meanwhile
+        raise NotFound(f"no pair {pair_id}", code="pair_not_found")
+    return pair
 
 
 def _snapshot(pair: DocPair) -> dict[str, Any]:
@@ -128,7 +143,7 @@ def claim(
     assert run.id is not None
     assert user.id is not None
     with writing(session):
-        _lock(session, run.id, user.id)
+        locks.person_on_detector_run(session.connection(), detector_run_id=run.id, user_id=user.id)
         base = select(DocPair).where(
             DocPair.detector_run_id == run.id,
             col(DocPair.sampled).is_(True),
@@ -139,6 +154,7 @@ def claim(
             .order_by(col(DocPair.position))
             .limit(1)
             .with_for_update()
+            .execution_options(populate_existing=True)
         ).first()
         if pair is None:
             skipped = select(PairSkip.pair_id).where(
@@ -155,6 +171,7 @@ def claim(
                 .order_by(col(DocPair.position))
                 .limit(1)
                 .with_for_update(skip_locked=True)
+                .execution_options(populate_existing=True)
             ).first()
         if pair is None:
             return None
@@ -189,11 +206,7 @@ def label(
     """Judge a pair the same content or different, at ``version``."""
     refused: _Refused | None = None
     with writing(session):
-        pair = session.exec(select(DocPair).where(DocPair.id == pair_id).with_for_update()).first()
-        if pair is None:
-            raise NotFound(f"no pair {pair_id}", code="pair_not_found")
-        assert user.id is not None
-        _lock(session, pair.detector_run_id, user.id)
+        pair = _locked_pair(session, pair_id, user)
         before = _snapshot(pair)
         attempt = {"same": same, "version": version}
         if pair.version != version:
@@ -237,9 +250,7 @@ def label(
 
 
 def _held(session: Session, pair_id: int, user: User, *, lead_may: bool) -> DocPair:
-    pair = session.exec(select(DocPair).where(DocPair.id == pair_id).with_for_update()).first()
-    if pair is None:
-        raise NotFound(f"no pair {pair_id}", code="pair_not_found")
+    pair = _locked_pair(session, pair_id, user)
     mine = pair.lease_holder_id == user.id and not pair.labelled
     if not (mine or (lead_may and is_lead(user) and pair.lease_holder_id is not None)):
         raise Forbidden(NOT_HELD_PAIR, code="lease_not_held")

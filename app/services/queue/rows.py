@@ -2,13 +2,12 @@
 read it (``MissRow``) and what a write reads with it (``Target``), a double-reviewed miss's
 reviews, the person's lock on a triage, and the transaction every step of the queue runs in.
 
-Locks, always in this order, so no two of the queue's transactions wait on each other in a
-circle: first the person's lock on the triage (PostgreSQL: a transaction advisory lock keyed
-(triage id, person id); SQLite: ``BEGIN IMMEDIATE`` holds the database already), then the
-rows (a miss ``FOR UPDATE``; ``SKIP LOCKED`` when picking the next one), then, for the first
-labels of a golden set only, its row (``causes_frozen``). A person's claims, labels, skips
-and undos in one triage therefore run one after the other whatever arrives at once, and the
-answer is the one their stored state gives.
+Locks, always in the order app/services/queue/locks.py states for both review queues: first
+the person's lock on the triage (``lock_person``), then the rows (a miss ``FOR UPDATE``;
+``SKIP LOCKED`` when picking the next one), then, for the first labels of a golden set only,
+its row (``causes_frozen``). A person's claims, labels, skips and undos in one triage
+therefore run one after the other whatever arrives at once, and the answer is the one their
+stored state gives.
 
 Statements are built once, at import, so SQLAlchemy reuses their compiled form.
 """
@@ -48,6 +47,7 @@ from app.models import (
 )
 from app.models.triage_public import MissPublic
 from app.services.errors import NotFound
+from app.services.queue import locks
 from app.services.queue.lifecycle import (
     Stage,
     stage_of,
@@ -179,36 +179,18 @@ def snapshot(miss: MissRow) -> dict[str, Any]:
 
 # --- the person's lock, and reading a miss for a write ----------------------------------
 
-_REVIEWERS = select(TRIAGE.c.reviewers).where(TRIAGE.c.id == P_TRIAGE).scalar_subquery()
-_LOCK_PG = select(func.pg_advisory_xact_lock(P_TRIAGE, P_USER), _REVIEWERS.label("reviewers"))
-_TRIAGE_REVIEWERS = select(_REVIEWERS.label("reviewers"))
-_MISS_TRIAGE = select(MISS.c.triage_id).where(MISS.c.id == P_MISS)
-#: The person's lock on a miss's triage, taken in the statement that finds the triage.
-_LOCK_PG_FOR_MISS = select(
-    MISS.c.triage_id, func.pg_advisory_xact_lock(MISS.c.triage_id, P_USER)
-).where(MISS.c.id == P_MISS)
-
 
 def lock_person(conn: Connection, *, triage_id: int, user_id: int) -> int | None:
-    """Take the person's lock on the triage for the transaction (PostgreSQL; SQLite's
-    ``BEGIN IMMEDIATE`` serialises every writer already) and answer how many reviewers the
-    triage asks for per sampled miss (None: no such triage)."""
-    params = {"p_triage": triage_id, "p_user": user_id}
-    if conn.dialect.name == "postgresql":
-        found = conn.execute(_LOCK_PG, params).first()
-        value = None if found is None else found[1]
-    else:
-        value = conn.execute(_TRIAGE_REVIEWERS, params).scalar()
-    return None if value is None else int(value)
+    """Take the person's lock on the triage for the transaction (``locks.person_on_triage``)
+    and answer how many reviewers the triage asks for per sampled miss (None: no such
+    triage)."""
+    return locks.person_on_triage(conn, triage_id=triage_id, user_id=user_id)
 
 
 def lock_person_for_miss(conn: Connection, *, miss_id: int, user_id: int) -> int | None:
     """``lock_person`` on the triage of ``miss_id``; answers that triage's id (None: no such
     miss)."""
-    params = {"p_miss": miss_id, "p_user": user_id}
-    postgres = conn.dialect.name == "postgresql"
-    triage_id = conn.execute(_LOCK_PG_FOR_MISS if postgres else _MISS_TRIAGE, params).scalar()
-    return None if triage_id is None else int(triage_id)
+    return locks.person_on_miss(conn, miss_id=miss_id, user_id=user_id)
 
 
 @dataclass(slots=True)
