@@ -8,7 +8,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.exporters.base import Draft, Exporter, Follow, Request, Sender, Tracker, TrackerError
+from app.exporters.base import (
+    Draft,
+    Exporter,
+    Follow,
+    Request,
+    Sender,
+    TargetRefused,
+    Tracker,
+    TrackerError,
+)
 from app.exporters.github import GitHubExporter
 from app.exporters.gitlab import GitLabExporter
 from app.exporters.jira import JiraExporter
@@ -129,6 +138,7 @@ __all__ = [
     "Registration",
     "Request",
     "Sender",
+    "TargetRefused",
     "Tracker",
     "TrackerError",
     "exporter_for",

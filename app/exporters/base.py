@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx
 
@@ -86,6 +87,26 @@ class Request:
             body = self.content.decode()
         url = shown_url(self.url) if self.secret_url else self.url
         return {"method": self.method, "url": url, "headers": headers, "body": body}
+
+
+class TargetRefused(ValueError):
+    """A target (or an issue id) that is not of its tracker's form: nothing is planned for
+    it. ``code`` names the rule (``bad_github_target``); the message states it."""
+
+    def __init__(self, message: str, *, tracker: Tracker) -> None:
+        super().__init__(message)
+        self.tracker = tracker
+        self.code = f"bad_{tracker.value}_target"
+
+
+def path_segment(value: str, *, tracker: Tracker, what: str) -> str:
+    """``value`` as one percent-encoded segment of a request's path: a ``/``, ``?`` or ``#``
+    in it is encoded, so it never reaches another path, a query or a fragment; and ``.``
+    or ``..``, which HTTP clients and servers resolve away (percent-encoded or not), and
+    the empty segment are refused."""
+    if value in ("", ".", ".."):
+        raise TargetRefused(f"{what} {value!r} is not a path segment", tracker=tracker)
+    return quote(value, safe="")
 
 
 class TrackerError(Exception):

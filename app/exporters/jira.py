@@ -9,10 +9,15 @@ from typing import Any
 
 import httpx
 
-from app.exporters.base import Draft, Request, Tracker
+from app.exporters.base import Draft, Request, TargetRefused, Tracker, path_segment
 from app.exporters.markup import follow_sentences, one_line
 
-_PROJECT = re.compile(r"^[A-Z][A-Z0-9_]+$")
+#: A project key: an uppercase letter, then uppercase letters, digits and '_' (Jira's rule).
+_PROJECT = re.compile(r"[A-Z][A-Z0-9_]{1,254}")
+RULE = (
+    "a Jira target is a project key, e.g. SEARCH: an uppercase letter, then uppercase "
+    "letters, digits and '_'"
+)
 ROWS_SHOWN = 100
 
 
@@ -104,23 +109,25 @@ class JiraExporter:
         self.headers = {"Authorization": f"Basic {basic}", "Accept": "application/json"}
 
     def check_target(self, target: str) -> None:
-        if not _PROJECT.match(target):
-            raise ValueError("a Jira target is a project key, e.g. SEARCH")
+        if not _PROJECT.fullmatch(target):
+            raise TargetRefused(RULE, tracker=self.name)
 
     def _fields(self, draft: Draft) -> dict[str, Any]:
         labels = [label.replace(" ", "-") for label in draft.labels]
         return {"summary": draft.title, "description": adf(draft), "labels": labels}
 
     def create(self, target: str, draft: Draft) -> Request:
+        self.check_target(target)  # it goes in the body, never in the path
         fields = {"project": {"key": target}, "issuetype": {"name": "Task"}} | self._fields(draft)
         return Request(
             "POST", f"{self.api}/rest/api/3/issue", dict(self.headers), json={"fields": fields}
         )
 
     def update(self, target: str, external_id: str, draft: Draft) -> Request:
+        key = path_segment(external_id, tracker=self.name, what="the issue key")
         return Request(
             "PUT",
-            f"{self.api}/rest/api/3/issue/{external_id}",
+            f"{self.api}/rest/api/3/issue/{key}",
             dict(self.headers),
             json={"fields": self._fields(draft)},
             idempotent=True,

@@ -3,12 +3,13 @@ cannot make a second issue), issueUpdate."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
 import httpx
 
-from app.exporters.base import Draft, Request, Tracker, TrackerError
+from app.exporters.base import Draft, Request, TargetRefused, Tracker, TrackerError
 
 CREATE = (
     "mutation Create($input: IssueCreateInput!) { issueCreate(input: $input) "
@@ -19,6 +20,12 @@ UPDATE = (
     "input: $input) { success issue { id identifier url } } }"
 )
 _NAMESPACE = uuid.UUID("6f1d5a8e-2b7c-4e0a-9c1f-3d2e8b7a6c50")
+#: A team's id (a UUID) or key (ENG): letters, digits, '_' and '-', not starting with '-'.
+_TEAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+RULE = (
+    "a Linear target is a team's id or key: letters, digits, '_' and '-' (at most 64, "
+    "not starting with '-'), e.g. ENG"
+)
 
 
 def issue_id(target: str, draft: Draft) -> str:
@@ -36,8 +43,9 @@ class LinearExporter:
         self.headers = {"Authorization": token, "Content-Type": "application/json"}
 
     def check_target(self, target: str) -> None:
-        if not target or " " in target:
-            raise ValueError("a Linear target is a team id")
+        # it goes in the GraphQL variables, never in the path: still one token
+        if not _TEAM.fullmatch(target):
+            raise TargetRefused(RULE, tracker=self.name)
 
     def _post(self, query: str, variables: dict[str, Any]) -> Request:
         # Creates carry a client-chosen id and updates overwrite: both are safe to repeat.
@@ -50,6 +58,7 @@ class LinearExporter:
         )
 
     def create(self, target: str, draft: Draft) -> Request:
+        self.check_target(target)
         return self._post(
             CREATE,
             {

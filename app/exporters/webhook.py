@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.exporters.base import Draft, Request, Tracker
+from app.exporters.base import Draft, Request, TargetRefused, Tracker
 
 SIGNATURE_HEADER = "X-Misstriage-Signature"
 
@@ -45,8 +45,9 @@ class WebhookExporter:
         self.secret = secret
 
     def check_target(self, target: str) -> None:
-        if not target.startswith(("http://", "https://")):
-            raise ValueError("a webhook target is an http(s) URL")
+        # the rest (credentials, the addresses it resolves to) is outbound.check_url's
+        if not target.lower().startswith(("http://", "https://")):
+            raise TargetRefused("a webhook target is an http(s) URL", tracker=self.name)
 
     def _payload(self, draft: Draft, action: str) -> dict[str, Any]:
         return {

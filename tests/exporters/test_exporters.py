@@ -257,7 +257,7 @@ def test_export_api_and_roles(
     bad = client.post(
         url, json={"tracker": "github", "target": "not a repo"}, headers=accounts[Role.LEAD].headers
     )
-    assert (bad.status_code, bad.json()["error"]["code"]) == (422, "export_not_possible")
+    assert (bad.status_code, bad.json()["error"]["code"]) == (422, "bad_github_target")
 
 
 def test_cli_export_dry_run_and_push(

@@ -18,6 +18,7 @@ from app.exporters import (
     Follow,
     NotConfigured,
     Sender,
+    TargetRefused,
     Tracker,
     TrackerError,
     exporter_for,
@@ -194,6 +195,9 @@ def export(
         # delivery the push would then refuse (a local or private address).
         if endpoint and (webhook or not dry_run):
             outbound.check_url(endpoint, allow_local=settings.allow_local_network)
+    except TargetRefused as exc:
+        # before anything is planned: the code names the tracker's rule, the message states it
+        raise Invalid(str(exc), code=exc.code, details={"tracker": tracker.value}) from None
     except (ValueError, NotConfigured) as exc:
         raise Invalid(str(exc), code="export_not_possible") from None
     except outbound.AddressRefused as exc:
@@ -235,11 +239,20 @@ def export(
                     )
                 )
                 continue
-            request = (
-                exporter.update(target, stored.external_id, draft)
-                if stored
-                else exporter.create(target, draft)
-            )
+            try:
+                request = (
+                    exporter.update(target, stored.external_id, draft)
+                    if stored
+                    else exporter.create(target, draft)
+                )
+            except TargetRefused as exc:
+                # an issue id the tracker answered that cannot be one segment of a path
+                results.append(
+                    ExportResult(
+                        category=draft.category, action=ExportAction.FAILED, error=str(exc)
+                    )
+                )
+                continue
             action = ExportAction.UPDATE if stored else ExportAction.CREATE
             if dry_run:
                 requests.append(
