@@ -6,6 +6,11 @@ of the golden set with them again (``retrace``): a judged run from its stored ra
 kept head and the judged documents), exact up to its ``keep_depth``; a log run keeps no
 rankings, so it stays on the detector run it was imported with, and says so. A triage keeps
 the detector run whose clusters decided its covered misses: no label moves.
+
+Writes to a golden set's clusters (an apply, an import of cluster ids) take the golden set's
+row first (app/services/queue/locks.py) and read the detector run again under it: two at once
+run one after the other, the stored run, corpus and figures are one apply's whole, and every
+apply answered is in the run's ``applications``.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from app.models.dedup_public import (
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
 from app.services.imports.detector_refs import band_rows, estimates, live_ref
+from app.services.queue import locks
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
 #: measured on a sample of this many documents (the pairs among them).
@@ -350,14 +356,16 @@ def apply_threshold(
             f"the threshold must be from {run.low:.2f} (the lowest similarity this run kept) to 1",
             code="invalid_threshold",
         )
-    golden = session.get(GoldenSet, run.golden_set_id)
-    assert golden is not None
-    rows = band_rows(session=session, run=run)
-    precision, recall = estimates(run, rows, threshold)
+    # the run's pairs never change: its clusters at ``threshold`` are found before the write
     at = [(a, b) for a, b, s in _similarities(session, run) if s >= threshold - 1e-9]
     clusters = clusters_of_pairs(at)
     cluster_of = {doc: cid for cid, members in clusters.items() for doc in members}
     with writing(session):
+        golden = _lock_golden_set(session, run.golden_set_id)
+        # what other applies wrote before this one took the lock (their applications)
+        run = _read_again(session, run)
+        rows = band_rows(session=session, run=run)
+        precision, recall = estimates(run, rows, threshold)
         run.threshold = round(threshold, 6)
         run.clusters = len(clusters)
         run.clustered_documents = len(cluster_of)
@@ -381,6 +389,31 @@ def apply_threshold(
         _write_clusters(session, golden, run, cluster_of)
     session.refresh(run)
     return run
+
+
+def _lock_golden_set(session: Session, golden_set_id: int) -> GoldenSet:
+    """Inside a ``writing`` block, first: the golden set's row, locked for a write to its
+    clusters (app/services/queue/locks.py), and read again."""
+    if not locks.golden_set_for_clusters(session.connection(), golden_set_id=golden_set_id):
+        raise NotFound(f"no golden set {golden_set_id}", code="golden_set_not_found")
+    golden = session.exec(
+        select(GoldenSet)
+        .where(GoldenSet.id == golden_set_id)
+        .execution_options(populate_existing=True)
+    ).one()
+    return golden
+
+
+def _read_again(session: Session, run: DetectorRun) -> DetectorRun:
+    """The detector run as it is stored now, inside the write (404 when it was deleted)."""
+    found = session.exec(
+        select(DetectorRun)
+        .where(DetectorRun.id == run.id)
+        .execution_options(populate_existing=True)
+    ).first()
+    if found is None:
+        raise NotFound(f"no detector run {run.id}", code="detector_run_not_found")
+    return found
 
 
 def import_cluster_ids(
@@ -425,6 +458,8 @@ def import_cluster_ids(
         applied_by_id=user.id if user else None,
     )
     with writing(session):
+        assert golden.id is not None
+        golden = _lock_golden_set(session, golden.id)
         session.add(run)
         session.flush()
         _write_clusters(session, golden, run, cluster_of)
@@ -435,8 +470,9 @@ def import_cluster_ids(
 def _write_clusters(
     session: Session, golden: GoldenSet, run: DetectorRun, cluster_of: dict[str, str]
 ) -> None:
-    """Inside a ``writing`` block: the corpus's cluster ids become ``cluster_of``'s, the
-    golden set rests on ``run``, and its runs are measured again."""
+    """Inside a ``writing`` block holding the golden set's lock (``_lock_golden_set``): the
+    corpus's cluster ids become ``cluster_of``'s, the golden set rests on ``run``, and its
+    runs are measured again."""
     session.exec(
         update(Document)
         .where(col(Document.golden_set_id) == golden.id, col(Document.cluster_id).is_not(None))

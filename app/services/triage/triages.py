@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 from sqlmodel import Session, col, select
 
-from app.db import writing
+from app.db import end_reading, writing
 from app.eval import misses_frame
 from app.eval.conventions import CutoffError, check_cutoffs
 from app.eval.overlap import overlap_sample
@@ -46,11 +46,20 @@ def create_triage(
     Each miss gets its cause hints (app/eval/hints.py); a miss whose duplicate-cluster mate is
     in the candidates is "covered" and stays off the queue until a lead includes it. In a
     series, a miss whose pair has a final label in a named cause in the series' latest
-    earlier triage carries that label (app/services/triage/carry.py) and is not queued."""
+    earlier triage carries that label (app/services/triage/carry.py) and is not queued.
+
+    The misses are decided in one snapshot of the database: the detector run the triage
+    names, its threshold and the cluster ids that decide its covered misses are one apply's,
+    whatever is applied meanwhile."""
     try:
         check_cutoffs(k=k, depth=depth)
     except CutoffError as exc:
         raise Invalid(str(exc), code=exc.code) from None
+    # Everything the misses are decided with is read at one moment: the golden set's applied
+    # detector run, its threshold and the corpus's cluster ids (an apply writes them
+    # together, and may commit while this triage reads).
+    _read_in_one_snapshot(session)
+    golden = _golden_now(session, golden)
     existing = session.exec(
         select(Triage).where(Triage.run_id == run.id, Triage.depth == depth, Triage.k == k)
     ).first()
@@ -126,6 +135,26 @@ def create_triage(
         )
     session.refresh(triage)
     return triage
+
+
+def _read_in_one_snapshot(session: Session) -> None:
+    """End the session's read transaction and begin one whose reads all see the database as
+    it was at one moment: REPEATABLE READ on PostgreSQL (its default, READ COMMITTED, reads
+    each statement at a moment of its own); SQLite's read transaction sees one snapshot from
+    its first read to its end already (WAL)."""
+    end_reading(session)
+    if session.get_bind().dialect.name == "postgresql":
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+
+
+def _golden_now(session: Session, golden: GoldenSet) -> GoldenSet:
+    """The golden set as the current transaction sees it (its applied detector run)."""
+    found = session.exec(
+        select(GoldenSet).where(GoldenSet.id == golden.id).execution_options(populate_existing=True)
+    ).first()
+    if found is None:
+        raise NotFound(f"no golden set {golden.id}", code="golden_set_not_found")
+    return found
 
 
 def _with_carried(misses: pl.DataFrame, carry: Carry | None) -> pl.DataFrame:
@@ -252,5 +281,6 @@ def list_misses(
 def _applied_threshold(session: Session, golden: GoldenSet) -> float | None:
     if golden.detector_run_id is None:
         return None
-    applied = session.get(DetectorRun, golden.detector_run_id)
+    # read in the triage's snapshot, not as the session may hold it from before
+    applied = session.get(DetectorRun, golden.detector_run_id, populate_existing=True)
     return None if applied is None else applied.threshold
