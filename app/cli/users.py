@@ -21,12 +21,22 @@ from app.cli.service import database
     is_flag=True,
     help="Print a temporary password alone on stdout; the next login must choose a new one.",
 )
+@click.option(
+    "--revoke-tokens",
+    is_flag=True,
+    help="With --reset-password: also revoke the account's API tokens (the password leaked).",
+)
 def user(
-    email: str, role: str | None, deactivate: bool, reactivate: bool, reset_password: bool
+    email: str,
+    role: str | None,
+    deactivate: bool,
+    reactivate: bool,
+    reset_password: bool,
+    revoke_tokens: bool,
 ) -> None:
     """Change one account: exactly one of --role, --deactivate, --reactivate and
-    --reset-password. Exit 1 for an unknown email or a change the rules refuse (the last
-    active admin)."""
+    --reset-password (with --revoke-tokens, its API tokens revoked too). Exit 1 for an
+    unknown email or a change the rules refuse (the last active admin)."""
     from app.models import AccountVia, Role
     from app.services.accounts import life_cycle
     from app.services.accounts import users as user_service
@@ -36,17 +46,28 @@ def user(
         raise click.UsageError(
             "give exactly one of --role, --deactivate, --reactivate, --reset-password"
         )
+    if revoke_tokens and not reset_password:
+        raise click.UsageError("--revoke-tokens goes with --reset-password")
     with database() as session:
         found = user_service.get_user_by_email(session=session, email=email)
         assert found.id is not None
         if reset_password:
-            changed, temporary = life_cycle.reset_password(
-                session=session, actor=None, user_id=found.id, via=AccountVia.CLI
+            changed, temporary, revoked = life_cycle.reset_password(
+                session=session,
+                actor=None,
+                user_id=found.id,
+                via=AccountVia.CLI,
+                revoke_tokens=revoke_tokens,
             )
             click.echo(temporary)
+            tokens = (
+                f"{revoked} API token{'s' if revoked != 1 else ''} revoked"
+                if revoke_tokens
+                else "API tokens keep working"
+            )
             click.echo(
                 f"{changed.email}: temporary password set; the next login must choose a new "
-                "one (browser sessions ended, API tokens keep working)",
+                f"one (browser sessions ended, {tokens})",
                 err=True,
             )
             return

@@ -49,6 +49,11 @@ class User(SQLModel, table=True):
     must_change_password: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
+    #: Moved by every password change or reset: a browser session started with another
+    #: generation is refused on use (``UserSession.credential_generation``).
+    credential_generation: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default="0")
+    )
 
     @property
     def adjudicates(self) -> bool:
@@ -90,6 +95,11 @@ class UserSession(SQLModel, table=True):
     token_hash: str = Field(sa_column=Column(String(64), unique=True, nullable=False))
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     expires_at: datetime = Field(sa_type=UTCDateTime)
+    #: The user's credential generation whose password started the session: live only while
+    #: it is the user's (a password change or reset since ends it, logins in flight included).
+    credential_generation: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default="0")
+    )
 
 
 class LoginAttempt(SQLModel, table=True):
@@ -222,6 +232,10 @@ class AccountEvent(SQLModel, table=True):
     sessions_ended: int = Field(
         default=0, sa_column=Column(Integer, nullable=False, server_default="0")
     )
+    #: How many API tokens of the user the change revoked (a reset that revokes them).
+    tokens_revoked: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default="0")
+    )
 
 
 class AccountEventPublic(ReadModel):
@@ -240,6 +254,8 @@ class AccountEventPublic(ReadModel):
     before: str | None
     after: str | None
     sessions_ended: int
+    #: The API tokens the change revoked (a reset asked to revoke them; else 0).
+    tokens_revoked: int
 
 
 class PasswordReset(ReadModel):
@@ -247,6 +263,8 @@ class PasswordReset(ReadModel):
 
     user: UserAccountPublic
     temporary_password: str
+    #: How many of the user's API tokens the reset revoked (0 unless ``revoke_tokens``).
+    tokens_revoked: int
 
 
 class PasswordChanged(ReadModel):

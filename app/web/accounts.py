@@ -129,8 +129,8 @@ def login(
         )
         refused.headers["Retry-After"] = str(wait)
         return refused
-    user = user_service.authenticate(session=session, email=email, password=password)
-    if user is None:
+    checked = user_service.authenticate(session=session, email=email, password=password)
+    if checked is None:
         logins.record_failure(
             session=session, email=normalised, address=address, now=now, policy=policy
         )
@@ -145,11 +145,26 @@ def login(
     old = session_id_from_cookie(request)
     if old is not None:
         user_service.end_session(session=session, session_id=old)
-    session_id = user_service.start_session(
-        session=session, user=user, hours=settings.session_hours
-    )
+    user = checked.user
+    must_change = user.must_change_password  # as read with the password checked
+    try:
+        session_id = user_service.start_session(
+            session=session,
+            user=user,
+            hours=settings.session_hours,
+            credential_generation=checked.credential_generation,
+        )
+    except user_service.CredentialsChanged:
+        # The password was changed or reset while this login checked the old one.
+        return render(
+            request,
+            "login.html",
+            {"error": "Wrong email or password.", "email": email, "next": target},
+            status=400,
+            error_code="invalid_credentials",
+        )
     # After an admin's reset, the new password comes before anything else.
-    where = _set_password_url(request, target) if user.must_change_password else target
+    where = _set_password_url(request, target) if must_change else target
     response = redirect(request, where)
     response.set_cookie(
         SESSION_COOKIE,

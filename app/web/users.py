@@ -36,6 +36,9 @@ class Reset:
 
     email: str
     temporary_password: str
+    #: Whether the admin asked to revoke the user's API tokens, and how many were.
+    revoke_tokens: bool = False
+    tokens_revoked: int = 0
 
 
 @dataclass(frozen=True)
@@ -201,16 +204,28 @@ def set_adjudicator(
 
 @router.post("/users/{user_id}/password-reset", name="user_password_reset_form")
 def reset_password(
-    request: Request, session: SessionDep, principal: AdminDep, user_id: Id
+    request: Request,
+    session: SessionDep,
+    principal: AdminDep,
+    user_id: Id,
+    revoke_tokens: Annotated[bool, Form()] = False,
 ) -> Response:
     try:
-        user, temporary = life_cycle.reset_password(
-            session=session, actor=principal.user, user_id=user_id, via=AccountVia.PAGE
+        user, temporary, revoked = life_cycle.reset_password(
+            session=session,
+            actor=principal.user,
+            user_id=user_id,
+            via=AccountVia.PAGE,
+            revoke_tokens=revoke_tokens,
         )
     except ServiceError as exc:
         return _users_page(
             request, session, principal, error=exc.message, error_code=exc.code, status=exc.status
         )
-    return _users_page(
-        request, session, principal, reset=Reset(email=user.email, temporary_password=temporary)
+    reset = Reset(
+        email=user.email,
+        temporary_password=temporary,
+        revoke_tokens=revoke_tokens,
+        tokens_revoked=revoked,
     )
+    return _users_page(request, session, principal, reset=reset)

@@ -94,6 +94,29 @@ def test_reset_password_prints_the_temporary_password_alone(
     assert response.headers["location"] == "/account/set-password"
 
 
+def test_reset_password_revokes_the_tokens_when_asked(
+    database_url: str, accounts: dict[Role, Account], client: TestClient
+) -> None:
+    lead, reviewer = accounts[Role.LEAD], accounts[Role.REVIEWER]
+    kept = cli(database_url, "user", "--email", reviewer.email, "--reset-password")
+    assert kept.returncode == 0, kept.stderr
+    assert "API tokens keep working" in _said(kept.stderr)
+    assert client.get("/api/v1/me", headers=reviewer.headers).status_code == 200
+    done = cli(database_url, "user", "--email", lead.email, "--reset-password", "--revoke-tokens")
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1
+    assert _said(done.stderr).endswith("(browser sessions ended, 1 API token revoked)")
+    changed_at = time.monotonic()
+
+    def me() -> int:
+        return client.get("/api/v1/me", headers=lead.headers).status_code
+
+    assert status_once_the_check_is_due(me, changed_at) == 401
+    alone = cli(database_url, "user", "--email", lead.email, "--role", "lead", "--revoke-tokens")
+    assert alone.returncode == 2
+    assert "--revoke-tokens goes with --reset-password" in alone.stderr
+
+
 def test_unknown_emails_the_last_admin_and_bad_usage(
     database_url: str, engine: Engine, accounts: dict[Role, Account]
 ) -> None:

@@ -161,18 +161,37 @@ def update_user(
     return UserAccountPublic.of(user)
 
 
+class PasswordResetBody(BaseModel):
+    #: Also revoke every API token of the user: the password leaked, and whoever had it may
+    #: have made a token with it. False (the default): the tokens keep working.
+    revoke_tokens: bool = False
+
+
 @router.post("/users/{user_id}/password-reset")
 def reset_password(
-    response: Response, session: SessionDep, principal: AdminDep, user_id: Id
+    response: Response,
+    session: SessionDep,
+    principal: AdminDep,
+    user_id: Id,
+    body: PasswordResetBody | None = None,
 ) -> PasswordReset:
-    """A one-time temporary password, in this answer only; the user's browser sessions end
-    and their next login must choose a new password before anything else (a cookie session
-    meanwhile gets 403 ``password_change_required``). Their API tokens keep working."""
-    user, temporary = life_cycle.reset_password(
-        session=session, actor=principal.user, user_id=user_id, via=AccountVia.API
+    """A one-time temporary password, in this answer only. Every browser session of the
+    user ends, logins in flight with the old password included (a session started with
+    the old password is refused on use), and their next login must choose a new password
+    before anything else (a cookie session meanwhile gets 403 ``password_change_required``).
+    Their API tokens keep working, unless the body says ``{"revoke_tokens": true}`` (the
+    password leaked): then each is revoked and ``tokens_revoked`` counts them."""
+    user, temporary, revoked = life_cycle.reset_password(
+        session=session,
+        actor=principal.user,
+        user_id=user_id,
+        via=AccountVia.API,
+        revoke_tokens=body is not None and body.revoke_tokens,
     )
     response.headers["Cache-Control"] = "no-store"
-    return PasswordReset(user=UserAccountPublic.of(user), temporary_password=temporary)
+    return PasswordReset(
+        user=UserAccountPublic.of(user), temporary_password=temporary, tokens_revoked=revoked
+    )
 
 
 @router.get("/users/{user_id}/events")

@@ -25,13 +25,22 @@ from datetime import datetime
 
 from sqlalchemy import func, text
 from sqlalchemy.orm import aliased
-from sqlmodel import Session, col, delete, select
+from sqlmodel import Session, col, delete, select, update
 
 from app import security
 from app.db import writing
-from app.models import AccountAction, AccountEvent, AccountVia, Role, User, UserSession
+from app.models import (
+    AccountAction,
+    AccountEvent,
+    AccountVia,
+    ApiToken,
+    Role,
+    User,
+    UserSession,
+    utcnow,
+)
 from app.models.users import AccountEventPublic
-from app.services.accounts import logins, users
+from app.services.accounts import auth_cache, logins, users
 from app.services.accounts.passwords import check_new_password
 from app.services.errors import BadInput, Conflict, Forbidden, Invalid, ServiceError
 
@@ -98,6 +107,36 @@ def end_sessions(session: Session, user_id: int, *, keep: str | None = None) -> 
     ended = len(session.exec(select(UserSession.id).where(*where)).all())
     session.exec(delete(UserSession).where(*where))
     return ended
+
+
+def _new_credentials(session: Session, user: User, password_hash: str, *, keep: str | None) -> int:
+    """Inside ``writing``, the change serialised: the user's new password hash and the next
+    credential generation. Every browser session of the user ends but ``keep`` (moved to
+    the new generation); a session a login in flight starts with the old password later
+    carries the old generation and is refused on use (``users.session_user``). How many
+    sessions ended."""
+    user.password_hash = password_hash
+    user.credential_generation += 1
+    session.add(user)
+    ended = end_sessions(session, user.id or 0, keep=keep)
+    if keep is not None:
+        session.exec(
+            update(UserSession)
+            .where(col(UserSession.token_hash) == security.digest(keep))
+            .values(credential_generation=user.credential_generation)
+        )
+    return ended
+
+
+def _revoke_tokens(session: Session, user_id: int) -> int:
+    """Inside ``writing``: revoke every live API token of the user; how many."""
+    live = [col(ApiToken.user_id) == user_id, col(ApiToken.revoked_at).is_(None)]
+    revoked = len(session.exec(select(ApiToken.id).where(*live)).all())
+    if revoked:
+        session.exec(update(ApiToken).where(*live).values(revoked_at=utcnow()))
+        auth_cache.bump(session)
+        auth_cache.cache_for(session).expire()
+    return revoked
 
 
 def _event(
@@ -205,40 +244,77 @@ def update_user(
 
 
 def reset_password(
-    *, session: Session, actor: User | None, user_id: int, via: AccountVia
-) -> tuple[User, str]:
+    *,
+    session: Session,
+    actor: User | None,
+    user_id: int,
+    via: AccountVia,
+    revoke_tokens: bool = False,
+) -> tuple[User, str, int]:
     """Give the user a temporary password (returned, to be shown once), end their browser
-    sessions and make their next one choose a new password. 404 ``user_not_found``."""
+    sessions (logins in flight with the old password included) and make their next one
+    choose a new password; with ``revoke_tokens`` also revoke their API tokens (the
+    password leaked). Returns the user, the temporary password and how many tokens were
+    revoked. 404 ``user_not_found``."""
     temporary = secrets.token_urlsafe(TEMPORARY_PASSWORD_BYTES)
     password_hash = security.hash_password(temporary)  # slow: before the write lock
     with writing(session):
         _serialise(session, actor)
         user = _fresh_user(session, user_id)
-        user.password_hash = password_hash
         user.must_change_password = True
-        ended = end_sessions(session, user_id)
-        session.add(user)
-        _event(
-            session,
-            actor=actor,
-            user=user,
-            action=AccountAction.PASSWORD_RESET,
-            via=via,
-            sessions_ended=ended,
+        ended = _new_credentials(session, user, password_hash, keep=None)
+        revoked = _revoke_tokens(session, user_id) if revoke_tokens else 0
+        session.add(
+            AccountEvent(
+                actor_id=actor.id if actor is not None else None,
+                user_id=user_id,
+                email=user.email,
+                action=AccountAction.PASSWORD_RESET.value,
+                via=via.value,
+                sessions_ended=ended,
+                tokens_revoked=revoked,
+            )
         )
-    return user, temporary
+    return user, temporary, revoked
+
+
+def _live_session(session: Session, user: User, session_id: str) -> bool:
+    """Inside ``writing``: whether the browser session is still one of the user's, of their
+    current credential generation (a reset committed since the request began ended it)."""
+    found = session.exec(
+        select(UserSession.id).where(
+            col(UserSession.token_hash) == security.digest(session_id),
+            col(UserSession.user_id) == user.id,
+            col(UserSession.credential_generation) == user.credential_generation,
+        )
+    ).first()
+    return found is not None
 
 
 def _set_password(
-    session: Session, user_id: int, new: str, *, keep: str | None, via: AccountVia
+    session: Session,
+    user_id: int,
+    new: str,
+    *,
+    keep: str | None,
+    via: AccountVia,
+    pending: bool = False,
 ) -> int:
+    """The new password, re-checked inside the serialised change: the caller's browser
+    session (``keep``) must still be live (409 ``credentials_changed`` when a reset ended it
+    meanwhile) and, for the set-password page (``pending``), a reset must still wait."""
     password_hash = security.hash_password(new)  # slow: before the write lock
     with writing(session):
+        _serialise(session, None)  # after a reset committed meanwhile, never before it
         user = _fresh_user(session, user_id)
-        user.password_hash = password_hash
+        if keep is not None and not _live_session(session, user, keep):
+            raise users.CredentialsChanged(
+                "this session ended: the password was changed or reset meanwhile; log in again"
+            )
+        if pending and not user.must_change_password:
+            raise Conflict("no password change is pending", code="no_password_change_pending")
         user.must_change_password = False
-        ended = end_sessions(session, user_id, keep=keep)
-        session.add(user)
+        ended = _new_credentials(session, user, password_hash, keep=keep)
         _event(
             session,
             actor=user,
@@ -297,7 +373,9 @@ def set_required_password(
     check_new_password(new)
     if security.verify_password(user.password_hash, new):
         raise Invalid("choose a password of your own, not the temporary one", code="same_password")
-    return _set_password(session, user_id, new, keep=keep_session, via=AccountVia.PAGE)
+    return _set_password(
+        session, user_id, new, keep=keep_session, via=AccountVia.PAGE, pending=True
+    )
 
 
 def list_events(
@@ -331,6 +409,7 @@ def list_events(
                 "before": event.before,
                 "after": event.after,
                 "sessions_ended": event.sessions_ended,
+                "tokens_revoked": event.tokens_revoked,
             }
         )
         for event, actor_email in session.exec(query)

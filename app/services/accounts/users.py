@@ -123,21 +123,41 @@ def get_user_by_email(*, session: Session, email: str) -> User:
     return user
 
 
-def authenticate(*, session: Session, email: str, password: str) -> User | None:
-    """The active user with these credentials, or None (same answer for both mistakes)."""
-    user = session.exec(select(User).where(User.email == normalise_email(email))).first()
+@dataclass(frozen=True)
+class Authenticated:
+    """A user whose password was checked, and the credential generation of the password
+    checked: the session the login starts carries it (``start_session``), so a password
+    change or reset that commits meanwhile ends that session too."""
+
+    user: User
+    credential_generation: int
+
+
+def authenticate(*, session: Session, email: str, password: str) -> Authenticated | None:
+    """The active user with these credentials, or None (same answer for both mistakes).
+    The hash and its generation come from one read of the row."""
+    user = session.exec(
+        select(User)
+        .where(User.email == normalise_email(email))
+        .execution_options(populate_existing=True)
+    ).first()
     if user is None:
         # Spend the same time as a real check, so response time does not reveal accounts.
         security.verify_nobody(password)
         return None
-    if not user.is_active or not security.verify_password(user.password_hash, password):
+    checked_hash, generation = user.password_hash, user.credential_generation
+    if not user.is_active or not security.verify_password(checked_hash, password):
         return None
-    if security.needs_rehash(user.password_hash):
+    if security.needs_rehash(checked_hash):
         new_hash = security.hash_password(password)
         with writing(session):
-            user.password_hash = new_hash
-            session.add(user)
-    return user
+            # Only over the hash just checked: a change or reset committed meanwhile wins.
+            session.exec(
+                update(User)
+                .where(col(User.id) == user.id, col(User.password_hash) == checked_hash)
+                .values(password_hash=new_hash)
+            )
+    return Authenticated(user=user, credential_generation=generation)
 
 
 @dataclass(frozen=True)
@@ -232,18 +252,37 @@ def user_for_token(*, session: Session, secret: str) -> User | None:
     return user
 
 
-def start_session(*, session: Session, user: User, hours: int) -> str:
+class CredentialsChanged(Conflict):
+    """409 ``credentials_changed``: the password a login checked was changed or reset before
+    its session could start (the login must be made again, with the new password)."""
+
+    code = "credentials_changed"
+
+
+def start_session(
+    *, session: Session, user: User, hours: int, credential_generation: int | None = None
+) -> str:
     """A new browser session (a fresh id at every login); returns the id for the cookie.
+    ``credential_generation`` is the one ``authenticate`` checked (None: the user's now);
+    when a password change or reset has moved it since, no session starts
+    (``CredentialsChanged``). A change committed after this one's commit ends the session
+    on use (``session_user``), so a login in flight never outlives a change.
     Expired sessions (everyone's) are deleted on the way, so the table holds live ones only."""
     assert user.id is not None
     session_id = security.new_session_id()
     with writing(session):
+        now = session.exec(
+            select(User.credential_generation).where(col(User.id) == user.id)
+        ).first()
+        if now is None or (credential_generation is not None and now != credential_generation):
+            raise CredentialsChanged("the password was changed meanwhile: log in again")
         session.exec(delete(UserSession).where(col(UserSession.expires_at) <= utcnow()))
         session.add(
             UserSession(
                 user_id=user.id,
                 token_hash=security.digest(session_id),
                 expires_at=utcnow() + timedelta(hours=hours),
+                credential_generation=now,
             )
         )
     return session_id
@@ -251,14 +290,21 @@ def start_session(*, session: Session, user: User, hours: int) -> str:
 
 def session_user(*, session: Session, session_id: str) -> User | None:
     """The active user of a live browser session, whether or not they must change their
-    password first (the set-password page and logout need them; nothing else does)."""
-    row = session.exec(
-        select(UserSession).where(UserSession.token_hash == security.digest(session_id))
+    password first (the set-password page and logout need them; nothing else does). A
+    session started with another credential generation than the user's (a password change
+    or reset since) is not live."""
+    found = session.exec(
+        select(UserSession, User)
+        .join(User, col(User.id) == col(UserSession.user_id))
+        .where(UserSession.token_hash == security.digest(session_id))
+        .execution_options(populate_existing=True)
     ).first()
-    if row is None or row.expires_at <= utcnow():
+    if found is None:
         return None
-    user = session.get(User, row.user_id)
-    return user if user is not None and user.is_active else None
+    row, user = found
+    if row.expires_at <= utcnow() or row.credential_generation != user.credential_generation:
+        return None
+    return user if user.is_active else None
 
 
 def user_for_session(*, session: Session, session_id: str) -> User | None:
