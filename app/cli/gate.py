@@ -32,12 +32,6 @@ def _fail(message: str) -> NoReturn:
     sys.exit(EXIT_BAD_INPUT)
 
 
-def _cell(value: object) -> str:
-    """A markdown table cell: ``|`` escaped, newlines as spaces."""
-    text = "" if value is None else str(value)
-    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").split())
-
-
 def _rank(rank: int | None) -> str:
     return "—" if rank is None else str(rank)
 
@@ -47,9 +41,14 @@ def _p(p: float) -> str:
 
 
 def markdown(result: GateResult) -> str:
+    """The gate as a pull-request comment: every text and id from the inputs made inert by
+    the exporters' escaping (``markdown_text``; ids exact in ``markdown_code`` spans)."""
+    # imported here: ``--help`` loads nothing of the exporters
+    from app.exporters.markup import markdown_code, markdown_text
+
     verdict = "PASSED" if result.passed else "FAILED"
     out = [f"## misstriage gate: {verdict}", ""]
-    out += [f"- {_cell(r)}" for r in result.reasons]
+    out += [f"- {markdown_text(r)}" for r in result.reasons]
     if result.reasons:
         out.append("")
     out += [
@@ -61,7 +60,8 @@ def markdown(result: GateResult) -> str:
     ]
     for name, m in result.measures.items():
         out.append(
-            f"| {name} | {m.before:.4f} | {m.after:.4f} | {m.delta:+.4f} | {_p(m.p_value)} |"
+            f"| {markdown_text(name)} | {m.before:.4f} | {m.after:.4f} | {m.delta:+.4f} | "
+            f"{_p(m.p_value)} |"
         )
     for title, docs in (
         (f"Left the top {result.depth}", result.left),
@@ -73,7 +73,8 @@ def markdown(result: GateResult) -> str:
         out += ["| qid | query | doc | grade | rank |", "|---|---|---|---:|---|"]
         for d in docs[:MARKDOWN_ROWS]:
             out.append(
-                f"| {_cell(d.qid)} | {_cell(d.text)} | {_cell(d.doc_id)} | {d.grade} | "
+                f"| {markdown_code(d.qid)} | {markdown_text(d.text)} | "
+                f"{markdown_code(d.doc_id)} | {d.grade} | "
                 f"{_rank(d.rank_before)} → {_rank(d.rank_after)} |"
             )
         if len(docs) > MARKDOWN_ROWS:

@@ -1,23 +1,23 @@
-"""Issue bodies in each tracker's markup, with reviewers' text and ids made inert.
+"""Markdown the product writes, with text and ids from users and files made inert: one
+escaping function, ``markdown_text``, for every Markdown (issue bodies of GitHub, GitLab and
+Linear, a webhook's body, the gate's pull-request comment), and ``markdown_code`` for ids.
 
-Reviewers write notes, golden sets bring query texts and ids: none of it may become a mention
-that notifies someone, a reference that links (and back-links) another issue or merge request,
-an image that the tracker fetches, a link, raw HTML, a hidden comment, or a broken table.
-One function per markup family renders the whole body:
+Reviewers write notes, golden sets and runs bring query texts and ids: none of it may become
+a mention that notifies someone, a reference that links (and back-links) another issue or
+merge request, an image that the tracker fetches, a link, raw HTML, a hidden comment,
+emphasis, a heading or list, or a broken table. Jira gets Atlassian Document Format
+(``jira.adf``): text nodes are literal there, and marks and links are only made from the
+product's own URLs.
 
-- ``github_markdown``: GitHub-flavoured Markdown (issue bodies; webhooks get it too).
-- ``gitlab_markdown``: GitLab-flavoured Markdown, which has more reference sigils
-  (``!`` merge requests, ``~`` labels, ``%`` milestones, ``$`` snippets, ``&`` epics).
-- ``linear_markdown``: Linear's Markdown (it links issue identifiers such as ``ENG-12``).
-- Jira gets Atlassian Document Format (``jira.adf``): text nodes are literal there, and
-  marks and links are only made from the product's own URLs.
-
-How: ids go in code spans (no mention, reference, link or emphasis is parsed inside one, and a
-copied id stays exact); free text has every ASCII punctuation mark backslash-escaped, ``<``,
-``>`` and ``&`` written as entities, and an invisible WORD JOINER (U+2060) after each reference
-sigil and inside ``://``, ``www.`` and ``ABC-12``, because trackers find mentions and
-references in the rendered text, after Markdown's escapes are gone. Links to the product are
-built from percent-encoded URLs only.
+How: ids go in code spans (no mention, reference, link or emphasis is parsed inside one, and
+a copied id stays exact); free text is put on one line, has every ASCII punctuation mark
+backslash-escaped, and ``<``, ``>`` and ``&`` written as entities. Trackers find mentions,
+references and bare addresses in the rendered text, after Markdown's escapes are gone, so
+an invisible WORD JOINER (U+2060) also goes around ``@``, after every reference sigil of any
+tracker (GitLab's ``! ~ % $ & ^`` too: one set for every Markdown), after ``:`` and a
+dot before a letter or digit (``evil.com``, ``1.2.3.4``), between the slashes of ``//``, in
+``www.`` and ``ABC-12``, and every six characters of a run of seven or more hex digits (a
+commit's SHA). Links to the product are built from percent-encoded URLs only.
 """
 
 from __future__ import annotations
@@ -35,16 +35,23 @@ ROWS_SHOWN = 100
 
 _WHITESPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _ASCII_PUNCTUATION = set("!\"#$%'()*+,-./:;=?@[\\]^_`{|}~")
-_SIGILS = {
-    "github": "@#",
-    "gitlab": "@#!~%$&^",
-    "linear": "@#",
-}
-_AUTOLINKS = [
-    (re.compile(r"(?i):(?=\\?/\\?/)"), ":" + JOINER),  # scheme:// (after escaping: :\/\/)
-    (re.compile(r"(?i)(www)(?=\\?\.)"), r"\1" + JOINER),
-    (re.compile(r"([A-Za-z0-9])(?=\\?-\d)"), r"\1" + JOINER),  # ENG-12, GH-12
+#: Sigils that start a mention or a reference in some tracker's rendered text (GitHub and
+#: Linear ``@`` and ``#``; GitLab also ``!`` merge requests, ``~`` labels, ``%`` milestones,
+#: ``$`` snippets, ``&`` epics, ``^``; ``:`` emoji and schemes): a joiner follows each.
+_SIGILS = frozenset("@#!~%$&^:")
+_JOINED = [
+    (re.compile(r"(?=\\@)"), JOINER),  # before @ too: no e-mail address ends there
+    (re.compile(r"(\\/)(?=\\/)"), r"\1" + JOINER),  # // (scheme://, //host)
+    (re.compile(r"(\\\.)(?=\w)"), r"\1" + JOINER),  # evil.com, 1.2.3.4, x.рф
+    (re.compile(r"(?i)(www)(?=\\\.)"), r"\1" + JOINER),
+    (re.compile(r"([A-Za-z0-9])(?=\\-\d)"), r"\1" + JOINER),  # ENG-12, GH-12
 ]
+_HEX_RUN = re.compile(r"(?<![0-9A-Za-z_])[0-9A-Fa-f]{7,}(?![0-9A-Za-z_])")
+
+
+def _split_hex(match: re.Match[str]) -> str:
+    run = match.group()
+    return JOINER.join(run[i : i + 6] for i in range(0, len(run), 6))
 
 
 def one_line(text: object) -> str:
@@ -52,9 +59,9 @@ def one_line(text: object) -> str:
     return _WHITESPACE.sub(" ", "" if text is None else str(text)).strip()
 
 
-def markdown_text(text: object, family: str = "github") -> str:
-    """Free text shown as it is, inert in ``family``'s Markdown (see the module docstring)."""
-    sigils = _SIGILS[family]
+def markdown_text(text: object) -> str:
+    """Text shown as it is (on one line), inert in any Markdown the product writes: the one
+    escaping function for text (see the module docstring); ids go in ``markdown_code``."""
     out: list[str] = []
     for char in one_line(text):
         if char == "&":
@@ -67,10 +74,10 @@ def markdown_text(text: object, family: str = "github") -> str:
             out.append("\\" + char)
         else:
             out.append(char)
-        if char in sigils:
+        if char in _SIGILS:
             out.append(JOINER)
-    escaped = "".join(out)
-    for pattern, replacement in _AUTOLINKS:
+    escaped = _HEX_RUN.sub(_split_hex, "".join(out))
+    for pattern, replacement in _JOINED:
         escaped = pattern.sub(replacement, escaped)
     return escaped
 
@@ -142,10 +149,9 @@ def follow_sentences(follow: Follow, triage_id: int) -> tuple[str, str]:
     return said, fixed
 
 
-def _markdown(body: Body, family: str) -> str:
-    def text(value: object) -> str:
-        return markdown_text(value, family)
-
+def issue_markdown(body: Body) -> str:
+    """The issue body in Markdown: GitHub's, GitLab's and Linear's (webhooks get it too)."""
+    text = markdown_text
     summary = (
         f"**{body.count}** relevant documents of golden set **{text(body.golden_name)}** are "
         f"missing from the top {body.depth} of run **{text(body.run_name)}**, and reviewers "
@@ -163,7 +169,7 @@ def _markdown(body: Body, family: str) -> str:
         f"What it usually means: {text(body.meaning)}",
         "",
         *([f"These labels rest on: {text(body.rests_on)}.", ""] if body.rests_on else []),
-        *(_followed(body, text) if body.follows else []),
+        *(_followed(body) if body.follows else []),
         *(table if body.rows else []),
     ]
     for row in body.rows[:ROWS_SHOWN]:
@@ -188,34 +194,20 @@ def _markdown(body: Body, family: str) -> str:
     return "\n".join(lines)
 
 
-def _followed(body: Body, text: Any) -> list[str]:
+def _followed(body: Body) -> list[str]:
     """The lines of a followed issue: its series, then the fixed misses, one per line."""
     assert body.follows is not None
     said, fixed = follow_sentences(body.follows, body.triage_id)
-    lines = [text(said), "", f"**{text(fixed)}**"]
+    lines = [markdown_text(said), "", f"**{markdown_text(fixed)}**"]
     for row in body.follows.fixed[:ROWS_SHOWN]:
         query = markdown_code(row["qid"])
         if row.get("query"):
-            query += " " + text(row["query"])
+            query += " " + markdown_text(row["query"])
         lines.append(f"- {query}: {markdown_code(row['doc_id'])}")
     if len(body.follows.fixed) > ROWS_SHOWN:
         lines.append(f"- and {len(body.follows.fixed) - ROWS_SHOWN} more")
     return [*lines, ""]
 
 
-def github_markdown(body: Body) -> str:
-    """The issue body in GitHub-flavoured Markdown."""
-    return _markdown(body, "github")
-
-
-def gitlab_markdown(body: Body) -> str:
-    """The issue body in GitLab-flavoured Markdown."""
-    return _markdown(body, "gitlab")
-
-
-def linear_markdown(body: Body) -> str:
-    """The issue body in Linear's Markdown."""
-    return _markdown(body, "linear")
-
-
-RENDERERS = {"github": github_markdown, "gitlab": gitlab_markdown, "linear": linear_markdown}
+#: Each Markdown family's renderer: one body, escaped for all of them (``markdown_text``).
+RENDERERS = dict.fromkeys(("github", "gitlab", "linear"), issue_markdown)

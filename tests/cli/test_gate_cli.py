@@ -93,9 +93,9 @@ def test_the_markdown_lists_fifty_documents_and_counts_the_rest(tmp_path: Path) 
     assert markdown.exit_code == 1
     lines = markdown.stdout.splitlines()
     start = lines.index("### Left the top 60: 60")
-    rows = [line for line in lines[start:] if line.startswith("| q1 |")]
+    rows = [line for line in lines[start:] if line.startswith("| `q1` |")]
     assert len(rows) == 50
-    assert rows[0].startswith("| q1 |  | d00 | 1 | 1 → — |")
+    assert rows[0].startswith("| `q1` |  | `d00` | 1 | 1 → — |")
     assert "and 10 more" in lines[start:]
     data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
     assert [d["doc_id"] for d in data["left"]] == docs

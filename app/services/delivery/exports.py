@@ -98,7 +98,7 @@ def make_draft(
         rests_on=rests_on,
         follows=follows,
     )
-    render = markup.RENDERERS.get(family, markup.github_markdown)
+    render = markup.RENDERERS.get(family, markup.issue_markdown)
     return Draft(
         triage_id=triage.id or 0,
         category=category,
