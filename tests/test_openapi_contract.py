@@ -58,7 +58,7 @@ def _routes() -> list[APIRoute]:
 DOCUMENT = _document()
 COMPONENTS: dict[str, Any] = DOCUMENT.get("components", {}).get("schemas", {})
 OPERATIONS = [
-    pytest.param(route, method.lower(), id=f"{method} {PREFIX}{route.path}")
+    pytest.param(route, method.lower(), id=f"{method} {PREFIX}{route.path_format}")
     for route in _routes()
     for method in sorted(route.methods)
 ]

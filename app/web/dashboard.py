@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from app.exporters import REGISTRY, Tracker, missing_credentials
 from app.http.deps import Principal
+from app.http.links import in_path, path_segment
 from app.models import Role
 from app.models.agreement_public import AgreementPublic
 from app.models.exports import ExportOutcome, ExportRecord
@@ -25,7 +26,14 @@ from app.services.queue.skips import Skip
 from app.services.triage import agreement, carry, closure, dashboard, dashboard_lists, kept
 from app.services.triage.dashboard import BacklogRow, Lease, Throughput
 from app.settings import Settings
-from app.web.render import context_of, is_fragment_request, path_for, read_flash, render
+from app.web.render import (
+    BY_PARAMETER,
+    context_of,
+    is_fragment_request,
+    path_for,
+    read_flash,
+    render,
+)
 
 #: Stands for the changing part of a link while its prefix is built: digits only (an integer
 #: path parameter takes it) and long enough to appear nowhere else in a path.
@@ -131,21 +139,38 @@ def export_panel(
 
 @dataclass(frozen=True)
 class Around:
-    """A link with one changing part: ``prefix + part + suffix``."""
+    """A link with one changing part: ``prefix + part + suffix``; for a name people gave, the
+    route's query-parameter form too (``by_parameter + part``), for the names a browser
+    drops from a path (app.http.links)."""
 
     prefix: str
     suffix: str = ""
+    by_parameter: str = ""
+
+    def link(self, name: str) -> str:
+        """The link to the page of ``name``, percent-encoded (``render.name_path``'s rule)."""
+        if in_path(name) or not self.by_parameter:
+            return f"{self.prefix}{path_segment(name)}{self.suffix}"
+        return f"{self.by_parameter}{path_segment(name)}"
 
 
 def around(request: Request, name: str, part: str, /, **params: object) -> Around:
     """The link of route ``name`` split around its path parameter ``part`` (the others in
     ``params``). The changing part is given to it already quoted by the template
-    (``|urlencode``), as ``url_for`` takes it."""
+    (``|segment``, or ``Around.link``), as ``url_for`` takes it."""
     path = path_for(request, name, **params, **{part: _SENTINEL})
     prefix, found, suffix = path.rpartition(str(_SENTINEL))
     if not found:  # a route that changes its parameter: no prefix to reuse
         raise ValueError(f"the route {name} does not keep its {part} as given")
     return Around(prefix, suffix)
+
+
+def around_name(request: Request, name: str, part: str, /, **params: object) -> Around:
+    """``around`` for a route that takes a name people gave (``{part:path}``), with its
+    query-parameter form ``name + "_by_parameter"``."""
+    found = around(request, name, part, **params)
+    by_parameter = path_for(request, name + BY_PARAMETER, **params)
+    return Around(found.prefix, found.suffix, f"{by_parameter}?{path_segment(part)}=")
 
 
 @dataclass(frozen=True)
@@ -162,8 +187,8 @@ class Links:
 def dashboard_links(request: Request, ctx: TriageContext) -> Links:
     """The links the dashboard repeats per row, for this triage's run and golden set."""
     return Links(
-        query=around(request, "query_page", "qid", run_id=ctx.run.id),
-        document=around(request, "document_page", "doc_id", golden_set_id=ctx.golden.id),
+        query=around_name(request, "query_page", "qid", run_id=ctx.run.id),
+        document=around_name(request, "document_page", "doc_id", golden_set_id=ctx.golden.id),
         miss=around(request, "miss_page", "miss_id"),
         release=around(request, "release_lease_form", "miss_id", triage_id=ctx.triage.id),
         backlog=path_for(request, "backlog_page", triage_id=ctx.triage.id),

@@ -19,6 +19,7 @@ from jinja2_fragments.fastapi import Jinja2Blocks
 
 from app.eval import formatting
 from app.http.deps import Principal
+from app.http.links import in_path, path_segment
 from app.migrate import resource_dir
 from app.models.triage_public import TriageContext
 from app.web import copy, invalid_words
@@ -102,6 +103,55 @@ def _path_for(context: Context, name: str, /, **path_params: object) -> str:
 
 
 templates.env.globals["url_for"] = _path_for
+# A name people gave, as a path segment or a query parameter's value (app.http.links).
+templates.env.filters["segment"] = path_segment
+
+#: The suffix of the name of a route's form that takes its name as a query parameter.
+BY_PARAMETER = "_by_parameter"
+
+
+def query_string(values: Mapping[str, object]) -> str:
+    """``values`` as a query string, each key and value percent-encoded (empty: none)."""
+    return "&".join(f"{path_segment(k)}={path_segment(v)}" for k, v in values.items())
+
+
+def name_path(
+    request: Request,
+    name: str,
+    part: str,
+    value: str,
+    /,
+    query: Mapping[str, object] | None = None,
+    **path_params: object,
+) -> str:
+    """The link of route ``name`` to the page of a name people gave, ``value`` (the route's
+    path parameter ``part``, taken as ``{part:path}``): ``value`` as one percent-encoded path
+    segment, or, for a name a browser drops from a path (``.``, ``..``), the route's
+    query-parameter form (the route ``name + "_by_parameter"``, ``?part=value``); then
+    ``query``."""
+    if in_path(value):
+        path = path_for(request, name, **path_params, **{part: path_segment(value)})
+        extra = dict(query or {})
+    else:
+        path = path_for(request, name + BY_PARAMETER, **path_params)
+        extra = {part: value, **(query or {})}
+    return f"{path}?{query_string(extra)}" if extra else path
+
+
+@pass_context
+def _name_path(
+    context: Context,
+    name: str,
+    part: str,
+    value: str,
+    /,
+    query: Mapping[str, object] | None = None,
+    **path_params: object,
+) -> str:
+    return name_path(context["request"], name, part, value, query, **path_params)
+
+
+templates.env.globals["name_url"] = _name_path
 
 
 def is_fragment_request(request: Request) -> bool:

@@ -1,6 +1,7 @@
 """The dashboard builds its repeated links once per page (app/web/dashboard.py): each link of
 the residue, the skips and the live leases is the one the route itself would build, and leads
-to the query, document or miss it names, ids with a slash, a "#", a "%" or accents included."""
+to the query, document or miss it names, ids with a slash, a "#", a "%" or accents included
+(each id one percent-encoded path segment, a slash as %2F: app.http.links)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from app.services.triage import triages
 from app.settings import Settings
 from tests.support.service import ORIGIN, Account, get, login
 
-#: (query id, document id): ids a path must quote, and ids that keep their slashes.
+#: (query id, document id): ids a path must quote, slashes included.
 ODD_IDS = [("q/1", "doc#1"), ("q%2?", "dé-2"), ("plain", "a/b/c")]
 
 
@@ -76,11 +77,12 @@ def test_repeated_links_are_the_routes_own(
     app = client.app
 
     def query_url(qid: str) -> str:
-        return str(app.url_path_for("query_page", run_id=run_id, qid=quote(qid)))  # type: ignore[attr-defined]
+        return str(app.url_path_for("query_page", run_id=run_id, qid=quote(qid, safe="")))  # type: ignore[attr-defined]
 
     def doc_url(doc_id: str) -> str:
+        segment = quote(doc_id, safe="")
         return str(
-            app.url_path_for("document_page", golden_set_id=golden_id, doc_id=quote(doc_id))  # type: ignore[attr-defined]
+            app.url_path_for("document_page", golden_set_id=golden_id, doc_id=segment)  # type: ignore[attr-defined]
         )
 
     residue = {int(tr["data-miss"]): tr for tr in soup.select("#residue tbody tr[data-miss]")}

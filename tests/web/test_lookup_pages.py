@@ -93,12 +93,13 @@ def test_query_page(client: TestClient, ids: dict[str, int], mode: str) -> None:
         ["c", "Other", "0", "1", "not relevant"],
     ]
     assert [tr["data-doc"] for tr in soup.select("#head tbody tr")] == ["c", SLASHED]
-    # every document id links to its page, the slash kept, the markup escaped
+    # every document id links to its page as one path segment (a slash as %2F), the markup
+    # escaped
     links = [a["href"] for a in soup.select("#judged a.doc-link")]
     golden = ids["golden"]
     assert links == [
-        f"/golden-sets/{golden}/documents/guides/rate-limits",
-        f"/golden-sets/{golden}/documents/%3Cscript%3Ealert%281%29%3C/script%3E",
+        f"/golden-sets/{golden}/documents/guides%2Frate-limits",
+        f"/golden-sets/{golden}/documents/%3Cscript%3Ealert%281%29%3C%2Fscript%3E",
         f"/golden-sets/{golden}/documents/c",
     ]
     for href in links:

@@ -112,9 +112,10 @@ def import_run(
     ``format=cluster_profile``, or detected by those columns): its clusters are then known
     at the file's ks only (``exact_ks``), without a cost side; ``kind=judged`` is refused
     (422 ``profile_is_log``), a bad file answers 400 ``bad_input`` naming its line.
-    ``series`` names the configuration it is one evaluation of ("bm25-main"), ``meta`` its
-    provenance as a JSON object of strings
-    (``{"commit": "abc123", "branch": "main", "time": "..."}``)."""
+    ``series`` names the configuration it is one evaluation of ("bm25-main",
+    "feature/login": any name without control characters), ``meta`` its provenance as a
+    JSON object of strings (``{"commit": "abc123", "branch": "main", "time": "..."}``). A
+    log run takes no series (422 ``log_run_series``)."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     with saved_uploads(run) as saved:
         (path,) = saved.paths
@@ -185,19 +186,27 @@ def list_series(
     return paged([SeriesSummary(name=name, runs=runs) for name, runs in found], page, per_page)
 
 
-@router.get("/{golden_set_id}/series/{name}")
+@router.get("/{golden_set_id}/series/{name:path}")
 def get_series(
     session: SessionDep,
     principal: ReviewerDep,
     golden_set_id: Id,
-    name: Annotated[str, Path(max_length=200)],
+    name: Annotated[str, Path(min_length=1, max_length=series_service.MAX_SERIES)],
     k: Cutoff = DEFAULT_K,
     depth: Cutoff = DEFAULT_DEPTH,
     gain: Gain = Gain.EXP,
 ) -> SeriesHistory:
     """A series' runs oldest first (import order), each with R@k, R@depth and nDCG@k and its
     misses by cause (its latest triage at ``depth``, null when it has none); 404
-    ``series_not_found``."""
+    ``series_not_found``. A series holds judged runs only (a log run in one, stored before
+    imports refused it, is left out).
+
+    ``name`` is the series name as one percent-encoded path segment, every character but
+    ``A-Z a-z 0-9 - . _ ~`` encoded: ``feature/login`` is ``feature%2Flogin`` (a ``/`` sent
+    as it is works too), ``a?b#c`` is ``a%3Fb%23c``, ``100%`` is ``100%25``. The names ``.``
+    and ``..`` go as ``%2E`` and ``%2E%2E``: clients drop the plain segments before sending
+    (httpx, curl and urllib3 remove ``..`` and ``.``; they send ``%2E%2E`` as it is, and so
+    does curl with ``--path-as-is``), while the server decodes ``%2E%2E`` to ``..``."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     return series_history(session=session, golden=golden, series=name, k=k, depth=depth, gain=gain)
 

@@ -66,7 +66,7 @@ def import_cluster_profile(
         )
     name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
     description = check_description(description)
-    series_name = check_series(series)
+    series_name = check_series(series, kind=kind)
     provenance = check_meta(meta or {})
     taken = session.exec(
         select(Run).where(Run.golden_set_id == golden.id, Run.name == name)

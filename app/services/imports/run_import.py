@@ -147,7 +147,7 @@ def import_run(
     ``meta`` its provenance (app.services.imports.series checks both)."""
     name = check_name(name, what="a run name", max_length=column_width(Run, "name"))
     description = check_description(description)
-    series_name = check_series(series)
+    series_name = check_series(series, kind=kind)
     provenance = check_meta(meta or {})
     if fmt is not None and fmt not in RUN_FORMATS:
         raise Invalid(f"format must be one of {', '.join(RUN_FORMATS)}", code="invalid_format")

@@ -11,49 +11,63 @@ its readers (app.services.views.series, the gate, carried labels).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from app.models import GoldenSet, Run
+from app.models import LOG, GoldenSet, Run
 from app.services.errors import Invalid, NotFound
 from app.services.names import check_name, refused_character
 
-#: At most this many keys, each of 1 to 64 characters of letters, digits, ``_ . -``, each
-#: value at most 500 characters: provenance, not a document store.
+#: At most this many keys, each of 1 to 64 characters (any but control characters, as every
+#: name), each value at most 500 characters: provenance, not a document store.
 MAX_META_KEYS = 20
+MAX_META_KEY = 64
 MAX_META_VALUE = 500
-META_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+#: The longest series name, in characters.
+MAX_SERIES = 200
 #: The keys pages and the markdown name first.
 KNOWN_META = ("commit", "branch", "time")
 
 
-def check_series(value: str | None) -> str | None:
+def check_series(value: str | None, *, kind: str | None = None) -> str | None:
     """The series name without surrounding whitespace, None for none (empty or absent), or
-    Invalid (422) as for any name."""
+    Invalid (422) as for any name: any Unicode but control characters (a ``/``, ``?``,
+    ``#``, ``%``, ``..``: links encode them, app.http.links). A run of ``kind`` log takes
+    no series (422 ``log_run_series``): a series is what its page and its gate compare,
+    recall and nDCG, which a log run has not."""
     if value is None or not value.strip():
         return None
-    return check_name(value, what="a series name", max_length=200, code="invalid_series")
+    name = check_name(value, what="a series name", max_length=MAX_SERIES, code="invalid_series")
+    if kind == LOG:
+        raise Invalid(
+            f"a log run cannot join a series (got {name[:64]!r}): a series' page and its gate "
+            "compare recall and nDCG, which a log run (no judgments) has not; import it "
+            "without a series",
+            code="log_run_series",
+            details={"field": "series"},
+        )
+    return name
 
 
 def check_meta(meta: Mapping[str, object]) -> dict[str, str]:
-    """The provenance as stored: string keys and values, or Invalid (422 ``invalid_meta``)
-    naming the key at fault (never echoing a long value)."""
+    """The provenance as stored: string keys and values, or Invalid (422 ``invalid_meta``,
+    ``control_character`` for a key) naming the key at fault (never echoing a long value).
+    A key is a name as any other (app.services.names): 1 to 64 characters without
+    control characters, surrounding whitespace dropped."""
     if not isinstance(meta, Mapping):
         raise Invalid("meta must be an object of key-value strings", code="invalid_meta")
     if len(meta) > MAX_META_KEYS:
         raise Invalid(f"meta takes at most {MAX_META_KEYS} keys", code="invalid_meta")
     checked: dict[str, str] = {}
-    for key, value in meta.items():
-        if not isinstance(key, str) or not META_KEY.fullmatch(key):
-            shown = str(key)[:64]
-            raise Invalid(
-                f"meta key {shown!r}: 1 to 64 letters, digits, '_', '.' or '-'",
-                code="invalid_meta",
-            )
+    for given, value in meta.items():
+        if not isinstance(given, str):
+            raise Invalid("meta keys must be strings", code="invalid_meta")
+        key = check_name(given, what="a meta key", max_length=MAX_META_KEY, code="invalid_meta")
+        if key in checked:
+            raise Invalid(f"meta key {key!r} is given twice", code="invalid_meta")
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise Invalid(f"meta {key!r}: the value must be a string", code="invalid_meta")
         text = str(value).strip()
@@ -118,11 +132,12 @@ def parse_meta_pairs(pairs: Iterable[str]) -> dict[str, str]:
 
 
 def series_runs(*, session: Session, golden: GoldenSet, series: str) -> list[Run]:
-    """The runs of ``series`` in ``golden``, oldest first; 404 ``series_not_found`` when none."""
+    """The judged runs of ``series`` in ``golden``, oldest first; 404 ``series_not_found``
+    when none. A log run stored in a series before imports refused one is left out."""
     runs = list(
         session.exec(
             select(Run)
-            .where(Run.golden_set_id == golden.id, Run.series == series)
+            .where(Run.golden_set_id == golden.id, Run.series == series, Run.kind != LOG)
             .order_by(col(Run.id))
         ).all()
     )
@@ -134,10 +149,10 @@ def series_runs(*, session: Session, golden: GoldenSet, series: str) -> list[Run
 
 
 def series_names(*, session: Session, golden: GoldenSet) -> list[tuple[str, int]]:
-    """Every series of ``golden`` with its number of runs, by name."""
+    """Every series of ``golden`` with its number of judged runs, by name."""
     rows = session.exec(
         select(Run.series, func.count())
-        .where(Run.golden_set_id == golden.id, col(Run.series).is_not(None))
+        .where(Run.golden_set_id == golden.id, col(Run.series).is_not(None), Run.kind != LOG)
         .group_by(Run.series)
         .order_by(Run.series)
     ).all()
@@ -145,7 +160,8 @@ def series_names(*, session: Session, golden: GoldenSet) -> list[tuple[str, int]
 
 
 def previous_run(*, session: Session, run: Run) -> Run | None:
-    """The run of the same series imported just before ``run`` (None: first, or no series)."""
+    """The judged run of the same series imported just before ``run`` (None: first, or no
+    series): a gate's default baseline, never a log run (it has no recall to compare)."""
     if run.series is None:
         return None
     return session.exec(
@@ -153,6 +169,7 @@ def previous_run(*, session: Session, run: Run) -> Run | None:
         .where(
             Run.golden_set_id == run.golden_set_id,
             Run.series == run.series,
+            Run.kind != LOG,
             col(Run.id) < run.id,
         )
         .order_by(col(Run.id).desc())
