@@ -312,7 +312,8 @@ def _golden_by_ref(session: Session, ref: str) -> GoldenSet:
 @click.option(
     "--series",
     default=None,
-    help="The configuration this run is one evaluation of (e.g. bm25-main): its series.",
+    help="The configuration this run is one evaluation of (e.g. bm25-main, feature/login): "
+    "its series. Not with --log (a log run takes no series).",
 )
 @click.option(
     "--meta",

@@ -8,7 +8,7 @@ databases; pages and fragments."""
 from __future__ import annotations
 
 import json
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
@@ -269,3 +269,53 @@ def test_a_cause_name_filters_the_backlog_it_links(
         backlog = follow(client, link["href"])
         shown = {td["data-cause"] for td in backlog.select("td[data-cause]")}
         assert shown == {cause}, (cause, link["href"])
+
+
+@pytest.mark.parametrize(
+    ("url", "status", "code"),
+    [
+        ("/golden-sets/{golden}/series?name=", 422, "validation_error"),
+        ("/golden-sets/{golden}/series", 422, "validation_error"),
+        ("/golden-sets/{golden}/series?name=nope", 404, "series_not_found"),
+        ("/golden-sets/{golden}/series/nope%2Fnot", 404, "series_not_found"),
+    ],
+)
+def test_a_series_that_is_not_there_is_a_product_page(
+    client: TestClient, named_series: int, url: str, status: int, code: str
+) -> None:
+    answer = client.get(url.format(golden=named_series), headers={"Accept": "text/html"})
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"].startswith("text/html")
+    error = BeautifulSoup(answer.text, "html.parser").select_one("#error")
+    assert error is not None
+    assert error["data-status"] == str(status)
+    assert answer.headers["x-error-code"] == error["data-code"]
+
+
+def test_a_download_is_named_after_the_run_as_given(
+    client: TestClient, accounts: dict[Role, Account], named_series: int
+) -> None:
+    """A run's name is in its backlog's file name: exact in ``filename*`` (RFC 5987), and an
+    ASCII fallback without a path separator, a quote or a percent sign."""
+    lead = accounts[Role.LEAD]
+    runs = client.get(
+        f"/api/v1/golden-sets/{named_series}/runs?per_page=100", headers=lead.headers
+    ).json()["items"]
+    for run in runs:
+        made = client.post(
+            f"/api/v1/runs/{run['id']}/triages", headers=lead.headers, json={"depth": 3, "k": 1}
+        )
+        assert made.status_code == 201, made.text
+        triage_id = made.json()["id"]
+        backlog = get(client, f"/triages/{triage_id}/backlog", "page")
+        for fmt in ("csv", "json"):
+            link = backlog.select_one(f"#download-{fmt}")
+            assert link is not None
+            answer = client.get(link["href"])
+            assert answer.status_code == 200, answer.text
+            disposition = answer.headers["content-disposition"]
+            fallback = disposition.split('filename="', 1)[1].split('"', 1)[0]
+            exact = unquote(disposition.split("filename*=UTF-8''", 1)[1])
+            assert exact == f"misstriage-{run['name']}-triage-{triage_id}-backlog.{fmt}"
+            assert not set(fallback) & set('/\\"%;'), fallback
+            assert all(0x20 <= ord(c) < 0x7F for c in fallback)
