@@ -14,10 +14,11 @@ a copied id stays exact); free text is put on one line, has every ASCII punctuat
 backslash-escaped, and ``<``, ``>`` and ``&`` written as entities. Trackers find mentions,
 references and bare addresses in the rendered text, after Markdown's escapes are gone, so
 an invisible WORD JOINER (U+2060) also goes around ``@``, after every reference sigil of any
-tracker (GitLab's ``! ~ % $ & ^`` too: one set for every Markdown), after ``:`` and a
-dot before a letter or digit (``evil.com``, ``1.2.3.4``), between the slashes of ``//``, in
-``www.`` and ``ABC-12``, and every six characters of a run of seven or more hex digits (a
-commit's SHA). Links to the product are built from percent-encoded URLs only.
+tracker (GitLab's ``! ~ % $ & ^`` too: one set for every Markdown), after a ``:`` not
+followed by a space (emoji, schemes) and a dot before a letter or digit (``evil.com``,
+``1.2.3.4``), between the slashes of ``//``, in ``www.`` and ``ABC-12``, and every six
+characters of a run of seven or more hex digits (a commit's SHA). Links to the product are
+built from percent-encoded URLs only.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ _WHITESPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _ASCII_PUNCTUATION = set("!\"#$%'()*+,-./:;=?@[\\]^_`{|}~")
 #: Sigils that start a mention or a reference in some tracker's rendered text (GitHub and
 #: Linear ``@`` and ``#``; GitLab also ``!`` merge requests, ``~`` labels, ``%`` milestones,
-#: ``$`` snippets, ``&`` epics, ``^``; ``:`` emoji and schemes): a joiner follows each.
-_SIGILS = frozenset("@#!~%$&^:")
+#: ``$`` snippets, ``&`` epics, ``^``): a joiner follows each.
+_SIGILS = frozenset("@#!~%$&^")
 _JOINED = [
+    (re.compile(r"(\\:)(?=\S)"), r"\1" + JOINER),  # :+1: (emoji), scheme: (not "x: y")
     (re.compile(r"(?=\\@)"), JOINER),  # before @ too: no e-mail address ends there
     (re.compile(r"(\\/)(?=\\/)"), r"\1" + JOINER),  # // (scheme://, //host)
     (re.compile(r"(\\\.)(?=\w)"), r"\1" + JOINER),  # evil.com, 1.2.3.4, x.рф
