@@ -35,8 +35,8 @@ def user(
     revoke_tokens: bool,
 ) -> None:
     """Change one account: exactly one of --role, --deactivate, --reactivate and
-    --reset-password (with --revoke-tokens, its API tokens revoked too). Exit 1 for an
-    unknown email or a change the rules refuse (the last active admin)."""
+    --reset-password. Exit 1 for an unknown email or a change the rules refuse (the last
+    active admin). --revoke-tokens, with --reset-password, revokes its API tokens too."""
     from app.models import AccountVia, Role
     from app.services.accounts import life_cycle
     from app.services.accounts import users as user_service
