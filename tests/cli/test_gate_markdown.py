@@ -14,8 +14,7 @@ from click.testing import CliRunner
 
 from app.cli import main
 from app.exporters.markup import JOINER, one_line
-from tests.exporters.test_inert_markdown import GFM, assert_no_references
-from tests.exporters.test_markup import HOSTILE
+from tests.support.markdown import GFM, HOSTILE, assert_no_references
 
 #: Ids are single tokens in a qrels or run file: hostile where a token can be.
 QIDS = ["@team/x", "q|1", "<b>", "#12", "`q`", "!3", "[~alice]", "ENG-12"]

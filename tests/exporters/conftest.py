@@ -4,6 +4,7 @@ at it, and a triage with labelled misses. They allow requests to the local netwo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,10 +13,14 @@ from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.models import GoldenSet, Role, Run, Triage, User
+from app.models import OTHER, GoldenSet, Role, Run, Triage, User
+from app.services import queue
 from app.services.accounts import users
+from app.services.imports import golden_sets, runs
+from app.services.triage import triages
 from app.settings import Settings
 from tests.support.fake_tracker import JIRA_EMAIL, SECRET, TOKEN, Tracker, serve
+from tests.support.markdown import CAUSES, HOSTILE, ID_PARTS
 from tests.support.queue import Desk
 from tests.support.service import make_settings
 from tests.support.triage import make_triage
@@ -67,3 +72,54 @@ def labelled(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage, Us
     for category in ("not-indexed", "vocabulary-mismatch", "vocabulary-mismatch"):
         desk.claim_and_label(lead, triage.id, category)
     return golden, run, triage, lead
+
+
+@pytest.fixture
+def hostile_triage(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage]:
+    qids = [f"q{ID_PARTS[i % len(ID_PARTS)]}-{i}" for i in range(len(HOSTILE))]
+    docs = [f"{ID_PARTS[(i + 3) % len(ID_PARTS)]}-{i}" for i in range(len(HOSTILE))]
+    (tmp_path / "g.qrels").write_text(
+        "".join(f"{q} 0 {d} 1\n" for q, d in zip(qids, docs, strict=True))
+    )
+    (tmp_path / "g.queries.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": q, "text": t}) + "\n" for q, t in zip(qids, HOSTILE, strict=True)
+        )
+    )
+    (tmp_path / "g.trec").write_text("".join(f"{q} Q0 noise 1 1 t\n" for q in qids))
+    with Session(engine, expire_on_commit=False) as s:
+        golden = golden_sets.import_golden_set(
+            session=s,
+            name="golden «ü» @team",
+            qrels=tmp_path / "g.qrels",
+            queries=tmp_path / "g.queries.jsonl",
+        )
+        golden = golden_sets.set_causes(session=s, golden=golden, causes=CAUSES)
+        run = runs.import_run(
+            session=s, golden=golden, name="bm25 #1", path=tmp_path / "g.trec", source_name="r"
+        )
+        triage = triages.create_triage(session=s, run=run, golden=golden, depth=10, k=1, user=None)
+        lead = users.create_user(
+            session=s, email="lead3@example.com", password="long enough", role=Role.LEAD
+        )
+        from datetime import timedelta
+
+        from app.clock import FrozenClock
+
+        now = FrozenClock().now()
+        for index, note in enumerate(HOSTILE):
+            miss = queue.claim(
+                session=s, triage_id=triage.id, user=lead, now=now, lease=timedelta(minutes=5)
+            )
+            assert miss is not None
+            assert miss.id is not None
+            queue.label(
+                session=s,
+                miss_id=miss.id,
+                user=lead,
+                category=OTHER if index % 2 else CAUSES[1],
+                note=note,
+                version=miss.version,
+                now=now,
+            )
+    return golden, run, triage

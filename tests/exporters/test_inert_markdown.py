@@ -10,14 +10,10 @@ mention and reference patterns find none there either."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from bs4 import BeautifulSoup
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from linkify_it import LinkifyIt
-from markdown_it import MarkdownIt
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -26,27 +22,8 @@ from app.exporters.markup import JOINER, markdown_text, one_line
 from app.models import GoldenSet, Run, Triage
 from app.services.delivery import exports
 from app.settings import Settings
-from tests.exporters.test_markup import (
-    ALLOWED_TAGS,
-    AUTOLINK,
-    GITLAB,
-    HOSTILE,
-    IDENTIFIER,
-    ISSUE,
-    MENTION,
-    PUBLIC,
-    bodies,
-    hostile_triage,
-)
 from tests.support.fake_tracker import Tracker
-
-__all__ = ["hostile_triage"]  # the fixture, shared with test_markup
-
-GFM = MarkdownIt("gfm-like")
-#: What a tracker's linker finds in rendered text (fuzzy links and e-mail addresses too).
-LINKER = LinkifyIt()
-#: A commit's SHA, which GitHub links in rendered text.
-SHA = re.compile(r"(?<![\w])[0-9a-fA-F]{7,40}(?![\w])")
+from tests.support.markdown import ALLOWED_TAGS, GFM, HOSTILE, PUBLIC, assert_no_references, bodies
 
 #: Pieces a hostile string is made of: every Markdown, HTML, reference and address sigil.
 PIECES = [
@@ -96,13 +73,6 @@ hostile_text = st.lists(st.sampled_from(PIECES) | st.text(max_size=4), min_size=
 def shown(html: str) -> tuple[BeautifulSoup, str]:
     soup = BeautifulSoup(html, "html.parser")
     return soup, soup.get_text().replace(JOINER, "").strip()
-
-
-def assert_no_references(text: str) -> None:
-    """Nothing in rendered text that a tracker would link, mention or reference."""
-    assert not LINKER.test(text), LINKER.match(text)
-    for pattern in (MENTION, ISSUE, GITLAB, IDENTIFIER, AUTOLINK, SHA):
-        assert not pattern.search(text), (pattern.pattern, text)
 
 
 def assert_inert(value: str) -> None:

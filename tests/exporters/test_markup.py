@@ -5,9 +5,7 @@ Linear: Markdown) or walked (Jira: ADF) and checked. The text still reads as wri
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,100 +15,24 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.exporters.markup import JOINER, markdown_code, markdown_text, one_line, url_path
-from app.models import OTHER, GoldenSet, Role, Run, Triage
+from app.models import OTHER, GoldenSet, Run, Triage
 from app.models.exports import ExportOutcome
-from app.services import queue
-from app.services.accounts import users
 from app.services.delivery import exports
-from app.services.imports import golden_sets, runs
-from app.services.triage import triages
 from app.settings import Settings
 from tests.support.fake_tracker import Tracker
-
-HOSTILE = [
-    "ping @alice and @acme/team",
-    "see #123, GH-45 and acme/search#7",
-    'GitLab: !12 ~bug ~"in progress" %v1.0 $34 &5 acme/search!8',
-    "blocked by ENG-123",
-    "![tracker pixel](http://evil.example/p.png)",
-    "[click](javascript:alert(1)) and [ok](http://evil.example) [ref][1]\n\n[1]: http://x.example",
-    "https://evil.example/x and www.evil.example and <https://evil.example>",
-    "<img src=x onerror=alert(1)><script>alert(1)</script>",
-    "hidden <!-- secret --> text",
-    "<details><summary>x</summary>y</details>",
-    "a | b || c",
-    "``` fence ``` and `x` and ``y``",
-    "**bold** _it_ ~~strike~~ __u__",
-    "line one\n# Heading\n---\n> quote\n- item\n1. one",
-    "&lt;b&gt; &amp; &#64;alice &#x40;bob",
-    "C:\\path\\ \\@alice \\#9",
-    "$x^2$ and $$y$$ and $`z`$",
-    "[^1] and [^1]: note",
-    ":warning: :+1: [[_TOC_]] {+ added +}",
-    "日本語 «café» 🔎",
-]
-#: Ids are single tokens in the input files: hostile where a token can be.
-ID_PARTS = ["@alice", "#12", "org/r#3", "d|x", "`t`", "<b>", "![i](http://e/i.png)", "ENG-12"]
-CAUSES = ["not-indexed", "語彙 mismatch"]
-PUBLIC = "http://misstriage.test/"
-
-MENTION = re.compile(r"(?<![\w`/])@[A-Za-z0-9][A-Za-z0-9-]*")
-ISSUE = re.compile(r"(?<![\w&])#\d+|\bGH-\d+|[\w.-]+/[\w.-]+#\d+")
-GITLAB = re.compile(r"(?<![\w])[!~%$&^][\w\"]|[\w.-]+/[\w.-]+!\d+")
-IDENTIFIER = re.compile(r"\b[A-Za-z]{1,10}-\d+\b")
-AUTOLINK = re.compile(r"(?i)https?://|www\.")
-ALLOWED_TAGS = {"p", "strong", "table", "thead", "tbody", "tr", "th", "td", "code", "a"}
-
-
-@pytest.fixture
-def hostile_triage(engine: Engine, tmp_path: Path) -> tuple[GoldenSet, Run, Triage]:
-    qids = [f"q{ID_PARTS[i % len(ID_PARTS)]}-{i}" for i in range(len(HOSTILE))]
-    docs = [f"{ID_PARTS[(i + 3) % len(ID_PARTS)]}-{i}" for i in range(len(HOSTILE))]
-    (tmp_path / "g.qrels").write_text(
-        "".join(f"{q} 0 {d} 1\n" for q, d in zip(qids, docs, strict=True))
-    )
-    (tmp_path / "g.queries.jsonl").write_text(
-        "".join(
-            json.dumps({"_id": q, "text": t}) + "\n" for q, t in zip(qids, HOSTILE, strict=True)
-        )
-    )
-    (tmp_path / "g.trec").write_text("".join(f"{q} Q0 noise 1 1 t\n" for q in qids))
-    with Session(engine, expire_on_commit=False) as s:
-        golden = golden_sets.import_golden_set(
-            session=s,
-            name="golden «ü» @team",
-            qrels=tmp_path / "g.qrels",
-            queries=tmp_path / "g.queries.jsonl",
-        )
-        golden = golden_sets.set_causes(session=s, golden=golden, causes=CAUSES)
-        run = runs.import_run(
-            session=s, golden=golden, name="bm25 #1", path=tmp_path / "g.trec", source_name="r"
-        )
-        triage = triages.create_triage(session=s, run=run, golden=golden, depth=10, k=1, user=None)
-        lead = users.create_user(
-            session=s, email="lead3@example.com", password="long enough", role=Role.LEAD
-        )
-        from datetime import timedelta
-
-        from app.clock import FrozenClock
-
-        now = FrozenClock().now()
-        for index, note in enumerate(HOSTILE):
-            miss = queue.claim(
-                session=s, triage_id=triage.id, user=lead, now=now, lease=timedelta(minutes=5)
-            )
-            assert miss is not None
-            assert miss.id is not None
-            queue.label(
-                session=s,
-                miss_id=miss.id,
-                user=lead,
-                category=OTHER if index % 2 else CAUSES[1],
-                note=note,
-                version=miss.version,
-                now=now,
-            )
-    return golden, run, triage
+from tests.support.markdown import (
+    ALLOWED_TAGS,
+    AUTOLINK,
+    CAUSES,
+    GITLAB,
+    HOSTILE,
+    ID_PARTS,
+    IDENTIFIER,
+    ISSUE,
+    MENTION,
+    PUBLIC,
+    bodies,
+)
 
 
 def export(
@@ -132,16 +54,6 @@ def export(
         mode="json"
     )
     return outcome
-
-
-def bodies(tracker: Tracker, name: str) -> list[tuple[str, str]]:
-    """(title, body) of every issue ``name`` received."""
-    found = []
-    for key, fields in tracker.issues.items():
-        if key.startswith(f"{name}:"):
-            body = fields.get("body") or fields.get("description")
-            found.append((str(fields.get("title") or fields.get("summary")), body))
-    return found
 
 
 def text_outside_code(soup: BeautifulSoup) -> list[str]:
