@@ -38,6 +38,8 @@ from tests.support.service import TEST_SECRET
 
 THRESHOLDS = (0.5, 0.95)
 ROUNDS = 10
+#: Triages made while the run is applied this many times.
+TRIAGES, APPLIES = 40, 60
 DEADLINE_S = 120
 
 #: A corpus's clusters as sets of documents (the ids a cluster gets are the apply's own).
@@ -214,7 +216,7 @@ def test_a_triage_made_during_applies_names_the_clusters_it_was_decided_with(
     def applies() -> None:
         with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
             barrier.wait(timeout=30)
-            for i in range(3 * ROUNDS):
+            for i in range(APPLIES):
                 got = http.post(apply, json={"threshold": THRESHOLDS[i % 2]})
                 with lock:
                     answers["apply", got.status_code] += 1
@@ -223,7 +225,7 @@ def test_a_triage_made_during_applies_names_the_clusters_it_was_decided_with(
         with httpx.Client(base_url=server.url, headers=headers, timeout=60) as http:
             barrier.wait(timeout=30)
             # depth 1 and 2 were made alone; the misses are the same at every depth
-            for depth in range(3, 3 + 2 * ROUNDS):
+            for depth in range(3, 3 + TRIAGES):
                 got = http.post(make, json={"depth": depth, "k": 1})
                 with lock:
                     answers["triage", got.status_code] += 1
@@ -235,7 +237,7 @@ def test_a_triage_made_during_applies_names_the_clusters_it_was_decided_with(
         thread.start()
     for thread in threads:
         thread.join(DEADLINE_S)
-    assert answers == {("apply", 200): 3 * ROUNDS, ("triage", 201): 2 * ROUNDS}
+    assert answers == {("apply", 200): APPLIES, ("triage", 201): TRIAGES}
     wrong = []
     with Session(engine) as session:
         for triage_id in made:
