@@ -4,6 +4,7 @@ databases, the app and its accounts. Plain helpers live in tests/support/."""
 from __future__ import annotations
 
 import gzip
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from app.migrate import upgrade
 from app.models import Role
 from app.services.accounts import users as user_service
 from app.settings import Settings
+from tests.support import tracebacks
 from tests.support.db import PostgresServer, empty_all
 from tests.support.live import LiveServer
 from tests.support.service import PASSWORD, TEST_SECRET, Account, WriteFile, make_settings
@@ -31,6 +33,21 @@ def pytest_configure(config: pytest.Config) -> None:
     and the default parameters cost about 0.2 s of CPU a hash. Still argon2id, verified as in
     production; a server process the tests start keeps the defaults (and rehashes at login)."""
     security.use_hash_parameters(profiles.CHEAPEST)
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_tracebacks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test whose code logged an exception it did not expect (tests/support/
+    tracebacks.py); ``@pytest.mark.tracebacks_expected`` for a test that provokes them."""
+    collector = tracebacks.Collector()
+    root = logging.getLogger()
+    root.addHandler(collector)
+    try:
+        yield
+    finally:
+        root.removeHandler(collector)
+    if collector.records and request.node.get_closest_marker("tracebacks_expected") is None:
+        pytest.fail("unexpected traceback(s) logged: " + "; ".join(collector.summary()[:5]))
 
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"

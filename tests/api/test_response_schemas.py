@@ -21,7 +21,7 @@ PREFIX = "/api/v1"
 
 def _operations(module: ModuleType) -> list[tuple[str, str, APIRoute]]:
     return [
-        (method, route.path, route)
+        (method, route.path_format, route)
         for route in module.router.routes
         if isinstance(route, APIRoute)
         for method in sorted(route.methods)

@@ -21,6 +21,7 @@ from sqlmodel import Session
 from app.db import make_engine
 from app.models import Role
 from app.services.accounts import users as user_service
+from tests.support import tracebacks
 from tests.support.live import free_port, healthy_within
 from tests.support.service import make_settings
 
@@ -100,11 +101,14 @@ class DemoProcess:
         return self.folder / "var" / "demo.db"
 
     def stop(self) -> None:
+        """Stop the demo; AssertionError when its log holds a traceback."""
         self.process.terminate()
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait(10)
+        tracebacks.check_log(self.log, what="the demo")
 
 
 @contextmanager

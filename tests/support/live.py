@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support import tracebacks
+
 #: Under pytest-xdist, worker gwN draws its ports from a block of its own below the kernel's
 #: ephemeral range: two workers never pick the same port between the check and the bind.
 WORKER_PORTS, WORKER_BLOCK = 20_000, 500
@@ -56,6 +58,8 @@ def healthy_within(url: str, *, seconds: float) -> bool:
 
 class LiveServer:
     def __init__(self, database_url: str, tmp: Path, *, secret: str, workers: int = 1) -> None:
+        #: Set by a test that provokes tracebacks on purpose (a database stopped under it).
+        self.expect_tracebacks = False
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / "server.log"
@@ -87,8 +91,13 @@ class LiveServer:
             raise RuntimeError(f"the server did not start: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
+        """Stop the server; AssertionError when its log holds a traceback the test did not
+        expect (``expect_tracebacks``)."""
         self.process.terminate()
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait(10)
+        if not self.expect_tracebacks:
+            tracebacks.check_log(self.log, what="the server")

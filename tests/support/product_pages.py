@@ -132,6 +132,10 @@ PAGES = [
     ProductPage("run", "run_page", swap=_type_search),
     ProductPage("run-clusters", "run_clusters_page", swap=_cluster_ks),
     ProductPage("series", "series_page", ready="#series-table"),
+    # the same page for a name a browser would drop as a path segment (".", "..")
+    ProductPage(
+        "series-by-name", "series_page_by_parameter", query="name={name}", ready="#series-table"
+    ),
     ProductPage("compare", "compare_page", query="a={run_id}&b={other_run_id}"),
     ProductPage("triage", "triage_page", ready="#closure"),
     # commit 3's triage: labels carried from commit 2's, and the lead's form to send them back
@@ -160,7 +164,9 @@ PAGES = [
     ProductPage("users", "users_page", admin_only=True),
     ProductPage("login", "login_page", anonymous=True),
     ProductPage("query", "query_page"),
+    ProductPage("query-by-id", "query_page_by_parameter", query="qid={qid}"),
     ProductPage("document", "document_page"),
+    ProductPage("document-by-id", "document_page_by_parameter", query="doc_id={doc_id}"),
     ProductPage("detector-run", "detector_run_page", ready="#thresholds"),
     ProductPage("pair-review", "pair_review_page", ready="#review"),
     # Not a route: any unknown address answers the product's 404 page.

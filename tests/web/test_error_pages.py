@@ -167,6 +167,7 @@ def test_500_is_a_page_without_the_traceback(
         assert api.json()["error"]["code"] == "internal_error"
 
 
+@pytest.mark.tracebacks_expected  # the division by zero: a bug's 500, logged with its traceback
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 def test_a_value_the_database_refuses_is_bad_input_not_a_500(
     settings: object, engine: Engine, accounts: dict[Role, Account]
