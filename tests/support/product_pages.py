@@ -117,7 +117,8 @@ class ProductPage:
             return quote(str(values[chosen]), safe="")
 
         path = re.sub(r"\{(\w+)(?::\w+)?\}", fill, route_paths[self.route])
-        return f"{path}?{self.query.format(**values)}" if self.query else path
+        encoded = {key: quote(str(value), safe="") for key, value in values.items()}
+        return f"{path}?{self.query.format(**encoded)}" if self.query else path
 
 
 #: Every page: adding a page to the product is one line here.
