@@ -7,8 +7,7 @@ detected", and what is stored is what the answers said."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,6 +19,7 @@ from app.models import DocPair, PairEvent, Role
 from app.services.accounts import users
 from app.services.dedup import detector_runs
 from app.services.imports import golden_sets
+from tests.support.concurrency import at_once
 from tests.support.detector_data import copies_files
 from tests.support.live import LiveServer
 from tests.support.service import TEST_SECRET
@@ -57,23 +57,6 @@ def _detection_and_token(engine: Engine, tmp_path: Path) -> tuple[int, int, str]
     return detection.id, user.id, token
 
 
-def _at_once(sends: list[Callable[[], httpx.Response]]) -> list[httpx.Response]:
-    barrier = threading.Barrier(len(sends))
-    answers: list[httpx.Response | None] = [None] * len(sends)
-
-    def one(i: int) -> None:
-        barrier.wait(timeout=30)
-        answers[i] = sends[i]()
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(sends))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(ROUND_S)
-    assert all(a is not None for a in answers), "a request did not come back in time"
-    return [a for a in answers if a is not None]
-
-
 def test_claims_beside_a_label_skip_or_release_of_the_held_pair(
     engine: Engine, server: LiveServer, tmp_path: Path
 ) -> None:
@@ -92,8 +75,9 @@ def test_claims_beside_a_label_skip_or_release_of_the_held_pair(
             body = {"same": round_ % 2 == 0, "version": pair["version"]} if step == "label" else {}
             url = f"/api/v1/pairs/{pair['id']}/{step}"
             # the step and the claims of the other tabs, all at once
-            answers = _at_once(
-                [*[lambda: http.post(claim)] * TABS, lambda u=url, b=body: http.post(u, json=b)]
+            answers = at_once(
+                [*[lambda: http.post(claim)] * TABS, lambda u=url, b=body: http.post(u, json=b)],
+                seconds=ROUND_S,
             )
             said += [("claim", a.status_code, a.text[:200]) for a in answers[:TABS]]
             said.append((step, answers[-1].status_code, answers[-1].text[:200]))

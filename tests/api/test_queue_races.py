@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -28,6 +28,7 @@ from app.models import LabelEvent, Miss, Role, Triage, WebhookDelivery
 from app.models.triage_public import Overlap
 from app.services.accounts import users
 from app.services.delivery import events
+from tests.support.concurrency import at_once_n
 from tests.support.live import LiveServer
 from tests.support.service import TEST_SECRET
 from tests.support.triage import make_triage
@@ -55,24 +56,6 @@ def server(database_url: str, tmp_path: Path) -> Iterator[LiveServer]:
     live.stop()
 
 
-def _at_once(n: int, send: Callable[[int], httpx.Response]) -> list[httpx.Response]:
-    """``send(i)`` from ``n`` threads released together; the answers in thread order."""
-    barrier = threading.Barrier(n)
-    answers: list[httpx.Response | None] = [None] * n
-
-    def one(i: int) -> None:
-        barrier.wait(timeout=30)
-        answers[i] = send(i)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert all(a is not None for a in answers)
-    return [a for a in answers if a is not None]
-
-
 def _leases_of(engine: Engine, triage_id: int) -> Counter[int]:
     with Session(engine) as s:
         holders = s.exec(
@@ -94,7 +77,7 @@ def test_simultaneous_claims_of_one_reviewer_lease_one_miss(
     claim = f"{server.url}/api/v1/triages/{triage.id}/claim"
     with httpx.Client(headers=headers, timeout=30) as http:
         for _ in range(6):
-            answers = _at_once(4, lambda _: http.post(claim))
+            answers = at_once_n(4, lambda _: http.post(claim))
             assert [a.status_code for a in answers] == [200] * 4
             held = {a.json()["id"] for a in answers}
             assert len(held) == 1, held  # one miss, whichever tab asked
@@ -182,7 +165,7 @@ def test_a_label_repeated_in_flight_is_stored_once(
             miss = http.post(f"/api/v1/triages/{triage.id}/claim").json()
             body = {"category": CAUSES[1], "version": miss["version"]}
             url = f"/api/v1/misses/{miss['id']}/label"
-            answers = _at_once(2, lambda _, url=url, body=body: http.post(url, json=body))
+            answers = at_once_n(2, lambda _, url=url, body=body: http.post(url, json=body))
             said = sorted((a.status_code, a.json().get("error", {}).get("code")) for a in answers)
             assert said == [(200, None), (409, "stale_version")]
     with Session(engine) as s:
@@ -216,7 +199,7 @@ def test_the_last_labels_given_at_once_close_the_triage_once(
         ]
         held = [c.post(f"/api/v1/triages/{triage.id}/claim").json() for c in clients]
         assert held[0]["id"] != held[1]["id"]
-        answers = _at_once(
+        answers = at_once_n(
             2,
             lambda i, clients=clients, held=held: clients[i].post(
                 f"/api/v1/misses/{held[i]['id']}/label",

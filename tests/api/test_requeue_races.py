@@ -5,9 +5,8 @@ label, and the answers add up to the misses that went back."""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,6 +18,7 @@ from sqlmodel import Session, select
 from app.models import LabelEvent, Miss, MissState, Role
 from app.services.accounts import users
 from tests.support.carried import label_every_miss, misses_by_pair
+from tests.support.concurrency import at_once
 from tests.support.live import LiveServer
 from tests.support.series import post_golden_set, post_run
 from tests.support.service import TEST_SECRET, Account
@@ -59,23 +59,6 @@ def _series(client: TestClient, lead: Account) -> tuple[int, dict[tuple[str, str
     return second, labels
 
 
-def _at_once(sends: list[Callable[[], httpx.Response]]) -> list[httpx.Response]:
-    barrier = threading.Barrier(len(sends))
-    answers: list[httpx.Response | None] = [None] * len(sends)
-
-    def one(i: int) -> None:
-        barrier.wait(timeout=30)
-        answers[i] = sends[i]()
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(sends))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert all(a is not None for a in answers), "a request did not come back in time"
-    return [a for a in answers if a is not None]
-
-
 def test_carried_labels_sent_back_at_once_go_back_once(
     client: TestClient,
     accounts: dict[Role, Account],
@@ -114,7 +97,7 @@ def test_carried_labels_sent_back_at_once_go_back_once(
                 {"requeue": True, "miss_id": one},
                 {"requeue": True, "category": CAUSES[1]},
             ]
-            answers = _at_once(
+            answers = at_once(
                 [
                     lambda i=i, b=b, u=url: clients[i % 2].post(u, json=b)
                     for i, b in enumerate(bodies)

@@ -13,7 +13,6 @@ in flight included, on both databases:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +28,7 @@ from app import security
 from app.models import AccountEvent, AccountVia, ApiToken, Role, User, UserSession, utcnow
 from app.services.accounts import life_cycle, logins
 from app.services.accounts import users as user_service
+from tests.support.concurrency import at_once_n
 from tests.support.live import LiveServer
 from tests.support.service import ORIGIN, PASSWORD, TEST_SECRET, Account, login
 
@@ -111,28 +111,6 @@ def test_a_session_of_an_older_credential_generation_is_not_live(
         assert found.email == email
 
 
-def _at_once(n: int, send: Callable[[int], httpx.Response]) -> list[httpx.Response]:
-    """``send(i)`` from ``n`` threads released together; the answers in thread order."""
-    barrier = threading.Barrier(n)
-    answers: list[httpx.Response | None] = [None] * n
-    failures: list[BaseException] = []
-
-    def one(i: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            answers[i] = send(i)
-        except BaseException as exc:
-            failures.append(exc)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(90)
-    assert not failures, failures
-    return [a for a in answers if a is not None]
-
-
 def _log_in(url: str, email: str, password: str) -> httpx.Response:
     with httpx.Client(base_url=url, timeout=60) as http:
         return http.post(
@@ -164,7 +142,7 @@ def _race_logins(
     server: LiveServer, email: str, password: str, change: Callable[[], httpx.Response]
 ) -> tuple[list[httpx.Response], httpx.Response]:
     """LOGINS logins with ``password`` and ``change`` released together."""
-    answers = _at_once(
+    answers = at_once_n(
         LOGINS + 1, lambda i: change() if i == 0 else _log_in(server.url, email, password)
     )
     return answers[1:], answers[0]
