@@ -7,8 +7,23 @@ The verified candidate pairs of a detection (``app.eval.dedup``) fall into simil
 samples the same pairs) goes to reviewers, who say whether the two texts are the same content.
 
 Per band the table gives the pairs found, sampled and reviewed, and the share judged the
-same with its Wilson 95% interval (``wilson_at``, written here: importing statsmodels for it
-took 3 s of every process's start; tests/eval/test_calibration.py holds it to statsmodels').
+same with its Wilson 95% interval. What a count means, with groups of identical documents
+(same shingle set: ``app.eval.dedup`` groups them before pairing):
+
+* ``pairs``: the stored pairs in the band: a pair of two groups (named by their smallest ids)
+  is one pair whatever their sizes; in the 1.00 band, one pair per copy, to its group's
+  smallest id (n - 1 for n copies, never their n(n - 1)/2). The sample is drawn from these,
+  and precision and recall weight the bands by them.
+* ``documents`` and ``groups`` (``band_documents``): the documents the band's pairs join,
+  every member of a group counted, and the groups they make: a group of n copies is n
+  documents and one group in the 1.00 band.
+* the candidate search's recall (``candidate``, per band and overall) is counted in pairs of
+  documents: a pair of groups counts |A| x |B|, and the n(n - 1)/2 pairs within a group are
+  in the 1.00 band, found by construction.
+
+Without copies every pair is two groups of one document, and every count is what it was.
+Wilson intervals come from ``wilson_at``, written here: importing statsmodels for it took 3 s
+of every process's start; tests/eval/test_calibration.py holds it to statsmodels'.
 
 At a threshold t (a band's lower edge), the clusters are the connected components of the
 pairs with similarity >= t. Their pair **precision** is estimated by stratification: the
@@ -239,3 +254,39 @@ def candidate_recall(found: set[tuple[str, str]], exact: Iterable[tuple[str, str
     pairs = list(exact)
     hits = sum(1 for p in pairs if p in found)
     return wilson(hits, len(pairs))
+
+
+def band_documents(
+    pairs: Iterable[tuple[str, str, float]], table: Sequence[Band]
+) -> list[tuple[int, int]]:
+    """Per band of ``table`` (by index): (documents, groups) its pairs join. A group is a set
+    of identical documents (shingle sets equal: the pairs of similarity 1 link them, one link
+    per copy as ``detect`` keeps them, or every pair of them as detections before kept them);
+    a document with no copy is a group of one. A band's groups are those its pairs touch, its
+    documents every member of those groups: the 1.00 band holds each group of copies once,
+    whatever its size, and a pair of two groups stands for all their members."""
+    pairs = list(pairs)
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b, similarity in pairs:
+        if similarity >= 1.0:
+            ra, rb = root(a), root(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    size: dict[str, int] = {}
+    for doc in list(parent):
+        r = root(doc)
+        size[r] = size.get(r, 0) + 1
+    touched: dict[int, set[str]] = {b.index: set() for b in table}
+    for a, b, similarity in pairs:
+        band = band_of(similarity, table)
+        touched[band].add(root(a))
+        touched[band].add(root(b))
+    return [(sum(size.get(r, 1) for r in touched[b.index]), len(touched[b.index])) for b in table]

@@ -7,6 +7,13 @@ Pipeline (``detect``; ``detect_corpus`` reads a ``corpus.jsonl``):
    collapsed; word 5-grams hashed to 64-bit integers, kept as sorted unique ``uint64`` arrays,
    never as Python sets of strings). The title is not shingled (chunks of one paper share it).
    A document with no word is never a candidate.
+   **Copies are grouped first.** Documents with the same shingle set (identical after
+   normalisation, up to the order of repeated 5-grams: the identity the Jaccard similarity
+   sees, J = 1) are one group, found by a 128-bit BLAKE2b digest of the set and confirmed
+   element by element. Each group is signed, searched and verified once (steps 2 to 4 run
+   over distinct sets), so the work grows with the distinct texts, and with the copies of one
+   text only linearly: 10,000 copies of a cookie notice cost what one does, plus their ids
+   (``benchmarks/dedup_copies.py``). A group is named by its smallest doc id.
 2. MinHash signatures of ``num_perm`` 32-bit values, from the shingle hashes, by ``rensa``
    (``RMinHash.digest_matrix_from_flat_token_hashes``, seeded by ``seed``): the library chosen
    by measurement (``benchmarks/dedup.py``: same corpus, same shingles, against datasketch's
@@ -25,16 +32,31 @@ Pipeline (``detect``; ``detect_corpus`` reads a ``corpus.jsonl``):
    threshold - near: the S-curve is past half already at the bottom of the near-threshold band
    that calibration samples. Default J = 0.8, num_perm = 128, near = 0.2 -> b = 25, r = 5:
    50% point 0.525, P(candidate) = 0.99995 at s = 0.8, 0.99 at 0.7, 0.87 at 0.6, 0.06 at 0.3.
-   A bucket of more than ``max_bucket`` documents (many copies of one text) yields the pairs of
-   its first member with each other member only (enough for the clusters; counted in stats).
+   A bucket of more than ``max_bucket`` groups (many near-copies of one text) yields the pairs
+   of its first member with each other member only (enough for the clusters; counted in stats).
 4. Every candidate pair is verified by its exact Jaccard similarity (the similarity the
    threshold names): |A & B| / |A | B| of the two shingle arrays. Every verified pair is kept
-   with its similarity, those below the threshold included (calibration samples them by band).
-5. Clusters: connected components (union-find) of the pairs with similarity >= threshold, so
-   a-b and b-c put a, b and c in one cluster. Only components of two or more documents are
-   clusters; a document without a copy gets no cluster id (it is its own cluster).
+   with its similarity, those below the threshold included (calibration samples them by band),
+   named by the two groups' smallest ids: it stands for every pair of their members.
+   **The pairs of a group of n copies are not listed**: the group is n - 1 pairs of similarity
+   1, from each copy to its smallest id (a star, linear in n): the connected components of a
+   stored detection still join the copies, and a reviewer may be shown one such pair. (Not the
+   n(n - 1)/2 pairs between the copies: 10,000 copies would be 50 million rows; nor no pair
+   at all: the clusters at a threshold are computed from the stored pairs alone.)
+5. Clusters: connected components (union-find) of the groups joined by pairs with similarity
+   >= threshold, so a-b and b-c put a, b and c in one cluster, then expanded to every member
+   of each group: a group of copies is one cluster with or without another. Only components
+   of two or more documents are clusters; a document without a copy gets no cluster id (it is
+   its own cluster).
    Cluster id: ``"c"`` + the first 16 hex digits of BLAKE2b-64 of the smallest member doc id
-   (code-point order): stable, deterministic, fixed length, whatever the corpus order.
+   (code-point order) of the expanded cluster: stable, deterministic, fixed length, whatever
+   the corpus order (a group's name, its smallest id, is order-free too).
+
+Counts (``DedupStats``): ``groups`` the distinct shingle sets, ``copy_groups`` those held by two
+documents or more and ``copies`` the documents in them, ``verified`` the candidate pairs of
+distinct sets verified, ``candidates`` every pair kept (verified pairs and copies' links),
+``pairs_at_threshold`` those at or above the threshold (links included). Without copies, every
+figure is what it was before copies were grouped.
 
 ``write_clustered_corpus`` writes the corpus back, streaming line by line: every document with
 all its fields, plus ``cluster_id`` on the documents that have a copy (others as read).
@@ -69,6 +91,7 @@ __all__ = [
     "cluster_id_for",
     "detect",
     "detect_corpus",
+    "group_copies",
     "jaccard",
     "normalise",
     "s_curve",
@@ -161,9 +184,13 @@ class DedupStats:
     documents: int = 0
     shingled: int = 0  # documents with at least one shingle
     short: int = 0  # 1 to shingle_size - 1 words: one shingle
-    candidates: int = 0  # distinct candidate pairs, each verified
-    pairs_at_threshold: int = 0  # verified similarity >= threshold
+    candidates: int = 0  # pairs kept: the verified candidates and the copies' links
+    pairs_at_threshold: int = 0  # pairs kept with similarity >= threshold (links included)
     near_pairs: int = 0  # threshold - near <= similarity < threshold
+    groups: int = 0  # distinct shingle sets among the shingled documents
+    copy_groups: int = 0  # shingle sets held by two documents or more
+    copies: int = 0  # documents in those groups (all of each group's copies)
+    verified: int = 0  # candidate pairs of distinct sets, each verified by its Jaccard
     clusters: int = 0
     clustered_documents: int = 0
     largest_cluster: int = 0
@@ -181,6 +208,9 @@ class DedupResult:
     clusters: dict[str, list[str]]  # cluster id -> member doc ids (sorted)
     stats: DedupStats
     params: DedupParams
+    #: the groups of identical documents (same shingle set), smallest id -> members (sorted,
+    #: two or more); a pair names a group by its smallest id
+    copies: dict[str, list[str]] = field(default_factory=dict)
 
     def cluster_of(self) -> dict[str, str]:
         """doc id -> cluster id, for the documents that have a copy."""
@@ -276,9 +306,69 @@ def _components(n: int, edges: list[tuple[int, int]]) -> dict[int, list[int]]:
     return {r: sorted(set(m)) for r, m in groups.items()}
 
 
+class _Groups:
+    """Documents grouped by shingle set: the first document of a set seen opens a group (its
+    set goes to the store once), later ones join it. Looked up by a 128-bit BLAKE2b digest of
+    the set, then compared element by element with the group's set (a digest collision opens a
+    group of its own: never a wrong merge)."""
+
+    def __init__(self, store: _Store) -> None:
+        self.store = store
+        self.members: list[list[str]] = []
+        self._index: dict[bytes, int] = {}
+
+    def add_batch(
+        self, batch_ids: list[str], flat: U64, offsets: npt.NDArray[np.int64]
+    ) -> list[int]:
+        """Group the batch's shingled documents; the batch positions that open a group, in
+        order (their sets are the ones to keep and sign)."""
+        opened: list[int] = []
+        pending: dict[bytes, tuple[int, int]] = {}  # digest -> (batch position, group)
+        bounds = offsets.tolist()
+        for i, doc_id in enumerate(batch_ids):
+            lo, hi = bounds[i], bounds[i + 1]
+            if hi == lo:
+                continue
+            shingles = flat[lo:hi]
+            key = blake2b(shingles.tobytes(), digest_size=16).digest()
+            group = self._index.get(key)
+            if group is not None and np.array_equal(self.store.get(group), shingles):
+                self.members[group].append(doc_id)
+                continue
+            here = pending.get(key)
+            if here is not None and np.array_equal(
+                flat[bounds[here[0]] : bounds[here[0] + 1]], shingles
+            ):
+                self.members[here[1]].append(doc_id)
+                continue
+            group = len(self.members)
+            self.members.append([doc_id])
+            if key not in self._index and key not in pending:
+                pending[key] = (i, group)
+            opened.append(i)
+        for key, (_, group) in pending.items():
+            self._index[key] = group
+        return opened
+
+
+def group_copies(
+    ids: list[str], flat: U64, offsets: npt.NDArray[np.int64]
+) -> tuple[list[list[str]], list[int]]:
+    """The documents (``ids``, their shingle sets ``flat[offsets[i]:offsets[i + 1]]``) grouped
+    by shingle set: each group's members (sorted), and the position of each group's first
+    document (whose set stands for the group). Empty sets are in no group."""
+    groups = _Groups(_Store())
+    opened = groups.add_batch(ids, flat, offsets)
+    for members in groups.members:
+        members.sort()
+    return groups.members, opened
+
+
 def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = None) -> DedupResult:
     """Near-duplicates among ``documents`` ((doc id, text) pairs, ids distinct): the verified
-    candidate pairs, the clusters and the stats (see the module docstring)."""
+    candidate pairs, the clusters and the stats (see the module docstring). Linear in the
+    number of copies of one text: documents with the same shingle set are one group, signed,
+    searched and verified once."""
     p = (params or DedupParams()).resolved()
     n_bands, n_rows = p.shape()
     stats = DedupStats(
@@ -288,12 +378,13 @@ def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = No
             "seed": p.seed, "near": p.near, "max_bucket": p.max_bucket,
             "minhash": f"rensa {_version('rensa')}",
             "cluster_id": "c + blake2b-64 hex of the smallest member id",
+            "copies": "one group per shingle set, linked to its smallest id (similarity 1)",
         }
     )  # fmt: skip
     seconds = {"shingles": 0.0, "signatures": 0.0, "candidates": 0.0, "verify": 0.0}
     shingler = Shingler(p.shingle_size)
-    store = _Store()
-    ids: list[str] = []  # shingled documents' ids, by shingled index
+    store = _Store()  # one shingle set per group
+    groups = _Groups(store)
     seen: set[str] = set()
     keys: list[U64] = []
     start = time.perf_counter()
@@ -301,16 +392,21 @@ def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = No
     def flush(batch_ids: list[str], texts: list[str]) -> None:
         t0 = time.perf_counter()
         flat, offsets = shingler.batch(texts)
-        lengths = np.diff(offsets)
-        keep = np.nonzero(lengths > 0)[0]
-        if keep.size < len(texts):  # drop the empty documents, renumber the rest
-            flat = np.concatenate([flat[offsets[i] : offsets[i + 1]] for i in keep.tolist()])
-            offsets = np.concatenate([[0], np.cumsum(lengths[keep])]).astype(np.int64)
-        ids.extend(batch_ids[i] for i in keep.tolist())
+        stats.shingled += int(np.count_nonzero(np.diff(offsets)))
+        keep = groups.add_batch(batch_ids, flat, offsets)
+        if len(keep) < len(texts):  # keep the sets that open a group, renumbered
+            lengths = np.diff(offsets)[keep]
+            flat = (
+                np.concatenate([flat[offsets[i] : offsets[i + 1]] for i in keep])
+                if keep
+                else np.zeros(0, dtype=np.uint64)
+            )
+            offsets = np.zeros(len(keep) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
         store.add(flat, offsets)
         t1 = time.perf_counter()
         seconds["shingles"] += t1 - t0
-        if keep.size:
+        if keep:
             matrix = rensa.RMinHash.digest_matrix_from_flat_token_hashes(
                 flat, offsets, p.num_perm, p.seed
             )
@@ -332,7 +428,16 @@ def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = No
             batch_ids, texts = [], []
     if texts:
         flush(batch_ids, texts)
-    stats.shingled = len(ids)
+    del seen
+    members = groups.members
+    for m in members:
+        m.sort()
+    ids = [m[0] for m in members]  # each group by its smallest id: the order does not matter
+    n = len(ids)
+    copied = [g for g in range(n) if len(members[g]) > 1]
+    stats.groups = n
+    stats.copy_groups = len(copied)
+    stats.copies = sum(len(members[g]) for g in copied)
     t0 = time.perf_counter()
     all_keys = np.concatenate(keys) if keys else np.zeros((0, n_bands), dtype=np.uint64)
     encoded = _candidates(all_keys, p.max_bucket, stats)
@@ -340,7 +445,6 @@ def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = No
     keys.clear()
     seconds["candidates"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    n = len(ids)
     pairs: list[SimilarPair] = []
     edges: list[tuple[int, int]] = []
     low = p.threshold - p.near
@@ -353,24 +457,34 @@ def detect(documents: Iterable[tuple[str, str]], params: DedupParams | None = No
             edges.append((i, j))
         elif sim >= low:
             stats.near_pairs += 1
+    stats.verified = len(pairs)
+    stats.pairs_at_threshold = len(edges)
+    for g in copied:  # a copy linked to its group's smallest id: n - 1 pairs for n copies
+        first, *rest = members[g]
+        pairs.extend(SimilarPair(first, doc, 1.0) for doc in rest)
+        stats.pairs_at_threshold += len(rest)
     pairs.sort(key=lambda pair: (pair.doc_a, pair.doc_b))
     seconds["verify"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     clusters: dict[str, list[str]] = {}
-    for members in _components(n, edges).values():
-        names = sorted(ids[m] for m in members)
+    joined = list(_components(n, edges).values())
+    in_edges = {g for a, b in edges for g in (a, b)}
+    # a group of copies is a cluster with or without another group
+    joined.extend([g] for g in copied if g not in in_edges)
+    for group_list in joined:
+        names = sorted(doc for g in group_list for doc in members[g])
         clusters[cluster_id_for(names)] = names
     clusters = dict(sorted(clusters.items(), key=lambda item: item[1][0]))
     seconds["clusters"] = time.perf_counter() - t0
     seconds["total"] = time.perf_counter() - start
     stats.short = shingler.short
     stats.candidates = len(pairs)
-    stats.pairs_at_threshold = len(edges)
     stats.clusters = len(clusters)
     stats.clustered_documents = sum(len(m) for m in clusters.values())
     stats.largest_cluster = max((len(m) for m in clusters.values()), default=0)
     stats.seconds = {k: round(v, 4) for k, v in seconds.items()}
-    return DedupResult(pairs=pairs, clusters=clusters, stats=stats, params=p)
+    copies = {members[g][0]: members[g] for g in copied}
+    return DedupResult(pairs=pairs, clusters=clusters, stats=stats, params=p, copies=copies)
 
 
 def clusters_of_pairs(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

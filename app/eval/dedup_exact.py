@@ -9,6 +9,15 @@ Shingles: the detector's own (``app.eval.dedup_text.Shingler``, word 5-grams by 
 unique ``uint64`` hashes), so a pair's similarity here is the one ``detect`` verifies. A
 document with no shingle is never in a pair; ids must be distinct (ValueError otherwise).
 
+Copies: documents with the same shingle set are one group (``dedup.group_copies``, as
+``detect`` groups them) before any pairing; the join runs over the distinct sets and each pair
+it finds stands for |A| x |B| document pairs (``ExactJoin.pairs``: the two groups' smallest
+ids, the similarity and that count). The n(n - 1)/2 pairs within a group of n copies are
+counted (``copy_pairs``), never built: ``exact_join`` is linear in the copies of one text
+(20,000 copies, the service's ``EXACT_LIMIT``, are one set). ``document_pairs`` is the count
+the brute force over every document pair would list; ``exact_pairs`` lists them (each group
+expanded: as long as the brute force's answer, for tests and small corpora).
+
 Method, prefix filtering (the AllPairs / PPJoin idea):
 
 1. The tokens (distinct shingle hashes) are put in one global order: ascending document
@@ -35,10 +44,10 @@ integer can only lengthen a prefix or keep a candidate, never lose a pair.
 
 Complexity: shingling is linear in the text; the global order and the per-document sort are
 O(N log N) for N shingles in all; candidate generation costs the sum over prefix tokens of
-k(k - 1)/2 for k documents sharing it (small for distinct documents: their prefixes are their
-rarest shingles; quadratic in the size of a group of copies, whose pairs are in the answer
-anyway); verification O(min(|x|, |y|) log N) per candidate. Memory: the shingles, their global
-ranks, and chunks of candidates. ``benchmarks/dedup_exact.py`` times it.
+k(k - 1)/2 for k distinct sets sharing it (small: their prefixes are their rarest shingles;
+copies are one set, so a group of copies costs nothing here); verification O(min(|x|, |y|)
+log N) per candidate. Memory: the shingles, their global ranks, and chunks of candidates.
+``benchmarks/dedup_exact.py`` times it; ``benchmarks/dedup_copies.py`` with many copies.
 
 ``sample_ids`` picks a deterministic uniform sample of ids for a corpus too large for the join
 (recall is then estimated on the pairs within the sample).
@@ -47,15 +56,16 @@ ranks, and chunks of candidates. ``benchmarks/dedup_exact.py`` times it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from hashlib import blake2b
 
 import numpy as np
 import numpy.typing as npt
 
-from app.eval.dedup import BATCH, SimilarPair
+from app.eval.dedup import BATCH, SimilarPair, group_copies
 from app.eval.dedup_text import U64, Shingler
 
-__all__ = ["exact_pairs", "sample_ids"]
+__all__ = ["ExactJoin", "exact_join", "exact_pairs", "sample_ids"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -170,20 +180,53 @@ def _overlaps(keys: I64, offsets: I64, sizes: I64, a: I64, b: I64, vocab: int) -
     return np.bincount(pair[found], minlength=a.size).astype(np.int64)
 
 
-def exact_pairs(
+@dataclass(frozen=True, slots=True)
+class ExactJoin:
+    """The exact join's answer over distinct shingle sets (see the module docstring).
+
+    ``pairs``: (a, b, similarity, count) for every two groups of identical documents whose
+    sets have similarity >= low, each group named by its smallest id (a < b), ``count`` the
+    document pairs it stands for (|A| x |B|), sorted. ``copies``: the groups of two documents
+    or more, smallest id -> members (sorted); their n(n - 1)/2 pairs of similarity 1 are
+    counted (``copy_pairs``), never listed."""
+
+    pairs: list[tuple[str, str, float, int]]
+    copies: dict[str, list[str]]
+    documents: int  # documents with a shingle
+    groups: int  # distinct shingle sets among them
+
+    @property
+    def copy_pairs(self) -> int:
+        return sum(len(m) * (len(m) - 1) // 2 for m in self.copies.values())
+
+    @property
+    def document_pairs(self) -> int:
+        """Every pair of documents at similarity >= low: the groups' pairs times their
+        multiplicities, plus the pairs within each group."""
+        return sum(count for *_, count in self.pairs) + self.copy_pairs
+
+
+def exact_join(
     documents: Iterable[tuple[str, str]], low: float, shingle_size: int = 5
-) -> list[SimilarPair]:
-    """Every pair of ``documents`` ((doc id, text), ids distinct) whose shingle sets have
-    Jaccard similarity >= ``low``, with that similarity, sorted (doc_a < doc_b, code-point
-    order, as ``detect``'s pairs). Exact: prefix filtering, then exact verification (see the
-    module docstring)."""
+) -> ExactJoin:
+    """The pairs of ``documents`` ((doc id, text), ids distinct) whose shingle sets have
+    Jaccard similarity >= ``low``, over distinct sets with their multiplicities: time and
+    memory linear in the copies of one text (see ``ExactJoin`` and the module docstring)."""
     if not 0.0 < low <= 1.0:
         raise ValueError("low must be in (0, 1]")
     ids, flat, offsets = _shingled(documents, shingle_size)
-    n = len(ids)
+    members, opened = group_copies(ids, flat, offsets)
+    copies = {m[0]: m for m in members if len(m) > 1}
+    reps = [m[0] for m in members]
+    n = len(reps)
+    kept = np.asarray(opened, dtype=np.int64)
+    sizes = np.diff(offsets)[kept]
+    flat = flat[_ranges(offsets[:-1][kept], sizes)]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    join = ExactJoin(pairs=[], copies=copies, documents=len(ids), groups=n)
     if n < 2:
-        return []
-    sizes = np.diff(offsets)
+        return join
     # token ids (by hash), their document frequencies, and the global order: df, then hash
     unique, token, df = np.unique(flat, return_inverse=True, return_counts=True)
     vocab = int(unique.size)
@@ -201,7 +244,6 @@ def exact_pairs(
     del owner, token, rank
     encoded = _candidates(ranked, offsets, sizes, low)
     del ranked
-    pairs: list[SimilarPair] = []
     step = max(1, CHUNK // max(1, int(sizes.max())))
     for start in range(0, encoded.size, step):
         a, b = np.divmod(encoded[start : start + step], n)
@@ -210,8 +252,35 @@ def exact_pairs(
         keep = common / union >= low  # float64 division, correctly rounded as Python's
         a, b, common, union = a[keep], b[keep], common[keep], union[keep]
         for i, j, o, u in zip(a.tolist(), b.tolist(), common.tolist(), union.tolist(), strict=True):
-            x, y = (ids[i], ids[j]) if ids[i] < ids[j] else (ids[j], ids[i])
-            pairs.append(SimilarPair(x, y, o / u))  # as dedup_text.jaccard divides
+            x, y = (reps[i], reps[j]) if reps[i] < reps[j] else (reps[j], reps[i])
+            # as dedup_text.jaccard divides
+            join.pairs.append((x, y, o / u, len(members[i]) * len(members[j])))
+    join.pairs.sort()
+    return join
+
+
+def exact_pairs(
+    documents: Iterable[tuple[str, str]], low: float, shingle_size: int = 5
+) -> list[SimilarPair]:
+    """Every pair of ``documents`` ((doc id, text), ids distinct) whose shingle sets have
+    Jaccard similarity >= ``low``, with that similarity, sorted (doc_a < doc_b, code-point
+    order, as ``detect``'s pairs): ``exact_join`` with every group expanded, the pairs within
+    a group of copies at similarity 1 included. The list is as long as the brute force's (n
+    copies: n(n - 1)/2 pairs): for tests and small corpora; the service counts with
+    ``exact_join``."""
+    join = exact_join(documents, low, shingle_size)
+    members = {m[0]: m for m in join.copies.values()}
+    pairs: list[SimilarPair] = []
+    for a, b, sim, _ in join.pairs:
+        for x in members.get(a, [a]):
+            for y in members.get(b, [b]):
+                pairs.append(SimilarPair(x, y, sim) if x < y else SimilarPair(y, x, sim))
+    for group in join.copies.values():
+        pairs.extend(
+            SimilarPair(group[i], group[j], 1.0)
+            for i in range(len(group))
+            for j in range(i + 1, len(group))
+        )
     pairs.sort(key=lambda pair: (pair.doc_a, pair.doc_b))
     return pairs
 

@@ -24,8 +24,12 @@ class CandidateRecall(Interval):
     #: "exact" (every pair of the corpus compared), "sample" (the pairs among a sample of
     #: documents) or "not measured"
     how: str
-    #: exact pairs at similarity >= the run's lowest band that the comparison found
+    #: pairs of documents at similarity >= the run's lowest band that the exact join found,
+    #: the n(n - 1)/2 pairs within a group of n identical copies counted (never listed)
     pairs: int
+    #: of ``pairs``, those within groups of identical copies: found by construction (None for
+    #: runs measured before copies were grouped)
+    copy_pairs: int | None = None
 
 
 class BandPublic(ReadModel):
@@ -38,6 +42,11 @@ class BandPublic(ReadModel):
     same: int
     share: Interval
     candidate_recall: float | None
+    #: the documents the band's pairs join, every copy of a group counted, and the groups
+    #: (distinct texts: a group of identical copies is one) they make; on a run's page and
+    #: answer (None in a list of runs, which reads no pair)
+    documents: int | None = None
+    groups: int | None = None
 
 
 class ThresholdPublic(ReadModel):

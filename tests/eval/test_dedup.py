@@ -257,11 +257,22 @@ def test_parameters_are_stated(result) -> None:
         DedupParams(num_perm=64, bands=20, rows=4).resolved()
 
 
-def test_a_big_bucket_of_exact_copies_still_makes_one_cluster() -> None:
+def test_exact_copies_are_one_group_before_any_bucket() -> None:
     text = " ".join(f"w{i}" for i in range(50))
     docs = [(f"d{i:03d}", text) for i in range(150)]
     result = detect(docs, DedupParams(max_bucket=40))
+    assert (result.stats.groups, result.stats.copy_groups, result.stats.copies) == (1, 1, 150)
+    assert result.stats.capped_buckets == 0
+    assert result.stats.verified == 0
+    assert list(result.clusters.values()) == [[d for d, _ in docs]]
+
+
+def test_a_big_bucket_of_near_copies_still_makes_one_cluster() -> None:
+    text = " ".join(f"w{i}" for i in range(50))
+    docs = [(f"d{i:03d}", f"{text} tail{i}") for i in range(150)]  # 150 distinct sets
+    result = detect(docs, DedupParams(max_bucket=40))
     assert result.stats.capped_buckets > 0
+    assert result.stats.copy_groups == 0
     assert list(result.clusters.values()) == [[d for d, _ in docs]]
 
 

@@ -33,6 +33,8 @@ from app.eval.dedup import (
     MIN_LOW,
     MIN_THRESHOLD,
     DedupParams,
+    DedupResult,
+    SimilarPair,
     clusters_at_thresholds,
     clusters_of_pairs,
     detect,
@@ -147,14 +149,7 @@ def detect_duplicates(
     params = DedupParams(threshold=threshold, near=near, seed=seed)
     start = time.perf_counter()
     documents = list(_texts(session, golden))
-    result = detect(documents, params)
-    table = cal.bands(threshold - near)
-    low = table[0].low
-    kept = [p for p in result.pairs if p.similarity >= low - 1e-12]
-    found = {(p.doc_a, p.doc_b) for p in kept}
-    candidate = _candidate_recall(documents, low, found, params, table)
-    banded = [(p.doc_a, p.doc_b, cal.band_of(p.similarity, table)) for p in kept]
-    sampled = cal.sample(banded, per_band=per_band, seed=seed)
+    result, low, kept, banded, sampled, candidate = detection(documents, params, per_band=per_band)
     seconds = time.perf_counter() - start
     parameters: dict[str, Any] = dict(result.stats.parameters)
     parameters |= {"low": low, "per_band": per_band, "band_width": cal.BAND_WIDTH}
@@ -204,36 +199,81 @@ def detect_duplicates(
     return run
 
 
+def detection(
+    documents: list[tuple[str, str]], params: DedupParams, *, per_band: int = cal.PER_BAND
+) -> tuple[
+    DedupResult,
+    float,
+    list[SimilarPair],
+    list[tuple[str, str, int]],
+    dict[tuple[str, str], int],
+    dict[str, Any],
+]:
+    """What ``detect_duplicates`` computes before it writes (``benchmarks/dedup_copies.py``
+    times it): the detection, the lowest band's edge, the pairs kept down to it, each with its
+    band, the review sample, and the candidate search's recall. Linear in the copies of one
+    text: a group of n identical documents is n - 1 pairs (each copy to the group's smallest
+    id), and the exact join counts its n(n - 1)/2 pairs without listing them."""
+    result = detect(documents, params)
+    table = cal.bands(params.threshold - params.near)
+    low = table[0].low
+    kept = [p for p in result.pairs if p.similarity >= low - 1e-12]
+    # the pairs the candidate search found between distinct texts (a copy's link to its
+    # group, similarity 1, is found by construction)
+    found = {(p.doc_a, p.doc_b) for p in kept if p.similarity < 1.0}
+    group_of = {doc: first for first, members in result.copies.items() for doc in members}
+    candidate = _candidate_recall(documents, low, found, group_of, params, table)
+    banded = [(p.doc_a, p.doc_b, cal.band_of(p.similarity, table)) for p in kept]
+    sampled = cal.sample(banded, per_band=per_band, seed=params.seed)
+    return result, low, kept, banded, sampled, candidate
+
+
 def _candidate_recall(
     documents: list[tuple[str, str]],
     low: float,
     found: set[tuple[str, str]],
+    group_of: dict[str, str],
     params: DedupParams,
     table: list[cal.Band],
 ) -> dict[str, Any]:
     """The candidate search's recall against the exact similarity join, overall and per band:
-    every pair compared when the corpus is small enough, else the pairs within a sample."""
-    from app.eval.dedup_exact import exact_pairs, sample_ids
+    every pair compared when the corpus is small enough, else the pairs within a sample.
+
+    Counted in pairs of documents: a pair of two groups of identical texts (``exact_join``)
+    counts |A| x |B|, found when the detection paired the two groups (``found``: pairs of
+    groups named by their smallest ids, ``group_of``: a copy's group); the n(n - 1)/2 pairs
+    within a group of n copies are in the 1.00 band, found by construction. Without copies,
+    every figure is the pair-by-pair count it was."""
+    from app.eval.dedup_exact import exact_join, sample_ids
 
     how = "exact"
     if len(documents) > EXACT_LIMIT:
         keep = set(sample_ids([d for d, _ in documents], EXACT_LIMIT, seed=params.seed))
         documents = [d for d in documents if d[0] in keep]
         how = "sample"
-    exact = [
-        (p.doc_a, p.doc_b, cal.band_of(p.similarity, table))
-        for p in exact_pairs(documents, low, shingle_size=params.shingle_size)
-    ]
-    share = cal.candidate_recall(found, ((a, b) for a, b, _ in exact))
-    per_band: list[float | None] = []
-    for band in table:
-        inside = [(a, b) for a, b, i in exact if i == band.index]
-        per_band.append(cal.candidate_recall(found, inside).value if inside else None)
+    join = exact_join(documents, low, shingle_size=params.shingle_size)
+    total = [0] * len(table)
+    hits = [0] * len(table)
+    for a, b, similarity, count in join.pairs:
+        band = cal.band_of(similarity, table)
+        total[band] += count
+        x, y = group_of.get(a, a), group_of.get(b, b)
+        if (min(x, y), max(x, y)) in found:
+            hits[band] += count
+    copy_pairs = join.copy_pairs
+    total[table[-1].index] += copy_pairs
+    hits[table[-1].index] += copy_pairs
+    share = cal.wilson(sum(hits), sum(total))
     return share.as_json() | {
         "how": how,
-        "pairs": len(exact),
+        "pairs": sum(total),
         "documents": len(documents),
-        "bands": per_band,
+        "bands": [h / t if t else None for h, t in zip(hits, total, strict=True)],
+        # of ``pairs``: within groups of identical texts (found by construction); and the
+        # groups (distinct shingle sets) and their pairs the join compared
+        "copy_pairs": copy_pairs,
+        "groups": join.groups,
+        "group_pairs": len(join.pairs),
     }
 
 
@@ -269,11 +309,12 @@ def public(*, session: Session, run: DetectorRun, thresholds: bool = True) -> De
     assert golden is not None
     assert run.id is not None
     rows = band_rows(session=session, run=run)
-    counted = (
-        clusters_at_thresholds(_similarities(session, run), [r.band.low for r in rows])
-        if thresholds
-        else []
-    )
+    counted: list[Any] = []
+    held: list[tuple[int, int]] | None = None
+    if thresholds:
+        similarities = _similarities(session, run)
+        counted = clusters_at_thresholds(similarities, [r.band.low for r in rows])
+        held = cal.band_documents(similarities, [r.band for r in rows])
     per_threshold: list[ThresholdPublic] = []
     for at in counted:
         precision, recall = estimates(run, rows, at.threshold)
@@ -322,12 +363,20 @@ def public(*, session: Session, run: DetectorRun, thresholds: bool = True) -> De
                 same=r.same,
                 share=Interval(**r.share.as_json()),
                 candidate_recall=r.candidate_recall,
+                documents=None if held is None else held[r.band.index][0],
+                groups=None if held is None else held[r.band.index][1],
             )
             for r in rows
         ],
         candidate_recall=None
         if not c
-        else CandidateRecall(value=c.get("value"), ci=c["ci"], how=c["how"], pairs=c["pairs"]),
+        else CandidateRecall(
+            value=c.get("value"),
+            ci=c["ci"],
+            how=c["how"],
+            pairs=c["pairs"],
+            copy_pairs=c.get("copy_pairs"),
+        ),
         thresholds=per_threshold,
         sampled=sum(r.sampled for r in rows),
         reviewed=sum(r.reviewed for r in rows),
