@@ -115,7 +115,10 @@ def import_run(
     ``series`` names the configuration it is one evaluation of ("bm25-main",
     "feature/login": any name without control characters), ``meta`` its provenance as a
     JSON object of strings (``{"commit": "abc123", "branch": "main", "time": "..."}``). A
-    log run takes no series (422 ``log_run_series``)."""
+    log run takes no series (422 ``log_run_series``). The run's cluster figures come from the
+    one clustering it names: when a detector run is applied (or cluster ids imported) while
+    the file is read, it is read again with the new clusters; when they changed during each
+    of three reads, 409 ``clusters_changed``, nothing stored (import it again)."""
     golden = service.get_golden_set(session=session, golden_set_id=golden_set_id)
     with saved_uploads(run) as saved:
         (path,) = saved.paths

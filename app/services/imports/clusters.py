@@ -14,7 +14,7 @@ stored beside them, where they differ from the documents' own ranks (``run_judge
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 from sqlalchemy import func
@@ -39,6 +39,7 @@ from app.eval.conventions import MAX_CUTOFF, parse_depths
 from app.eval.profile_rows import unknown_ks
 from app.models import (
     LOG,
+    DetectorRun,
     Document,
     GoldenSet,
     Run,
@@ -174,6 +175,33 @@ def _query_traces(
         )
         if qids is None or qid in qids
     }
+
+
+class Clustering(NamedTuple):
+    """Which clustering a golden set's corpus carries: its detector run (None: no clusters)
+    and how many times that run was applied (a detector run applied again, at another
+    threshold or the same, keeps its id and changes the clusters: every apply adds one of its
+    ``applications``; ids imported are a new detector run each time). Two reads that say the
+    same read the same cluster ids."""
+
+    detector_run_id: int | None
+    applications: int
+
+
+def clustering_now(*, session: Session, golden_set_id: int) -> Clustering:
+    """The golden set's clustering as stored now (read before the clusters it names, and
+    again under ``locks.golden_set_for_cluster_figures`` before figures computed from them
+    are stored)."""
+    found = session.exec(
+        select(GoldenSet.detector_run_id, DetectorRun.applications)
+        .select_from(GoldenSet)
+        .outerjoin(DetectorRun, col(DetectorRun.id) == col(GoldenSet.detector_run_id))
+        .where(GoldenSet.id == golden_set_id)
+    ).first()
+    if found is None:
+        return Clustering(None, 0)
+    detector_run_id, applications = found
+    return Clustering(detector_run_id, len(applications or []))
 
 
 #: Document ids per IN list (bounded, as every backend accepts).

@@ -6,6 +6,16 @@ On PostgreSQL the heads of the rankings are copied into the database while the f
 transaction that writes the rest: the import takes about the time of the parse, and holds a
 few blocks of the file at once, not its rankings. SQLite has one writer at a time, so there
 the file is read first and the rows are written after, keeping the write lock short.
+
+The cluster figures (traces, cluster ranks) are computed from the corpus's cluster ids read
+while the file is parsed, and an apply of a detector run (or an import of cluster ids) may
+commit meanwhile. So the import reads the golden set's clustering before the corpus
+(``clustering_now``) and, last in its transaction, takes the golden set's row ``FOR SHARE``
+(app/services/queue/locks.py) and reads it again: the same, the run is stored with figures of
+the one clustering it names, and a write to the clusters after it measures it again with
+theirs; changed, the attempt is rolled back and the file read again with the new clusters.
+After ``ATTEMPTS`` attempts that each saw the clusters change: 409 ``clusters_changed``,
+nothing stored.
 """
 
 from __future__ import annotations
@@ -53,6 +63,8 @@ from app.models import (
 from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert, copy_rows
 from app.services.imports.clusters import (
+    Clustering,
+    clustering_now,
     corpus_source,
     store_query_traces,
     store_totals,
@@ -61,9 +73,19 @@ from app.services.imports.clusters import (
 from app.services.imports.golden_sets import ID_LIMITS, bad_input, eval_golden_set
 from app.services.imports.series import check_meta, check_series
 from app.services.names import check_description, check_name
+from app.services.queue import locks
 from app.settings import DEFAULT_KEEP_DEPTH
 
 RUN_FORMATS = ("trec", "jsonl", "parquet")
+
+#: Times the file is read before an import whose clusters changed each time answers 409
+#: ``clusters_changed``.
+ATTEMPTS = 3
+
+
+class _ClustersChanged(Exception):
+    """Raised inside the import's transaction (rolling it back): the golden set's clustering
+    is not the one the run's cluster figures were computed from."""
 
 
 def sha256_of(path: Path) -> str:
@@ -164,7 +186,6 @@ def import_run(
     ).first()
     if taken is not None:
         raise Conflict(f"golden set {golden.name!r} has a run named {name!r}", code="name_taken")
-    corpus = corpus_source(session=session, golden=golden)
     source_name = printable_name(source_name)
     row = {
         "golden_set_id": golden.id,
@@ -180,18 +201,34 @@ def import_run(
     }
     # before the digest's thread opens it: a pipe would keep that thread waiting
     check_regular_file(path)
-    job = _Import(session, row, path, fmt, order, progress, corpus)
-    job.columns = columns
-    job.detector_run_id = golden.detector_run_id
+    assert golden.id is not None
     try:
+        gold = None if kind == LOG else eval_golden_set(session=session, golden=golden)
         # The file's digest is taken by a thread of its own meanwhile (hashlib lets go of the
         # GIL), not by a pass after the parse.
         with _sha256_meanwhile(path) as digest:
-            job.digest = digest
-            if kind == LOG:
-                job.log_run()
-            else:
-                job.judged_run(eval_golden_set(session=session, golden=golden))
+            for attempt in range(1, ATTEMPTS + 1):
+                # the clustering first, then the corpus's cluster ids it names
+                clustering = clustering_now(session=session, golden_set_id=golden.id)
+                corpus = corpus_source(session=session, golden=golden)
+                job = _Import(session, row, path, fmt, order, progress, corpus, clustering)
+                job.columns = columns
+                job.digest = digest
+                try:
+                    if gold is None:
+                        job.log_run()
+                    else:
+                        job.judged_run(gold)
+                except _ClustersChanged:
+                    if attempt < ATTEMPTS:
+                        continue
+                    raise Conflict(
+                        f"the clusters of golden set {golden.name!r} changed while the run was "
+                        f"read, {ATTEMPTS} times (a detector run applied or cluster ids "
+                        "imported meanwhile): nothing was imported; import the run again",
+                        code="clusters_changed",
+                    ) from None
+                break
     except InputError as error:
         raise bad_input(error, {str(path): source_name}) from None
     assert job.run is not None
@@ -211,13 +248,16 @@ class _Import:
         order: Order,
         progress: ProgressFn | None,
         corpus: CorpusSource,
+        clustering: Clustering,
     ) -> None:
         self.session, self.row, self.path = session, row, path
         self.fmt, self.order, self.progress, self.corpus = fmt, order, progress, corpus
         self.run: Run | None = None
         self.digest: Callable[[], str] = lambda: sha256_of(path)
+        #: the clustering the corpus carried when it was read (checked before the commit)
+        self.clustering = clustering
         #: the detector run whose clusters the corpus carries (the traces name it)
-        self.detector_run_id: int | None = None
+        self.detector_run_id: int | None = clustering.detector_run_id
         #: a Parquet file's columns of each field (None: their own names)
         self.columns: RunColumns | None = None
 
@@ -245,6 +285,7 @@ class _Import:
                 run_id = self._add_run(ranked.report, ranked.order.value)
                 bulk_insert(session, RunHead, ranking_heads.select(run_id, "qid", "ranking"))
                 self._store(ranked, run_id)
+                self._same_clustering()
             return
         try:
             self._copied(gold, streamed=True)
@@ -276,6 +317,7 @@ class _Import:
                 )
             self._fill(ranked.report, ranked.order.value)
             self._store(ranked, run_id)
+            self._same_clustering()
 
     def log_run(self) -> None:
         """A log run: every query kept, judged or not; only its cluster traces are stored,
@@ -316,6 +358,7 @@ class _Import:
                     traces=traces,
                     detector_run_id=self.detector_run_id,
                 )
+                self._same_clustering()
                 return
             self._fill(report, report.order)
             store_totals(
@@ -325,6 +368,18 @@ class _Import:
                 cluster_ranks=False,
                 detector_run_id=self.detector_run_id,
             )
+            self._same_clustering()
+
+    def _same_clustering(self) -> None:
+        """Last in the import's transaction: the golden set's row ``FOR SHARE`` (a write to
+        its clusters in flight is waited for; one after waits for this commit and measures
+        the run again), and its clustering read again under it; _ClustersChanged (rolling
+        back) when it is not the one the run's figures were computed from."""
+        golden_set_id = self.row["golden_set_id"]
+        self.session.flush()
+        locks.golden_set_for_cluster_figures(self.session.connection(), golden_set_id=golden_set_id)
+        if clustering_now(session=self.session, golden_set_id=golden_set_id) != self.clustering:
+            raise _ClustersChanged
 
     def _add_run(self, report: RunReport | None, order: str) -> pl.Expr:
         """Insert the run row, with its ``report`` or to be filled from one; its id as a

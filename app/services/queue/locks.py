@@ -23,6 +23,14 @@ read the detector run again under that lock. Two of them on one golden set run o
 the other, each on what the other left, and nothing they wait for is held by a transaction
 that waits for them.
 
+A write of figures computed from a golden set's clusters (a run's import: its cluster traces
+and ranks) takes the golden set's row ``FOR SHARE`` (``golden_set_for_cluster_figures``),
+last: after the rows of its own new run, which no other transaction sees or waits for, and
+before nothing but reading the golden set's clustering again and committing. A write to the
+clusters in flight holds the row, so the import waits for it and then finds the clustering it
+computed with gone; one that comes after waits for the import to commit, then measures the
+new run with the rest.
+
 SQLite: ``BEGIN IMMEDIATE`` (``app.db.writing``) holds the whole database for each writer;
 the functions here then only find what they would lock.
 """
@@ -107,9 +115,17 @@ def person_on_pair(conn: Connection, *, pair_id: int, user_id: int) -> int | Non
 # --- a write to a golden set's clusters ----------------------------------------------------
 
 _LOCK_GOLDEN = select(_GOLDEN.c.id).where(_GOLDEN.c.id == _P_GOLDEN).with_for_update(key_share=True)
+_SHARE_GOLDEN = select(_GOLDEN.c.id).where(_GOLDEN.c.id == _P_GOLDEN).with_for_update(read=True)
 
 
 def golden_set_for_clusters(conn: Connection, *, golden_set_id: int) -> bool:
     """Take the golden set's row for a write to its clusters (before anything else the
     transaction locks or writes); False when there is no such golden set."""
     return conn.execute(_LOCK_GOLDEN, {"p_golden": golden_set_id}).first() is not None
+
+
+def golden_set_for_cluster_figures(conn: Connection, *, golden_set_id: int) -> bool:
+    """Take the golden set's row ``FOR SHARE`` for a write of figures computed from its
+    clusters (last, before reading its clustering again and committing): no write to its
+    clusters commits until this transaction ends. False when there is no such golden set."""
+    return conn.execute(_SHARE_GOLDEN, {"p_golden": golden_set_id}).first() is not None
