@@ -32,6 +32,7 @@ from app.services.accounts import users
 from app.services.dedup import detector_runs
 from app.services.imports import golden_sets, runs
 from app.services.triage import triages
+from tests.support.concurrency import at_once
 from tests.support.dupe_corpus import make_corpus
 from tests.support.live import LiveServer
 from tests.support.service import TEST_SECRET
@@ -147,20 +148,10 @@ def _copies(engine: Engine, tmp: Path) -> Copies:
 
 def _both(http: httpx.Client, apply: str, thresholds: tuple[float, ...]) -> list[httpx.Response]:
     """The applies at ``thresholds`` sent at the same moment (a barrier releases them)."""
-    barrier = threading.Barrier(len(thresholds))
-    answers: list[httpx.Response | None] = [None] * len(thresholds)
-
-    def send(i: int) -> None:
-        barrier.wait(timeout=30)
-        answers[i] = http.post(apply, json={"threshold": thresholds[i]})
-
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(thresholds))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(DEADLINE_S)
-    assert all(a is not None for a in answers), "an apply did not come back in time"
-    return [a for a in answers if a is not None]
+    return at_once(
+        [lambda t=t: http.post(apply, json={"threshold": t}) for t in thresholds],
+        seconds=DEADLINE_S,
+    )
 
 
 def test_two_applies_at_once_store_one_whole_and_record_both(
