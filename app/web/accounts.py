@@ -38,6 +38,8 @@ from app.web import users as web_users
 from app.web.render import local_path, redirect, render
 
 router = APIRouter(include_in_schema=False)
+#: The one answer to a wrong email, a wrong password, and a password changed meanwhile.
+WRONG_CREDENTIALS = "Wrong email or password."
 # The admins' Users page is the accounts' too (registered with them, in app.main).
 router.include_router(web_users.router)
 
@@ -88,6 +90,19 @@ def login_page(request: Request, session: SessionDep, next: str = "/") -> Respon
     return render(request, "login.html", {"error": None, "email": "", "next": target})
 
 
+def _login_refused(
+    request: Request, email: str, target: str, error: str, *, status: int, code: str
+) -> HTMLResponse:
+    """The login form again, with ``error`` and the email entered."""
+    return render(
+        request,
+        "login.html",
+        {"error": error, "email": email, "next": target},
+        status=status,
+        error_code=code,
+    )
+
+
 @router.post("/login", name="login")
 def login(
     request: Request,
@@ -100,12 +115,8 @@ def login(
 ) -> Response:
     target = local_path(next)
     if not same_origin(request):
-        return render(
-            request,
-            "login.html",
-            {"error": "Cross-site login refused.", "email": email, "next": target},
-            status=403,
-            error_code="csrf_failed",
+        return _login_refused(
+            request, email, target, "Cross-site login refused.", status=403, code="csrf_failed"
         )
     policy = logins.policy_for(settings)
     address = _client_address(request)
@@ -115,17 +126,13 @@ def login(
     )
     if wait is not None:
         minutes = math.ceil(wait / 60)
-        refused = render(
+        refused = _login_refused(
             request,
-            "login.html",
-            {
-                "error": f"Too many failed logins: try again in {minutes} "
-                f"minute{'s' if minutes != 1 else ''}.",
-                "email": email,
-                "next": target,
-            },
+            email,
+            target,
+            f"Too many failed logins: try again in {minutes} minute{'s' if minutes != 1 else ''}.",
             status=429,
-            error_code="too_many_attempts",
+            code="too_many_attempts",
         )
         refused.headers["Retry-After"] = str(wait)
         return refused
@@ -134,12 +141,8 @@ def login(
         logins.record_failure(
             session=session, email=normalised, address=address, now=now, policy=policy
         )
-        return render(
-            request,
-            "login.html",
-            {"error": "Wrong email or password.", "email": email, "next": target},
-            status=400,
-            error_code="invalid_credentials",
+        return _login_refused(
+            request, email, target, WRONG_CREDENTIALS, status=400, code="invalid_credentials"
         )
     logins.clear_failures(session=session, email=normalised, address=address)
     old = session_id_from_cookie(request)
@@ -156,12 +159,8 @@ def login(
         )
     except user_service.CredentialsChanged:
         # The password was changed or reset while this login checked the old one.
-        return render(
-            request,
-            "login.html",
-            {"error": "Wrong email or password.", "email": email, "next": target},
-            status=400,
-            error_code="invalid_credentials",
+        return _login_refused(
+            request, email, target, WRONG_CREDENTIALS, status=400, code="invalid_credentials"
         )
     # After an admin's reset, the new password comes before anything else.
     where = _set_password_url(request, target) if must_change else target
