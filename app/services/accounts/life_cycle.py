@@ -131,9 +131,9 @@ def _new_credentials(session: Session, user: User, password_hash: str, *, keep: 
 def _revoke_tokens(session: Session, user_id: int) -> int:
     """Inside ``writing``: revoke every live API token of the user; how many."""
     live = [col(ApiToken.user_id) == user_id, col(ApiToken.revoked_at).is_(None)]
-    revoked = len(session.exec(select(ApiToken.id).where(*live)).all())
+    # counted by the UPDATE itself: a token committed meanwhile is revoked and counted
+    revoked = int(session.exec(update(ApiToken).where(*live).values(revoked_at=utcnow())).rowcount)
     if revoked:
-        session.exec(update(ApiToken).where(*live).values(revoked_at=utcnow()))
         auth_cache.bump(session)
         auth_cache.cache_for(session).expire()
     return revoked
