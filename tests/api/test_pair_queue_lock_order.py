@@ -1,7 +1,7 @@
 """One reviewer in several tabs on the pair-review queue, against a real server with two
 worker processes, on SQLite and on PostgreSQL: claims (which renew the pair they hold) sent
 at the same moment as a label, a skip or a release of that pair. Every step takes the
-person's lock before the pair's row (app/services/queue/locks.py), so they wait for each
+person's lock before the pair's row (app/services/locks.py), so they wait for each
 other in turn, never in a circle: every answer is a 200 or a 204, none a 503 "deadlock
 detected", and what is stored is what the answers said."""
 

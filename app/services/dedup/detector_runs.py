@@ -8,7 +8,7 @@ rankings, so it stays on the detector run it was imported with, and says so. A t
 the detector run whose clusters decided its covered misses: no label moves.
 
 Writes to a golden set's clusters (an apply, an import of cluster ids) take the golden set's
-row first (app/services/queue/locks.py) and read the detector run again under it: two at once
+row first (app/services/locks.py) and read the detector run again under it: two at once
 run one after the other, the stored run, corpus and figures are one apply's whole, and every
 apply answered is in the run's ``applications``.
 """
@@ -65,10 +65,10 @@ from app.models.dedup_public import (
     ThresholdPublic,
     sentence,
 )
+from app.services import locks
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
 from app.services.imports.detector_refs import band_rows, estimates, live_ref
-from app.services.queue import locks
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
 #: measured on a sample of this many documents (the pairs among them).
@@ -442,7 +442,7 @@ def apply_threshold(
 
 def _lock_golden_set(session: Session, golden_set_id: int) -> GoldenSet:
     """Inside a ``writing`` block, first: the golden set's row, locked for a write to its
-    clusters (app/services/queue/locks.py), and read again."""
+    clusters (app/services/locks.py), and read again."""
     if not locks.golden_set_for_clusters(session.connection(), golden_set_id=golden_set_id):
         raise NotFound(f"no golden set {golden_set_id}", code="golden_set_not_found")
     golden = session.exec(

@@ -2,7 +2,7 @@
 "different", with the miss queue's rules (app/services/queue):
 
 - every step takes the person's lock on the detector run's pairs first, then the pair's row,
-  in the order app/services/queue/locks.py states for both review queues: a person's
+  in the order app/services/locks.py states for both review queues: a person's
   claims, labels, skips and releases run one after the other, never waiting in a circle;
 - a claim answers the person's current pair (their lease, renewed), else the next sampled
   pair in queue order that nobody holds and they did not skip (``SKIP LOCKED``); a person
@@ -28,8 +28,8 @@ from app.db import writing
 from app.eval import calibration as cal
 from app.models import DetectorRun, DocPair, Document, PairAction, PairEvent, PairSkip, User
 from app.models.dedup_public import PairDocument, PairEventPublic, PairPublic
+from app.services import locks
 from app.services.errors import Conflict, Forbidden, NotFound, ServiceError
-from app.services.queue import locks
 from app.services.queue.lifecycle import NOT_HELD, is_lead
 
 NOT_HELD_PAIR = NOT_HELD.replace("miss", "pair")

@@ -11,7 +11,7 @@ The cluster figures (traces, cluster ranks) are computed from the corpus's clust
 while the file is parsed, and an apply of a detector run (or an import of cluster ids) may
 commit meanwhile. So the import reads the golden set's clustering before the corpus
 (``clustering_now``) and, last in its transaction, takes the golden set's row ``FOR SHARE``
-(app/services/queue/locks.py) and reads it again: the same, the run is stored with figures of
+(app/services/locks.py) and reads it again: the same, the run is stored with figures of
 the one clustering it names, and a write to the clusters after it measures it again with
 theirs; changed, the attempt is rolled back and the file read again with the new clusters.
 After ``ATTEMPTS`` attempts that each saw the clusters change: 409 ``clusters_changed``,
@@ -60,6 +60,7 @@ from app.models import (
     User,
     column_width,
 )
+from app.services import locks
 from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert, copy_rows
 from app.services.imports.clusters import (
@@ -73,7 +74,6 @@ from app.services.imports.clusters import (
 from app.services.imports.golden_sets import ID_LIMITS, bad_input, eval_golden_set
 from app.services.imports.series import check_meta, check_series
 from app.services.names import check_description, check_name
-from app.services.queue import locks
 from app.settings import DEFAULT_KEEP_DEPTH
 
 RUN_FORMATS = ("trec", "jsonl", "parquet")

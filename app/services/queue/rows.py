@@ -2,7 +2,7 @@
 read it (``MissRow``) and what a write reads with it (``Target``), a double-reviewed miss's
 reviews, the person's lock on a triage, and the transaction every step of the queue runs in.
 
-Locks, always in the order app/services/queue/locks.py states for both review queues: first
+Locks, always in the order app/services/locks.py states for both review queues: first
 the person's lock on the triage (``lock_person``), then the rows (a miss ``FOR UPDATE``;
 ``SKIP LOCKED`` when picking the next one), then, for the first labels of a golden set only,
 its row (``causes_frozen``). A person's claims, labels, skips and undos in one triage
@@ -46,8 +46,8 @@ from app.models import (
     WebhookDelivery,
 )
 from app.models.triage_public import MissPublic
+from app.services import locks
 from app.services.errors import NotFound
-from app.services.queue import locks
 from app.services.queue.lifecycle import (
     Stage,
     stage_of,
