@@ -544,14 +544,40 @@ def _write_clusters(
     golden.detector_run_id = run.id
     session.add(golden)
     session.flush()
-    for stored in session.exec(select(Run).where(Run.golden_set_id == golden.id)).all():
-        retrace(session=session, golden=golden, run=stored, detector_run_id=run.id)
+    runs = session.exec(select(Run).where(Run.golden_set_id == golden.id)).all()
+    if not runs:
+        return
+    from app.services.imports.golden_sets import eval_golden_set
+
+    judged = eval_golden_set(session=session, golden=golden).judgments.select("qid", "doc_id")
+    applied = len(run.applications or [])
+    for stored in runs:
+        retrace(
+            session=session,
+            golden=golden,
+            run=stored,
+            judged=judged,
+            detector_run_id=run.id,
+            detector_application=applied,
+        )
 
 
-def retrace(*, session: Session, golden: GoldenSet, run: Run, detector_run_id: int) -> bool:
+def retrace(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    run: Run,
+    judged: pl.DataFrame,
+    detector_run_id: int,
+    detector_application: int,
+) -> bool:
     """Inside a ``writing`` block: measure a judged run's clusters again from its stored
-    rankings with the corpus's cluster ids now (exact up to its kept head); False for a run
-    that keeps no rankings (a log run), which stays on what it was measured with."""
+    rankings with the corpus's cluster ids now (exact up to its kept head), the golden set's
+    ``judged`` documents (qid, doc_id) ranked by their clusters as at import (a relevant
+    document the run did not return counts from its first copy the run did). False for a
+    run that keeps no rankings of some query it answers (a log run; a judged run's queries
+    outside the golden set, whose rankings are not kept): it stays, whole, on the clusters it
+    was measured with, and names them."""
     from app.services.imports.clusters import corpus_source, store_traces, stored_top
 
     totals = session.get(RunClusterTotals, run.id)
@@ -567,10 +593,12 @@ def retrace(*, session: Session, golden: GoldenSet, run: Run, detector_run_id: i
         )
     }
     head = stored_top(session=session, run=run, depth=run.keep_depth)
-    judged = pl.DataFrame(
+    if set(returned) - set(head.get_column("qid").unique().to_list()) - _answered_nothing(returned):
+        return False
+    deeper = pl.DataFrame(
         session.exec(
             select(RunJudged.qid, RunJudged.doc_id, RunJudged.rank).where(
-                RunJudged.run_id == run.id
+                RunJudged.run_id == run.id, col(RunJudged.rank) > run.keep_depth
             )
         ).all(),
         schema={"qid": pl.String, "doc_id": pl.String, "rank": pl.Int64},
@@ -580,8 +608,8 @@ def retrace(*, session: Session, golden: GoldenSet, run: Run, detector_run_id: i
     wanted = pl.concat([head.get_column("doc_id"), judged.get_column("doc_id")]).unique()
     found: ClusterCorpus = source.lookup(wanted.to_list())
     traces = trace_ranking(head, returned, found)
-    ranked = pl.concat([head, judged.filter(pl.col("rank") > run.keep_depth)])
-    ranks = judged_cluster_ranks(ranked, judged.select("qid", "doc_id"), found.documents)
+    ranked = pl.concat([head, deeper])
+    ranks = judged_cluster_ranks(ranked, judged, found.documents)
     for table in (RunClusterQuery, RunJudgedCluster, RunClusterTotals):
         session.exec(delete(table).where(col(table.run_id) == run.id))
     session.flush()
@@ -590,6 +618,12 @@ def retrace(*, session: Session, golden: GoldenSet, run: Run, detector_run_id: i
         run_id=run.id,
         traces=replace(traces, cluster_ranks=ranks),
         detector_run_id=detector_run_id,
+        detector_application=detector_application,
         traced_depth=run.keep_depth,
     )
     return True
+
+
+def _answered_nothing(returned: dict[str, int]) -> set[str]:
+    """Queries the run answers with no result (they have no ranking to keep)."""
+    return {qid for qid, n in returned.items() if n <= 0}

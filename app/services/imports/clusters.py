@@ -155,7 +155,11 @@ def detector_run_of(*, session: Session, run: Run) -> DetectorRunRef | None:
     totals = session.get(RunClusterTotals, run.id)
     if totals is None or totals.detector_run_id is None:
         return None
-    return live_ref(session=session, detector_run_id=totals.detector_run_id)
+    return live_ref(
+        session=session,
+        detector_run_id=totals.detector_run_id,
+        application=totals.detector_application,
+    )
 
 
 def _frame(rows: Any, schema: dict[str, Any]) -> pl.DataFrame:
@@ -270,6 +274,7 @@ def store_traces(
     run_id: int,
     traces: ClusterTraces,
     detector_run_id: int | None,
+    detector_application: int | None = None,
     traced_depth: int | None = None,
     exact_ks: tuple[int, ...] | None = None,
 ) -> None:
@@ -310,6 +315,7 @@ def store_traces(
         totals=traces.totals,
         cluster_ranks=traces.cluster_ranks is not None,
         detector_run_id=detector_run_id,
+        detector_application=detector_application,
         traced_depth=traced_depth,
         exact_ks=exact_ks,
     )
@@ -328,16 +334,19 @@ def store_totals(
     totals: RankTotals,
     cluster_ranks: bool,
     detector_run_id: int | None,
+    detector_application: int | None = None,
     traced_depth: int | None = None,
     exact_ks: tuple[int, ...] | None = None,
 ) -> None:
-    """Write a run's per-rank totals: their row says the run's traces are stored."""
+    """Write a run's per-rank totals: their row says the run's traces are stored, and with
+    which clusters (the detector run and which of its applications)."""
     session.add(
         RunClusterTotals(
             run_id=run_id,
             totals={"clustered": totals.clustered, "known": totals.known, "tokens": totals.tokens},
             cluster_ranks=cluster_ranks,
             detector_run_id=detector_run_id,
+            detector_application=detector_application if detector_run_id is not None else None,
             traced_depth=traced_depth,
             exact_ks=None if exact_ks is None else list(exact_ks),
         )

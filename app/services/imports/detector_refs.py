@@ -10,7 +10,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from app.eval import calibration as cal
-from app.models import DetectorRun, DocPair
+from app.models import DetectorRun, DetectorSource, DocPair
 from app.models.dedup_public import ref_of
 from app.provenance import DetectorRunRef
 
@@ -67,18 +67,44 @@ def estimates(
 
 
 def live_ref(
-    *, session: Session, detector_run_id: int | None, threshold: float | None = None
+    *,
+    session: Session,
+    detector_run_id: int | None,
+    threshold: float | None = None,
+    application: int | None = None,
 ) -> DetectorRunRef | None:
     """The reference of a figure resting on a detector run at ``threshold`` (its applied one
-    when None), with the estimates from its reviews now."""
+    when None), with the estimates from its reviews now. ``application``: the figure was
+    measured with that application of the run (1 = its first): one the run was applied again
+    after, at another threshold, names the threshold of its own clusters and says they are
+    not the run's current ones (at the same threshold, the clusters are the same)."""
     if detector_run_id is None:
         return None
     run = session.get(DetectorRun, detector_run_id)
     if run is None:
         return None
+    applied = run.applications or []
+    earlier = (
+        threshold is None
+        and run.source == DetectorSource.DETECTOR.value
+        and application is not None
+        and 0 < application < len(applied)
+        and applied[application - 1].get("threshold") != run.threshold
+    )
+    if earlier:
+        assert application is not None
+        threshold = applied[application - 1].get("threshold")
     at = run.threshold if threshold is None else threshold
     if run.low is None or at is None:
         return ref_of(run)
     rows = band_rows(session=session, run=run)
     precision, recall = estimates(run, rows, at)
-    return ref_of(run, threshold=at, precision=precision.as_json(), recall=recall.as_json())
+    ref = ref_of(run, threshold=at, precision=precision.as_json(), recall=recall.as_json())
+    if ref is None or not earlier or run.threshold is None:
+        return ref
+    return ref.model_copy(
+        update={
+            "sentence": f"{ref.sentence} (the clusters applied then; the run was applied again "
+            f"since, at J >= {run.threshold:.2f}: import this run again to measure it with them)"
+        }
+    )

@@ -357,6 +357,7 @@ class _Import:
                     run_id=self._id(),
                     traces=traces,
                     detector_run_id=self.detector_run_id,
+                    detector_application=self.clustering.applications,
                 )
                 self._same_clustering()
                 return
@@ -367,6 +368,7 @@ class _Import:
                 totals=totals,
                 cluster_ranks=False,
                 detector_run_id=self.detector_run_id,
+                detector_application=self.clustering.applications,
             )
             self._same_clustering()
 
@@ -431,6 +433,7 @@ class _Import:
             run_id=self._id(),
             traces=ranked.traces,
             detector_run_id=self.detector_run_id,
+            detector_application=self.clustering.applications,
         )
 
 
