@@ -125,6 +125,20 @@ def database_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -
 
 
 @pytest.fixture
+def fresh_settings(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Settings]:
+    """An empty database, never migrated (the migration tests)."""
+    if backend == "sqlite":
+        yield make_settings(f"sqlite:///{tmp_path / 'fresh.db'}")
+        return
+    server: PostgresServer = request.getfixturevalue("postgres")
+    name = server.create_database()
+    yield make_settings(server.url(name))
+    server.drop_database(name)
+
+
+@pytest.fixture
 def settings(database_url: str) -> Settings:
     return make_settings(database_url)
 

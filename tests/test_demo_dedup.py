@@ -15,8 +15,9 @@ from sqlmodel import Session, select
 from app.cli.demo import APPLIED, DETECT, seed
 from app.db import make_engine
 from app.eval.dedup import DedupParams, detect
-from app.models import DetectorRun, DocPair, Document, Miss, MissState, Triage
+from app.models import DetectorRun, DocPair, Miss, MissState, Triage
 from app.settings import Settings
+from tests.support.clusters import live_cluster_ids
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "helpcentre"
 
@@ -67,10 +68,7 @@ def test_the_demo_seed_rests_on_its_detection(tmp_path: Path) -> None:
             assert (triage.detector_run_id, triage.detector_threshold) == (run.id, APPLIED)
             # the clusters the demo applies cover the same misses the truth would
             truth = _truth()
-            given = {
-                d.doc_id: d.cluster_id
-                for d in session.exec(select(Document).where(Document.golden_set_id == golden_id))
-            }
+            given = live_cluster_ids(session, golden_id)
             clustered = {d for d, c in given.items() if c}
             assert clustered <= set(truth)
             misses = session.exec(select(Miss).where(Miss.triage_id == triage_id))

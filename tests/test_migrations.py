@@ -3,10 +3,8 @@ models (the equivalent of ``alembic check``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
@@ -16,22 +14,7 @@ import app.models  # noqa: F401
 from app.db import make_engine
 from app.migrate import downgrade, upgrade
 from app.settings import Settings
-from tests.support.db import PostgresServer
 from tests.support.service import make_settings
-
-
-@pytest.fixture
-def fresh_settings(
-    backend: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[Settings]:
-    """An empty database, never migrated."""
-    if backend == "sqlite":
-        yield make_settings(f"sqlite:///{tmp_path / 'fresh.db'}")
-        return
-    server: PostgresServer = request.getfixturevalue("postgres")
-    name = server.create_database()
-    yield make_settings(server.url(name))
-    server.drop_database(name)
 
 
 def _tables(settings: Settings) -> set[str]:

@@ -1,7 +1,16 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
 from app.models.base import column_width, utcnow
-from app.models.dedup import DetectorRun, DetectorSource, DocPair, PairAction, PairEvent, PairSkip
+from app.models.dedup import (
+    Clustering,
+    DetectorRun,
+    DetectorSource,
+    DocPair,
+    DocumentCluster,
+    PairAction,
+    PairEvent,
+    PairSkip,
+)
 from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
 from app.models.runs import (
@@ -57,10 +66,12 @@ __all__ = [
     "AccountVia",
     "ApiToken",
     "AuthGeneration",
+    "Clustering",
     "DetectorRun",
     "DetectorSource",
     "DocPair",
     "Document",
+    "DocumentCluster",
     "Export",
     "GoldenQuery",
     "GoldenSet",

@@ -5,10 +5,12 @@ A ``DetectorRun`` is one near-duplicate detection over the golden set's corpus
 (with the corpus, or from a side file made by datatrove, text-dedup or NeMo Curator). A
 detection keeps every verified candidate pair down to ``low`` (``DocPair``); a stratified
 sample of them per similarity band goes on the pair-review queue, where reviewers say whether
-the two texts are the same content. Applying a threshold makes the run's clusters (connected
-components of its pairs at or above it) the corpus's ``Document.cluster_id`` and records the
-estimated precision and recall at that threshold; earlier runs stay, and every cluster figure
-names the run it rests on.
+the two texts are the same content. Applying a threshold writes the run's clusters (connected
+components of its pairs at or above it) as a ``Clustering``, its documents' cluster ids in
+``DocumentCluster`` rows nobody reads yet, then makes it the golden set's clustering in one
+short transaction (``GoldenSet.clustering_id``), and records the estimated precision and
+recall at that threshold. A clustering never changes once written: earlier ones stay, for
+the runs measured with them, and every cluster figure names the clustering it rests on.
 """
 
 from __future__ import annotations
@@ -94,6 +96,57 @@ class DetectorRun(SQLModel, table=True):
     #: Every time a threshold was applied, oldest first: {"threshold", "at", "by",
     #: "clusters", "clustered_documents", "precision", "recall"} (what it said then).
     applications: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+
+
+class Clustering(SQLModel, table=True):
+    """One set of cluster ids of a golden set's corpus: a detector run applied at a threshold,
+    or ids imported (with the corpus, or from a side file). Written before it is made live;
+    ``live_at`` None: not made live (being written, or left by a write that failed)."""
+
+    __tablename__ = "clustering"
+
+    id: int | None = Field(default=None, primary_key=True)
+    golden_set_id: int = Field(
+        sa_column=Column(
+            Integer, ForeignKey("golden_set.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
+    #: None while the ids of an import are written (its detector run is made with the switch)
+    detector_run_id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            Integer, ForeignKey("detector_run.id", ondelete="CASCADE"), nullable=True, index=True
+        ),
+    )
+    #: The detector run's threshold it was applied at; None: imported ids
+    threshold: float | None = None
+    #: Documents with a cluster id (rows of ``DocumentCluster``), and their clusters
+    clustered_documents: int = 0
+    clusters: int = 0
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    live_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class DocumentCluster(SQLModel, table=True):
+    """A document's cluster id in a clustering (a document without a row is its own
+    cluster)."""
+
+    __tablename__ = "document_cluster"
+    __table_args__ = (
+        # a cluster's members (a document's mates, the hints)
+        Index("ix_document_cluster_members", "clustering_id", "cluster_id"),
+    )
+
+    clustering_id: int = Field(
+        sa_column=Column(
+            Integer,
+            ForeignKey("clustering.id", ondelete="CASCADE"),
+            primary_key=True,
+            nullable=False,
+        )
+    )
+    doc_id: str = Field(sa_column=Column(String(300), primary_key=True, nullable=False))
+    cluster_id: str = Field(sa_column=Column(String(300), nullable=False))
 
 
 class DocPair(SQLModel, table=True):

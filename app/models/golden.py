@@ -70,9 +70,11 @@ class GoldenSet(SQLModel, table=True):
     causes_frozen: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
-    #: The detector run whose cluster ids the corpus carries now (``Document.cluster_id``);
-    #: None: no document has one (app/models/dedup.py).
+    #: The detector run whose cluster ids the corpus carries now, and the clustering (its
+    #: ``DocumentCluster`` rows) that holds them; None: no document has one
+    #: (app/models/dedup.py).
     detector_run_id: int | None = None
+    clustering_id: int | None = None
 
 
 class GoldenQuery(SQLModel, table=True):
@@ -112,7 +114,6 @@ class Document(SQLModel, table=True):
     text: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     parent_id: str | None = Field(default=None, sa_column=Column(String(300)))
     chunk_index: int | None = None
-    cluster_id: str | None = Field(default=None, sa_column=Column(String(300)))
     #: In the index manifest (always, when the golden set has no separate manifest).
     indexed: bool = Field(
         default=True, sa_column=Column(Boolean, nullable=False, server_default=true())

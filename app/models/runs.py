@@ -176,10 +176,9 @@ class RunClusterTotals(SQLModel, table=True):
     )
     #: The detector run whose clusters these traces were made with (None: no clusters).
     detector_run_id: int | None = None
-    #: Which application of that detector run (1 = its first; its ``applications``): a run
-    #: kept on the clusters it was measured with after the run was applied again names their
-    #: threshold. None: measured before this was recorded.
-    detector_application: int | None = None
+    #: The clustering (app/models/dedup.py) they were made with: a run kept on it after
+    #: another was made live names its threshold. None: measured before this was recorded.
+    clustering_id: int | None = None
     #: Traced again from the stored rankings when another detector run was applied: exact
     #: up to this rank (the kept head); None: traced at import, over the whole run.
     traced_depth: int | None = None

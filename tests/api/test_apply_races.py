@@ -27,11 +27,12 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from app.models import DetectorRun, Document, GoldenSet, Miss, MissState, Role, Triage
+from app.models import DetectorRun, GoldenSet, Miss, MissState, Role, Triage
 from app.services.accounts import users
 from app.services.dedup import detector_runs
 from app.services.imports import golden_sets, runs
 from app.services.triage import triages
+from tests.support.clusters import live_cluster_ids
 from tests.support.concurrency import at_once
 from tests.support.dupe_corpus import make_corpus
 from tests.support.live import LiveServer
@@ -68,11 +69,8 @@ def server(database_url: str, tmp_path: Path) -> Iterator[LiveServer]:
 
 def _partition(session: Session, golden_id: int) -> Partition:
     clusters: dict[str, set[str]] = {}
-    for doc, cid in session.exec(
-        select(Document.doc_id, Document.cluster_id).where(Document.golden_set_id == golden_id)
-    ):
-        if cid is not None:
-            clusters.setdefault(cid, set()).add(doc)
+    for doc, cid in live_cluster_ids(session, golden_id).items():
+        clusters.setdefault(cid, set()).add(doc)
     return frozenset(frozenset(m) for m in clusters.values())
 
 

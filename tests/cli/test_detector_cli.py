@@ -10,9 +10,10 @@ from pathlib import Path
 from sqlmodel import Session, select
 
 from app.db import make_engine
-from app.models import DocPair, Document
+from app.models import DocPair, GoldenSet
 from app.settings import Settings
 from tests.support.cli import service_cli
+from tests.support.clusters import live_cluster_ids
 from tests.support.detector_data import copies_files
 
 
@@ -56,9 +57,11 @@ def test_detect_show_apply_import(database_url: str, tmp_path: Path) -> None:
     engine = make_engine(Settings(DATABASE_URL=database_url))
     try:
         with Session(engine) as session:
-            clustered = session.exec(select(Document).where(Document.cluster_id.is_not(None))).all()  # type: ignore[union-attr]
+            (golden,) = session.exec(select(GoldenSet)).all()
+            assert golden.id is not None
+            clustered = live_cluster_ids(session, golden.id)
             assert clustered
-            assert all(truth[d.doc_id] for d in clustered)
+            assert all(truth[d] for d in clustered)
     finally:
         engine.dispose()
     ids = tmp_path / "ids.jsonl"

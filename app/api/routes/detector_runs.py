@@ -125,10 +125,12 @@ class ApplyBody(BaseModel):
 def apply(
     session: SessionDep, clock: ClockDep, principal: LeadDep, detector_run_id: Id, body: ApplyBody
 ) -> DetectorRunPublic:
-    """Make the run's clusters at ``threshold`` the corpus's (earlier runs kept): every judged
-    run of the golden set is measured again with them (exact up to its kept head), with the
-    estimated precision and recall there. Existing triages keep the clusters they were made
-    with."""
+    """Make the run's clusters at ``threshold`` the corpus's (earlier runs kept): written
+    while nobody reads them, then made live at once. Every judged run of the golden set is
+    measured again with them (exact up to its kept head); a run that keeps no ranking of some
+    query (a log run, a judged run's queries outside the golden set) stays on the clusters
+    it was measured with and names their threshold. The estimated precision and recall
+    there. Existing triages keep the clusters they were made with."""
     run = service.get_detector_run(session=session, detector_run_id=detector_run_id)
     applied = service.apply_threshold(
         session=session, run=run, threshold=body.threshold, user=principal.user, now=clock.now()

@@ -1,16 +1,18 @@
 """Detector runs of a golden set: detect over the stored corpus, the calibration table, apply
 a threshold, import ids made elsewhere (app/models/dedup.py says what each is).
 
-Applying makes the run's clusters the corpus's ``Document.cluster_id`` and measures every run
-of the golden set with them again (``retrace``): a judged run from its stored rankings (the
-kept head and the judged documents), exact up to its ``keep_depth``; a log run keeps no
-rankings, so it stays on the detector run it was imported with, and says so. A triage keeps
+Applying writes the run's clusters as a clustering nobody reads yet and makes it the golden
+set's in one short transaction (app/services/imports/clusterings.py), then measures every run
+of the golden set with them again (``measure_again``, a run at a time): a judged run from its
+stored rankings (the kept head and the judged documents), exact up to its ``keep_depth``; a
+run that keeps no rankings of some query (a log run, a judged run's queries outside the
+golden set) stays on the clustering it was measured with, and names it. A triage keeps
 the detector run whose clusters decided its covered misses: no label moves.
 
 Writes to a golden set's clusters (an apply, an import of cluster ids) take the golden set's
-row first (app/services/locks.py) and read the detector run again under it: two at once
-run one after the other, the stored run, corpus and figures are one apply's whole, and every
-apply answered is in the run's ``applications``.
+row first (app/services/locks.py) for the switch and read the detector run again under it:
+two at once make their clusterings live one after the other, and every apply answered is in
+the run's ``applications``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import polars as pl
-from sqlalchemy import delete, update
+from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
 from app.db import writing
@@ -68,6 +70,12 @@ from app.models.dedup_public import (
 from app.services import locks
 from app.services.errors import Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
+from app.services.imports.clusterings import (
+    cluster_frame,
+    drop_clustering,
+    make_live,
+    write_clustering,
+)
 from app.services.imports.detector_refs import band_rows, estimates, live_ref
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
@@ -393,7 +401,9 @@ def apply_threshold(
     *, session: Session, run: DetectorRun, threshold: float, user: User | None, now: datetime
 ) -> DetectorRun:
     """Make the run's clusters at ``threshold`` the corpus's cluster ids, with the estimated
-    precision and recall there, and measure the golden set's runs with them again."""
+    precision and recall there, and measure the golden set's runs with them again: the
+    clusters written as a clustering nobody reads yet, made live in one short transaction,
+    then each run measured again in a transaction of its own."""
     if run.source != DetectorSource.DETECTOR.value or run.low is None:
         raise Conflict(
             "imported cluster ids have no pairs to pick a threshold from: they are applied "
@@ -409,33 +419,49 @@ def apply_threshold(
     at = [(a, b) for a, b, s in _similarities(session, run) if s >= threshold - 1e-9]
     clusters = clusters_of_pairs(at)
     cluster_of = {doc: cid for cid, members in clusters.items() for doc in members}
-    with writing(session):
-        golden = _lock_golden_set(session, run.golden_set_id)
-        # what other applies wrote before this one took the lock (their applications)
-        run = _read_again(session, run)
-        rows = band_rows(session=session, run=run)
-        precision, recall = estimates(run, rows, threshold)
-        run.threshold = round(threshold, 6)
-        run.clusters = len(clusters)
-        run.clustered_documents = len(cluster_of)
-        run.precision = precision.as_json()
-        run.recall = recall.as_json()
-        run.applied_at = now
-        run.applied_by_id = user.id if user else None
-        run.applications = [
-            *(run.applications or []),
-            {
-                "threshold": run.threshold,
-                "at": now.isoformat(),
-                "by": run.applied_by_id,
-                "clusters": run.clusters,
-                "clustered_documents": run.clustered_documents,
-                "precision": run.precision,
-                "recall": run.recall,
-            },
-        ]
-        session.add(run)
-        _write_clusters(session, golden, run, cluster_of)
+    assert run.id is not None
+    clustering = write_clustering(
+        session=session,
+        golden_set_id=run.golden_set_id,
+        detector_run_id=run.id,
+        threshold=round(threshold, 6),
+        ids=cluster_frame(cluster_of),
+        now=now,
+    )
+    try:
+        with writing(session):
+            golden = _lock_golden_set(session, run.golden_set_id)
+            # what other applies wrote before this one took the lock (their applications)
+            run = _read_again(session, run)
+            rows = band_rows(session=session, run=run)
+            precision, recall = estimates(run, rows, threshold)
+            run.threshold = round(threshold, 6)
+            run.clusters = len(clusters)
+            run.clustered_documents = len(cluster_of)
+            run.precision = precision.as_json()
+            run.recall = recall.as_json()
+            run.applied_at = now
+            run.applied_by_id = user.id if user else None
+            run.applications = [
+                *(run.applications or []),
+                {
+                    "threshold": run.threshold,
+                    "at": now.isoformat(),
+                    "by": run.applied_by_id,
+                    "clusters": run.clusters,
+                    "clustered_documents": run.clustered_documents,
+                    "precision": run.precision,
+                    "recall": run.recall,
+                    "clustering": clustering.id,
+                },
+            ]
+            session.add(run)
+            make_live(session=session, golden=golden, clustering=clustering, now=now)
+    except BaseException:
+        assert clustering.id is not None
+        drop_clustering(session=session, clustering_id=clustering.id)
+        raise
+    measure_again(session=session, golden_set_id=run.golden_set_id)
     session.refresh(run)
     return run
 
@@ -493,73 +519,92 @@ def import_cluster_ids(
             f"{', ...' if len(unknown) > 3 else ''}): nothing was imported",
             code="unknown_documents",
         )
-    clusters = {c for c in cluster_of.values()}
+    ids = cluster_frame(cluster_of)
+    assert golden.id is not None
+    clustering = write_clustering(
+        session=session,
+        golden_set_id=golden.id,
+        detector_run_id=None,
+        threshold=None,
+        ids=ids,
+        now=now,
+    )
     run = DetectorRun(
-        golden_set_id=golden.id,  # type: ignore[arg-type]
+        golden_set_id=golden.id,
         source=DetectorSource.IMPORTED.value,
         parameters={"file": file_name},
         documents=golden.documents,
         pairs=0,
         created_by_id=user.id if user else None,
-        clusters=len(clusters),
-        clustered_documents=len(cluster_of),
+        clusters=clustering.clusters,
+        clustered_documents=clustering.clustered_documents,
         applied_at=now,
         applied_by_id=user.id if user else None,
     )
-    with writing(session):
-        assert golden.id is not None
-        golden = _lock_golden_set(session, golden.id)
-        session.add(run)
-        session.flush()
-        _write_clusters(session, golden, run, cluster_of)
+    try:
+        with writing(session):
+            golden = _lock_golden_set(session, golden.id)
+            session.add(run)
+            session.flush()
+            clustering.detector_run_id = run.id
+            make_live(session=session, golden=golden, clustering=clustering, now=now)
+    except BaseException:
+        assert clustering.id is not None
+        drop_clustering(session=session, clustering_id=clustering.id)
+        raise
+    assert golden.id is not None
+    measure_again(session=session, golden_set_id=golden.id)
     session.refresh(run)
     return run
 
 
-def _write_clusters(
-    session: Session, golden: GoldenSet, run: DetectorRun, cluster_of: dict[str, str]
-) -> None:
-    """Inside a ``writing`` block holding the golden set's lock (``_lock_golden_set``): the
-    corpus's cluster ids become ``cluster_of``'s, the golden set rests on ``run``, and its
-    runs are measured again."""
-    session.exec(
-        update(Document)
-        .where(col(Document.golden_set_id) == golden.id, col(Document.cluster_id).is_not(None))
-        .values(cluster_id=None)
-    )
-    by_cluster: dict[str, list[str]] = {}
-    for doc, cid in cluster_of.items():
-        by_cluster.setdefault(cid, []).append(doc)
-    for cid, docs in by_cluster.items():
-        for i in range(0, len(docs), 5000):
-            session.exec(
-                update(Document)
-                .where(
-                    col(Document.golden_set_id) == golden.id,
-                    col(Document.doc_id).in_(docs[i : i + 5000]),
-                )
-                .values(cluster_id=cid)
-            )
-    assert run.id is not None
-    golden.detector_run_id = run.id
-    session.add(golden)
-    session.flush()
-    runs = session.exec(select(Run).where(Run.golden_set_id == golden.id)).all()
-    if not runs:
-        return
+def measure_again(*, session: Session, golden_set_id: int) -> int:
+    """Outside any transaction, after a clustering was made live: each judged run of the
+    golden set not measured with the live clustering is measured again with it
+    (``retrace``), in a transaction of its own holding the golden set's lock (a clustering
+    made live meanwhile is the one used; a run imported meanwhile was measured with it).
+    Answers how many were."""
+    run_ids = session.exec(
+        select(Run.id).where(
+            Run.golden_set_id == golden_set_id, Run.kind == JUDGED, col(Run.keep_depth) > 0
+        )
+    ).all()
+    if not run_ids:
+        return 0
     from app.services.imports.golden_sets import eval_golden_set
 
+    golden = session.get(GoldenSet, golden_set_id)
+    if golden is None:
+        return 0
     judged = eval_golden_set(session=session, golden=golden).judgments.select("qid", "doc_id")
-    applied = len(run.applications or [])
-    for stored in runs:
-        retrace(
-            session=session,
-            golden=golden,
-            run=stored,
-            judged=judged,
-            detector_run_id=run.id,
-            detector_application=applied,
-        )
+    again = 0
+    for run_id in run_ids:
+        with writing(session):
+            if not locks.golden_set_for_clusters(session.connection(), golden_set_id=golden_set_id):
+                return again
+            golden = session.exec(
+                select(GoldenSet)
+                .where(GoldenSet.id == golden_set_id)
+                .execution_options(populate_existing=True)
+            ).one()
+            stored = session.get(Run, run_id)
+            totals = session.get(RunClusterTotals, run_id)
+            if (
+                stored is None
+                or totals is None
+                or golden.clustering_id is None
+                or totals.clustering_id == golden.clustering_id
+            ):
+                continue
+            again += retrace(
+                session=session,
+                golden=golden,
+                run=stored,
+                judged=judged,
+                clustering_id=golden.clustering_id,
+                detector_run_id=golden.detector_run_id,
+            )
+    return again
 
 
 def retrace(
@@ -568,8 +613,8 @@ def retrace(
     golden: GoldenSet,
     run: Run,
     judged: pl.DataFrame,
-    detector_run_id: int,
-    detector_application: int,
+    clustering_id: int,
+    detector_run_id: int | None,
 ) -> bool:
     """Inside a ``writing`` block: measure a judged run's clusters again from its stored
     rankings with the corpus's cluster ids now (exact up to its kept head), the golden set's
@@ -604,7 +649,7 @@ def retrace(
         schema={"qid": pl.String, "doc_id": pl.String, "rank": pl.Int64},
         orient="row",
     )
-    source = corpus_source(session=session, golden=golden)
+    source = corpus_source(session=session, golden=golden, clustering_id=clustering_id)
     wanted = pl.concat([head.get_column("doc_id"), judged.get_column("doc_id")]).unique()
     found: ClusterCorpus = source.lookup(wanted.to_list())
     traces = trace_ranking(head, returned, found)
@@ -618,7 +663,7 @@ def retrace(
         run_id=run.id,
         traces=replace(traces, cluster_ranks=ranks),
         detector_run_id=detector_run_id,
-        detector_application=detector_application,
+        clustering_id=clustering_id,
         traced_depth=run.keep_depth,
     )
     return True

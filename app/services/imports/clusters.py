@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 from sqlalchemy import func
+from sqlalchemy import null as sa_null
 from sqlmodel import Session, col, select
 
 from app.eval.cluster_profile import (
@@ -39,8 +40,8 @@ from app.eval.conventions import MAX_CUTOFF, parse_depths
 from app.eval.profile_rows import unknown_ks
 from app.models import (
     LOG,
-    DetectorRun,
     Document,
+    DocumentCluster,
     GoldenSet,
     Run,
     RunClusterQuery,
@@ -53,6 +54,7 @@ from app.models.runs import RunClustersPublic
 from app.provenance import DetectorRunRef
 from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert
+from app.services.imports.clusterings import clustering_ids, has_clusters
 from app.services.imports.detector_refs import live_ref
 from app.services.imports.golden_sets import eval_golden_set
 
@@ -113,15 +115,7 @@ def cluster_evaluation(
     if totals is not None and totals.traced_depth is not None and k > totals.traced_depth:
         return None  # measured again with another detector run, from the kept head
     gold = eval_golden_set(session=session, golden=golden)
-    clusters = pl.DataFrame(
-        session.exec(
-            select(Document.doc_id, Document.cluster_id).where(
-                Document.golden_set_id == golden.id, col(Document.cluster_id).is_not(None)
-            )
-        ).all(),
-        schema={"doc_id": pl.String, "cluster_id": pl.String},
-        orient="row",
-    )
+    clusters = clustering_ids(session=session, clustering_id=_measured_with(totals, golden))
     if ranked:
         return evaluate_cluster_ranks(
             gold,
@@ -149,6 +143,15 @@ def cluster_evaluation(
     return evaluate_clusters(gold, top, clusters, k)
 
 
+def _measured_with(totals: RunClusterTotals | None, golden: GoldenSet) -> int | None:
+    """The clustering a run's cluster figures were measured with: the one recorded; none
+    when measured without clusters; the golden set's now for figures measured before the
+    clustering was recorded (or a run imported before its traces were stored)."""
+    if totals is None or (totals.clustering_id is None and totals.detector_run_id is not None):
+        return golden.clustering_id
+    return totals.clustering_id
+
+
 def detector_run_of(*, session: Session, run: Run) -> DetectorRunRef | None:
     """The detector run a stored run's cluster figures rest on (None: no clusters when it
     was measured)."""
@@ -156,9 +159,7 @@ def detector_run_of(*, session: Session, run: Run) -> DetectorRunRef | None:
     if totals is None or totals.detector_run_id is None:
         return None
     return live_ref(
-        session=session,
-        detector_run_id=totals.detector_run_id,
-        application=totals.detector_application,
+        session=session, detector_run_id=totals.detector_run_id, clustering=totals.clustering_id
     )
 
 
@@ -181,45 +182,41 @@ def _query_traces(
     }
 
 
-class Clustering(NamedTuple):
-    """Which clustering a golden set's corpus carries: its detector run (None: no clusters)
-    and how many times that run was applied (a detector run applied again, at another
-    threshold or the same, keeps its id and changes the clusters: every apply adds one of its
-    ``applications``; ids imported are a new detector run each time). Two reads that say the
-    same read the same cluster ids."""
+class ClusteringNow(NamedTuple):
+    """Which clustering a golden set's corpus carries (None: no clusters) and its detector
+    run. A write to the clusters makes another clustering live, never changes one: two reads
+    that say the same read the same cluster ids."""
 
+    clustering_id: int | None
     detector_run_id: int | None
-    applications: int
 
 
-def clustering_now(*, session: Session, golden_set_id: int) -> Clustering:
+def clustering_now(*, session: Session, golden_set_id: int) -> ClusteringNow:
     """The golden set's clustering as stored now (read before the clusters it names, and
     again under ``locks.golden_set_for_cluster_figures`` before figures computed from them
     are stored)."""
     found = session.exec(
-        select(GoldenSet.detector_run_id, DetectorRun.applications)
-        .select_from(GoldenSet)
-        .outerjoin(DetectorRun, col(DetectorRun.id) == col(GoldenSet.detector_run_id))
-        .where(GoldenSet.id == golden_set_id)
+        select(GoldenSet.clustering_id, GoldenSet.detector_run_id).where(
+            GoldenSet.id == golden_set_id
+        )
     ).first()
-    if found is None:
-        return Clustering(None, 0)
-    detector_run_id, applications = found
-    return Clustering(detector_run_id, len(applications or []))
+    return ClusteringNow(None, None) if found is None else ClusteringNow(*found)
 
 
 #: Document ids per IN list (bounded, as every backend accepts).
 IN_CHUNK = 5000
 
 
-def corpus_source(*, session: Session, golden: GoldenSet) -> CorpusSource:
-    """The golden set's corpus as the cluster measures see it, asked only for the documents a
-    run returns: their cluster ids and, where any document has text, their estimated tokens
-    (from the lengths the database counts: the texts themselves are not read)."""
+def corpus_source(
+    *, session: Session, golden: GoldenSet, clustering_id: int | None
+) -> CorpusSource:
+    """The golden set's corpus as the cluster measures see it with the clustering
+    ``clustering_id``, asked only for the documents a run returns: their cluster ids and,
+    where any document has text, their estimated tokens (from the lengths the database
+    counts: the texts themselves are not read)."""
     in_golden = Document.golden_set_id == golden.id
-    clustered = golden.documents > 0 and _any(
-        session, in_golden, col(Document.cluster_id).is_not(None)
-    )
+    clustered = golden.documents > 0 and has_clusters(session=session, clustering_id=clustering_id)
+    cluster_id = col(DocumentCluster.cluster_id) if clustered else sa_null().label("cluster_id")
     has_text = golden.documents > 0 and _any(session, in_golden, func.length(Document.text) > 0)
 
     def lookup(doc_ids: list[str]) -> ClusterCorpus:
@@ -235,11 +232,14 @@ def corpus_source(*, session: Session, golden: GoldenSet) -> CorpusSource:
         frames = [
             pl.DataFrame(
                 session.exec(
-                    select(
-                        Document.doc_id,
-                        Document.cluster_id,
-                        func.length(Document.title),
-                        func.length(Document.text),
+                    _with_clusters(
+                        select(
+                            Document.doc_id,
+                            cluster_id,
+                            func.length(Document.title),
+                            func.length(Document.text),
+                        ),
+                        clustering_id if clustered else None,
                     ).where(*where)
                 ).all(),
                 schema={
@@ -264,6 +264,17 @@ def corpus_source(*, session: Session, golden: GoldenSet) -> CorpusSource:
     return CorpusSource(matters=clustered or has_text, has_text=has_text, lookup=lookup)
 
 
+def _with_clusters(query: Any, clustering_id: int | None) -> Any:
+    """``query`` over documents, joined to their cluster ids in the clustering (if any)."""
+    if clustering_id is None:
+        return query
+    return query.outerjoin(
+        DocumentCluster,
+        (col(DocumentCluster.clustering_id) == clustering_id)
+        & (col(DocumentCluster.doc_id) == col(Document.doc_id)),
+    )
+
+
 def _any(session: Session, *where: Any) -> bool:
     return session.exec(select(Document.id).where(*where).limit(1)).first() is not None
 
@@ -274,7 +285,7 @@ def store_traces(
     run_id: int,
     traces: ClusterTraces,
     detector_run_id: int | None,
-    detector_application: int | None = None,
+    clustering_id: int | None = None,
     traced_depth: int | None = None,
     exact_ks: tuple[int, ...] | None = None,
 ) -> None:
@@ -315,7 +326,7 @@ def store_traces(
         totals=traces.totals,
         cluster_ranks=traces.cluster_ranks is not None,
         detector_run_id=detector_run_id,
-        detector_application=detector_application,
+        clustering_id=clustering_id,
         traced_depth=traced_depth,
         exact_ks=exact_ks,
     )
@@ -334,7 +345,7 @@ def store_totals(
     totals: RankTotals,
     cluster_ranks: bool,
     detector_run_id: int | None,
-    detector_application: int | None = None,
+    clustering_id: int | None = None,
     traced_depth: int | None = None,
     exact_ks: tuple[int, ...] | None = None,
 ) -> None:
@@ -346,7 +357,7 @@ def store_totals(
             totals={"clustered": totals.clustered, "known": totals.known, "tokens": totals.tokens},
             cluster_ranks=cluster_ranks,
             detector_run_id=detector_run_id,
-            detector_application=detector_application if detector_run_id is not None else None,
+            clustering_id=clustering_id,
             traced_depth=traced_depth,
             exact_ks=None if exact_ks is None else list(exact_ks),
         )

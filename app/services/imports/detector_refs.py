@@ -10,7 +10,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from app.eval import calibration as cal
-from app.models import DetectorRun, DetectorSource, DocPair
+from app.models import Clustering, DetectorRun, DocPair
 from app.models.dedup_public import ref_of
 from app.provenance import DetectorRunRef
 
@@ -71,29 +71,28 @@ def live_ref(
     session: Session,
     detector_run_id: int | None,
     threshold: float | None = None,
-    application: int | None = None,
+    clustering: int | None = None,
 ) -> DetectorRunRef | None:
     """The reference of a figure resting on a detector run at ``threshold`` (its applied one
-    when None), with the estimates from its reviews now. ``application``: the figure was
-    measured with that application of the run (1 = its first): one the run was applied again
-    after, at another threshold, names the threshold of its own clusters and says they are
-    not the run's current ones (at the same threshold, the clusters are the same)."""
+    when None), with the estimates from its reviews now. ``clustering``: the figure was
+    measured with that clustering of the run; one the run was applied again after, at
+    another threshold, names the threshold of its own clusters and says they are not the
+    run's current ones (at the same threshold, the clusters are the same)."""
     if detector_run_id is None:
         return None
     run = session.get(DetectorRun, detector_run_id)
     if run is None:
         return None
-    applied = run.applications or []
+    measured = None if clustering is None else session.get(Clustering, clustering)
     earlier = (
         threshold is None
-        and run.source == DetectorSource.DETECTOR.value
-        and application is not None
-        and 0 < application < len(applied)
-        and applied[application - 1].get("threshold") != run.threshold
+        and measured is not None
+        and measured.threshold is not None
+        and measured.threshold != run.threshold
     )
     if earlier:
-        assert application is not None
-        threshold = applied[application - 1].get("threshold")
+        assert measured is not None
+        threshold = measured.threshold
     at = run.threshold if threshold is None else threshold
     if run.low is None or at is None:
         return ref_of(run)

@@ -30,6 +30,7 @@ from app.models import (
 )
 from app.services.errors import BadInput, Conflict, Invalid, NotFound
 from app.services.imports.bulk import bulk_insert
+from app.services.imports.clusterings import add_clustering
 from app.services.names import check_description, check_name
 
 #: Ids longer than their columns are refused at import, naming the line (never a 5xx).
@@ -156,10 +157,11 @@ def import_golden_set(
             bulk_insert(
                 session,
                 Document,
-                documents.select(pl.lit(golden.id).alias("golden_set_id"), pl.all()),
+                documents.select(
+                    pl.lit(golden.id).alias("golden_set_id"), pl.exclude("cluster_id")
+                ),
             )
-            if documents.get_column("cluster_id").is_not_null().any():
-                imported_with_corpus(session=session, golden=golden)
+            imported_with_corpus(session=session, golden=golden, documents=documents)
     session.refresh(golden)
     return golden
 
@@ -293,29 +295,43 @@ def set_causes(*, session: Session, golden: GoldenSet, causes: list[str]) -> Gol
     return golden
 
 
-def imported_with_corpus(*, session: Session, golden: GoldenSet) -> DetectorRun | None:
-    """Inside the import's ``writing`` block: the corpus came with cluster ids, so they are
-    the golden set's first detector run, "imported, not calibrated"."""
-    members = session.exec(
-        select(Document.cluster_id).where(
-            Document.golden_set_id == golden.id, col(Document.cluster_id).is_not(None)
-        )
-    ).all()
-    if not members:
+def imported_with_corpus(
+    *, session: Session, golden: GoldenSet, documents: pl.DataFrame
+) -> DetectorRun | None:
+    """Inside the import's ``writing`` block: the corpus came with cluster ids (``documents``'
+    doc_id, cluster_id), so they are the golden set's first detector run, "imported, not
+    calibrated", and its live clustering (nobody reads the golden set before the commit)."""
+    ids = documents.select("doc_id", "cluster_id").filter(
+        pl.col("cluster_id").is_not_null() & (pl.col("cluster_id") != "")
+    )
+    if ids.height == 0:
         return None
+    assert golden.id is not None
+    clustering = add_clustering(
+        session=session,
+        golden_set_id=golden.id,
+        detector_run_id=None,
+        threshold=None,
+        ids=ids,
+        now=golden.created_at,
+    )
     run = DetectorRun(
-        golden_set_id=golden.id,  # type: ignore[arg-type]
+        golden_set_id=golden.id,
         source=DetectorSource.IMPORTED.value,
         parameters={"with": "corpus"},
         documents=golden.documents,
         created_by_id=golden.created_by_id,
-        clusters=len(set(members)),
-        clustered_documents=len(members),
+        clusters=clustering.clusters,
+        clustered_documents=clustering.clustered_documents,
         applied_at=golden.created_at,
         applied_by_id=golden.created_by_id,
     )
     session.add(run)
     session.flush()
+    clustering.detector_run_id = run.id
+    clustering.live_at = golden.created_at
+    session.add(clustering)
     golden.detector_run_id = run.id
+    golden.clustering_id = clustering.id
     session.add(golden)
     return run

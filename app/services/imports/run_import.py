@@ -64,7 +64,7 @@ from app.services import locks
 from app.services.errors import Conflict, Invalid
 from app.services.imports.bulk import bulk_insert, copy_rows
 from app.services.imports.clusters import (
-    Clustering,
+    ClusteringNow,
     clustering_now,
     corpus_source,
     store_query_traces,
@@ -210,7 +210,9 @@ def import_run(
             for attempt in range(1, ATTEMPTS + 1):
                 # the clustering first, then the corpus's cluster ids it names
                 clustering = clustering_now(session=session, golden_set_id=golden.id)
-                corpus = corpus_source(session=session, golden=golden)
+                corpus = corpus_source(
+                    session=session, golden=golden, clustering_id=clustering.clustering_id
+                )
                 job = _Import(session, row, path, fmt, order, progress, corpus, clustering)
                 job.columns = columns
                 job.digest = digest
@@ -248,7 +250,7 @@ class _Import:
         order: Order,
         progress: ProgressFn | None,
         corpus: CorpusSource,
-        clustering: Clustering,
+        clustering: ClusteringNow,
     ) -> None:
         self.session, self.row, self.path = session, row, path
         self.fmt, self.order, self.progress, self.corpus = fmt, order, progress, corpus
@@ -357,7 +359,7 @@ class _Import:
                     run_id=self._id(),
                     traces=traces,
                     detector_run_id=self.detector_run_id,
-                    detector_application=self.clustering.applications,
+                    clustering_id=self.clustering.clustering_id,
                 )
                 self._same_clustering()
                 return
@@ -368,7 +370,7 @@ class _Import:
                 totals=totals,
                 cluster_ranks=False,
                 detector_run_id=self.detector_run_id,
-                detector_application=self.clustering.applications,
+                clustering_id=self.clustering.clustering_id,
             )
             self._same_clustering()
 
@@ -433,7 +435,7 @@ class _Import:
             run_id=self._id(),
             traces=ranked.traces,
             detector_run_id=self.detector_run_id,
-            detector_application=self.clustering.applications,
+            clustering_id=self.clustering.clustering_id,
         )
 
 

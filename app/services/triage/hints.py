@@ -4,12 +4,14 @@ database (the candidates, the documents, their siblings and cluster mates), once
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import polars as pl
 from sqlmodel import Session, col, select
 
 from app.eval.hints import Chunk, HintContext, HintEvidence, hints_for
 from app.models import Document, GoldenSet, Run, RunJudged
+from app.services.imports.clusterings import clusters_of, members_of
 from app.services.imports.clusters import stored_top
 
 #: Ids per IN (...) list: well under SQLite's and PostgreSQL's parameter limits.
@@ -17,6 +19,8 @@ BATCH = 5_000
 
 
 def _documents(session: Session, golden: GoldenSet, column: str, values: set[str]) -> list[Chunk]:
+    """The documents whose ``column`` (doc_id or parent_id) is among ``values``, with their
+    cluster ids in the golden set's clustering now."""
     field = getattr(Document, column)
     found: list[Chunk] = []
     ordered = sorted(values)
@@ -33,12 +37,14 @@ def _documents(session: Session, golden: GoldenSet, column: str, values: set[str
                 text=d.text,
                 parent_id=d.parent_id,
                 chunk_index=d.chunk_index,
-                cluster_id=d.cluster_id,
                 indexed=d.indexed,
             )
             for d in rows
         ]
-    return found
+    clusters = clusters_of(
+        session=session, clustering_id=golden.clustering_id, doc_ids=[c.doc_id for c in found]
+    )
+    return [replace(c, cluster_id=clusters.get(c.doc_id)) for c in found]
 
 
 def _returned_by_any_run(session: Session, golden: GoldenSet, doc_ids: set[str]) -> set[str]:
@@ -90,9 +96,13 @@ def context_for(
     for chunk in _documents(session, golden, "parent_id", parents):
         documents.setdefault(chunk.doc_id, chunk)
         siblings.setdefault(chunk.parent_id or "", []).append(chunk.doc_id)
-    for chunk in _documents(session, golden, "cluster_id", clusters):
+    in_clusters = members_of(
+        session=session, clustering_id=golden.clustering_id, cluster_ids=clusters
+    )
+    mates = {doc: cid for cid, docs in in_clusters.items() for doc in docs}
+    for chunk in _documents(session, golden, "doc_id", set(mates)):
         documents.setdefault(chunk.doc_id, chunk)
-        members.setdefault(chunk.cluster_id or "", []).append(chunk.doc_id)
+        members.setdefault(mates[chunk.doc_id], []).append(chunk.doc_id)
     top = stored_top(
         session=session, run=run, depth=depth, qids=set(misses.get_column("qid").to_list())
     )

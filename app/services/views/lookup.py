@@ -14,6 +14,7 @@ from app.eval.errors import shorten
 from app.eval.hints import Ranked, hints_for
 from app.models import JUDGED, Document, GoldenQuery, GoldenSet, Judgment, Run, RunJudged
 from app.services.errors import NotFound
+from app.services.imports.clusterings import clusters_of, members_of
 from app.services.imports.golden_sets import get_golden_set
 from app.services.imports.metrics import QueryRow
 from app.services.imports.runs import (
@@ -196,6 +197,8 @@ class DocumentDetail:
     doc_id: str
     document: Document | None
     judgments: list[tuple[str, str | None, int]]
+    #: its cluster in the golden set's clustering now (None: its own)
+    cluster_id: str | None
     cluster_mates: list[str]
     ranked_in: list[RankedIn]
     first_run_id: int | None
@@ -225,19 +228,19 @@ def document_detail(*, session: Session, golden_set_id: int, doc_id: str) -> Doc
             f"no document {shorten(doc_id)} in this golden set", code="document_not_found"
         )
     mates: list[str] = []
-    if document is not None and document.cluster_id is not None:
-        mates = list(
-            session.exec(
-                select(Document.doc_id)
-                .where(
-                    Document.golden_set_id == golden.id,
-                    Document.cluster_id == document.cluster_id,
-                    Document.doc_id != doc_id,
-                )
-                .order_by(col(Document.doc_id))
-                .limit(MAX_CLUSTER_MATES)
-            ).all()
-        )
+    cluster_id = None
+    if document is not None:
+        cluster_id = clusters_of(
+            session=session, clustering_id=golden.clustering_id, doc_ids=[doc_id]
+        ).get(doc_id)
+    if cluster_id is not None:
+        members = members_of(
+            session=session,
+            clustering_id=golden.clustering_id,
+            cluster_ids=[cluster_id],
+            limit=MAX_CLUSTER_MATES + 1,
+        ).get(cluster_id, [])
+        mates = [d for d in members if d != doc_id][:MAX_CLUSTER_MATES]
     runs = list_runs(session=session, golden=golden, kind=JUDGED)
     ranked: list[RankedIn] = []
     if runs and judgments:
@@ -261,6 +264,7 @@ def document_detail(*, session: Session, golden_set_id: int, doc_id: str) -> Doc
         doc_id=doc_id,
         document=document,
         judgments=[(q, t, g) for q, t, g in judgments],
+        cluster_id=cluster_id,
         cluster_mates=mates,
         ranked_in=ranked,
         first_run_id=first.id if first is not None else None,
