@@ -28,6 +28,7 @@ from app.http.uploads import limit_decompression
 from app.http.uploads import sweep_abandoned as sweep_abandoned_uploads
 from app.middleware import BodySizeLimit, BodyTimeout, HeadAsGet, SecurityHeaders
 from app.observability import RequestLog
+from app.services.background import JobRunner
 from app.services.delivery.events import Deliverer
 from app.settings import Settings, get_settings
 from app.web import accounts as web_accounts
@@ -68,7 +69,18 @@ def create_app(
                 allow_local=settings.allow_local_network,
             )
             deliverer.start()
+        runner = None
+        if settings.job_poll_seconds > 0:
+            runner = JobRunner(
+                app.state.engine,
+                app.state.clock,
+                settings.job_poll_seconds,
+                stale_seconds=settings.job_stale_seconds,
+            )
+            runner.start()
         yield
+        if runner is not None:
+            runner.stop(timeout=10.0)
         if deliverer is not None:
             deliverer.stop(timeout=10.0)  # joined: no delivery runs on after shutdown
 

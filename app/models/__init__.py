@@ -13,6 +13,7 @@ from app.models.dedup import (
 )
 from app.models.exports import Export, WebhookDelivery, WebhookEvent
 from app.models.golden import DEFAULT_CAUSES, Document, GoldenQuery, GoldenSet, Judgment
+from app.models.jobs import ENDED, Job, JobPublic, JobState
 from app.models.runs import (
     JUDGED,
     LOG,
@@ -55,6 +56,7 @@ from app.models.users import (
 __all__ = [
     "CANT_TELL",
     "DEFAULT_CAUSES",
+    "ENDED",
     "JUDGED",
     "LABEL_ACTIONS",
     "LOG",
@@ -75,6 +77,9 @@ __all__ = [
     "Export",
     "GoldenQuery",
     "GoldenSet",
+    "Job",
+    "JobPublic",
+    "JobState",
     "Judgment",
     "LabelAction",
     "LabelEvent",

@@ -6,18 +6,19 @@ app.services.dedup; this module reads no table."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session
 
-from app.http.deps import ClockDep, LeadDep, Principal, ReviewerDep, SessionDep
+from app.http.deps import ClockDep, LeadDep, Principal, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id
 from app.http.uploads import saved_uploads
-from app.models import Role
+from app.models import JobPublic, JobState, Role
 from app.models.dedup_public import DetectorRunPublic, EstimatePublic
 from app.models.golden import GoldenSetPublic
+from app.services import jobs as job_service
 from app.services.accounts import users as user_service
 from app.services.dedup import detector_runs as detector_service
 from app.services.dedup import pairs as pair_service
@@ -43,6 +44,30 @@ def emails(session: Session) -> dict[int, str]:
 
 
 @dataclass(frozen=True)
+class JobsPanel:
+    """A golden set's latest background jobs; ``active``: one is queued or running (the
+    panel polls)."""
+
+    golden_set_id: int
+    jobs: list[JobPublic]
+    active: bool
+    can_cancel: bool
+
+
+def jobs_panel_of(*, session: Session, golden_set_id: int, principal: Principal) -> JobsPanel:
+    listed = [
+        job_service.public(j)
+        for j in job_service.list_jobs(session=session, golden_set_id=golden_set_id)
+    ]
+    return JobsPanel(
+        golden_set_id=golden_set_id,
+        jobs=listed,
+        active=any(j.state in (JobState.QUEUED, JobState.RUNNING) for j in listed),
+        can_cancel=principal.role.allows(Role.LEAD),
+    )
+
+
+@dataclass(frozen=True)
 class DuplicatesSection:
     """The golden-set page's "Duplicates" section: the applied run's sentence, the runs
     newest first, and whether the lead's forms are shown."""
@@ -54,6 +79,7 @@ class DuplicatesSection:
     can_detect: bool
     threshold: float
     per_band: int
+    jobs: JobsPanel
 
 
 def duplicates_section(
@@ -70,6 +96,7 @@ def duplicates_section(
         can_detect=principal.role.allows(Role.LEAD),
         threshold=DEFAULT_THRESHOLD,
         per_band=DEFAULT_PER_BAND,
+        jobs=jobs_panel_of(session=session, golden_set_id=golden_set_id, principal=principal),
     )
 
 
@@ -87,12 +114,15 @@ def _back_to_golden_set(
 def detect_duplicates(
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
     principal: LeadDep,
     golden_set_id: Id,
     threshold: Annotated[str, Form()] = "",
     per_band: Annotated[str, Form()] = "",
 ) -> Response:
-    """Find the corpus's near-duplicates (nothing applied yet), then show the run."""
+    """Find the corpus's near-duplicates (nothing applied yet), then show the run; over a
+    large corpus, as a background job whose progress the golden set's page shows."""
     golden = golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
     fields = Fields()
     at = fields.number("threshold", threshold, default=DEFAULT_THRESHOLD, minimum=0.5, maximum=1.0)
@@ -100,12 +130,26 @@ def detect_duplicates(
     try:
         if fields.errors:
             raise Invalid(next(iter(fields.errors.values())), code="invalid_form")
+        asked: dict[str, Any] = {"threshold": min(at, 1.0), "near": 0.2, "per_band": per, "seed": 1}
+        detector_service.check_detection(golden=golden, **asked)
+        if golden.documents >= settings.detection_job_documents:
+            job = job_service.create_job(
+                session=session,
+                kind="detection",
+                golden_set_id=golden.id,
+                params=asked,
+                user=principal.user,
+                total=golden.documents,
+                now=clock.now(),
+            )
+            return _back_to_golden_set(
+                request,
+                golden_set_id,
+                f"finding duplicates among {copy.count(golden.documents, 'document')} in the "
+                f"background (job {job.id}): its progress is below",
+            )
         run = detector_service.detect_duplicates(
-            session=session,
-            golden=golden,
-            user=principal.user,
-            threshold=min(at, 1.0),
-            per_band=per,
+            session=session, golden=golden, user=principal.user, **asked
         )
     except ServiceError as exc:
         return _back_to_golden_set(
@@ -118,6 +162,38 @@ def detect_duplicates(
         flash=f"detector run {run.id}: {copy.count(run.pairs, 'pair')} at similarity "
         f"{run.low:.2f} or more among {copy.count(run.documents, 'document')}; "
         f"{shown.sampled:,} sampled for review (nothing applied yet)",
+    )
+
+
+@router.get("/golden-sets/{golden_set_id}/jobs", name="jobs_panel")
+def jobs_panel(
+    request: Request, session: SessionDep, principal: ReviewerDep, golden_set_id: Id
+) -> HTMLResponse:
+    """The golden set's background jobs (the panel of its page, polled while one runs)."""
+    golden_service.get_golden_set(session=session, golden_set_id=golden_set_id)
+    panel = jobs_panel_of(session=session, golden_set_id=golden_set_id, principal=principal)
+    return render(request, "_jobs.html", {"jobs": panel}, principal=principal)
+
+
+@router.post("/jobs/{job_id}/cancel", name="cancel_job_form")
+def cancel_job(
+    request: Request, session: SessionDep, clock: ClockDep, principal: LeadDep, job_id: Id
+) -> Response:
+    """Cancel a background job, then back to its golden set's page."""
+    job = job_service.get_job(session=session, job_id=job_id)
+    where = job.golden_set_id
+    try:
+        job_service.request_cancel(session=session, job_id=job_id, now=clock.now())
+    except ServiceError as exc:
+        if where is None:
+            raise
+        return _back_to_golden_set(
+            request, where, f"job {job_id} not cancelled: {exc.message}", error_code=exc.code
+        )
+    if where is None:
+        return redirect(request, "/", flash=f"job {job_id}: cancel asked")
+    return _back_to_golden_set(
+        request, where, f"job {job_id}: cancel asked; it stops at its next step"
     )
 
 

@@ -57,17 +57,27 @@ def healthy_within(url: str, *, seconds: float) -> bool:
 
 
 class LiveServer:
-    def __init__(self, database_url: str, tmp: Path, *, secret: str, workers: int = 1) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        tmp: Path,
+        *,
+        secret: str,
+        workers: int = 1,
+        env: dict[str, str] | None = None,
+        log_name: str = "server.log",
+    ) -> None:
         #: Set by a test that provokes tracebacks on purpose (a database stopped under it).
         self.expect_tracebacks = False
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tmp / "server.log"
+        self.log = tmp / log_name
         env = {
             **os.environ,
             "DATABASE_URL": database_url,
             "MISSTRIAGE_ENVIRONMENT": "test",
             "MISSTRIAGE_SECRET_KEY": secret,
+            **(env or {}),
         }
         self.env = env
         with self.log.open("w") as log:

@@ -12,8 +12,10 @@ from app.api.responses import answer
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.http.uploads import saved_uploads
+from app.models import JobPublic
 from app.models.dedup_public import DetectorRunPublic, PairEventPublic, PairPublic
 from app.readmodel import PageOf, paged
+from app.services import jobs
 from app.services.dedup import detector_runs as service
 from app.services.dedup import pairs
 from app.services.dedup.side_files import read_side_file
@@ -36,27 +38,67 @@ class DetectBody(BaseModel):
     "/golden-sets/{golden_set_id}/detector-runs",
     status_code=status.HTTP_201_CREATED,
     response_model=DetectorRunPublic,
+    responses={
+        202: {
+            "model": JobPublic,
+            "description": "a corpus of at least MISSTRIAGE_DETECTION_JOB_DOCUMENTS documents: "
+            "the detection runs as a background job (its progress at Location)",
+        }
+    },
 )
 def detect(
-    session: SessionDep, principal: LeadDep, golden_set_id: Id, body: DetectBody | None = None
-) -> DetectorRunPublic:
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    golden_set_id: Id,
+    body: DetectBody | None = None,
+) -> Response | DetectorRunPublic:
     """Find the near-duplicates of the golden set's corpus (MinHash LSH, every candidate
     verified by its Jaccard similarity): every pair down to ``threshold - near`` is kept with
     its band, a stratified sample of ``per_band`` per band goes on the pair-review queue, and
     the candidate search's recall is measured against the exact similarity. Nothing is
-    applied until ``.../apply``."""
+    applied until ``.../apply``. A corpus of ``MISSTRIAGE_DETECTION_JOB_DOCUMENTS`` documents
+    or more (20,000 by default) is detected by a background job: 202 and the job (``GET
+    /api/v1/jobs/{id}``: its progress; its ``result.detector_run_id`` once done)."""
     body = body or DetectBody()
     golden = get_golden_set(session=session, golden_set_id=golden_set_id)
-    run = service.detect_duplicates(
-        session=session,
-        golden=golden,
-        user=principal.user,
-        threshold=body.threshold,
-        near=body.near,
-        per_band=body.per_band,
-        seed=body.seed,
-    )
+    asked = body.model_dump()
+    service.check_detection(golden=golden, **asked)
+    if golden.documents >= settings.detection_job_documents:
+        job = jobs.create_job(
+            session=session,
+            kind="detection",
+            golden_set_id=golden.id,
+            params=asked,
+            user=principal.user,
+            total=golden.documents,
+            now=clock.now(),
+        )
+        return Response(
+            content=jobs.public(job).model_dump_json(),
+            status_code=status.HTTP_202_ACCEPTED,
+            media_type="application/json",
+            headers={"Location": f"/api/v1/jobs/{job.id}"},
+        )
+    run = service.detect_duplicates(session=session, golden=golden, user=principal.user, **asked)
     return service.public(session=session, run=run)
+
+
+@router.get("/jobs/{job_id}", response_model=JobPublic)
+def get_job(session: SessionDep, principal: ReviewerDep, job_id: Id) -> JobPublic:
+    """A background job: its state (``queued``, ``running``, ``done``, ``failed``,
+    ``cancelled``), its step and progress (``done`` of ``total``), when it started and ended,
+    why it failed (``error``), and what it made (``result``). A job whose process was killed
+    or restarted is failed within a minute, with its reason; it left nothing."""
+    return jobs.public(jobs.get_job(session=session, job_id=job_id))
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobPublic)
+def cancel_job(session: SessionDep, clock: ClockDep, principal: LeadDep, job_id: Id) -> JobPublic:
+    """Cancel a job: a queued one at once; a running one stops at its next step (its state
+    says ``cancelled`` then, and it left nothing); 409 ``job_ended`` for one that ended."""
+    return jobs.public(jobs.request_cancel(session=session, job_id=job_id, now=clock.now()))
 
 
 @router.get("/golden-sets/{golden_set_id}/detector-runs")

@@ -77,6 +77,7 @@ from app.services.imports.clusterings import (
     write_clustering,
 )
 from app.services.imports.detector_refs import band_rows, estimates, live_ref
+from app.services.jobs import Progress
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
 #: measured on a sample of this many documents (the pairs among them).
@@ -114,19 +115,10 @@ def _texts(session: Session, golden: GoldenSet) -> Iterable[tuple[str, str]]:
     yield from rows
 
 
-def detect_duplicates(
-    *,
-    session: Session,
-    golden: GoldenSet,
-    user: User | None,
-    threshold: float = 0.8,
-    near: float = 0.2,
-    per_band: int = cal.PER_BAND,
-    seed: int = 1,
-) -> DetectorRun:
-    """Run the detector over the golden set's stored corpus: keep every verified pair down
-    to ``threshold - near``, sample ``per_band`` of each band for review, measure the
-    candidate search's recall against the exact similarity. Nothing is applied yet."""
+def check_detection(
+    *, golden: GoldenSet, threshold: float, near: float, per_band: int, seed: int
+) -> None:
+    """What a detection refuses before it starts (inline or as a job)."""
     if golden.documents == 0:
         raise Conflict(
             f"golden set {golden.name!r} has no corpus: import one with its judgments to "
@@ -154,10 +146,39 @@ def detect_duplicates(
         )
     if not 1 <= per_band <= 1000:
         raise Invalid("per_band must be from 1 to 1000", code="invalid_per_band")
+
+
+def detect_duplicates(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    user: User | None,
+    threshold: float = 0.8,
+    near: float = 0.2,
+    per_band: int = cal.PER_BAND,
+    seed: int = 1,
+    progress: Progress | None = None,
+) -> DetectorRun:
+    """Run the detector over the golden set's stored corpus: keep every verified pair down
+    to ``threshold - near``, sample ``per_band`` of each band for review, measure the
+    candidate search's recall against the exact similarity. Nothing is applied yet. Run as
+    a job (app/services/background.py), it says its ``progress`` (the documents read, then
+    its steps) and stops at the next step once a cancel was asked; its rows are written in
+    one transaction at its end, so a detection that did not finish left nothing."""
+    check_detection(golden=golden, threshold=threshold, near=near, per_band=per_band, seed=seed)
     params = DedupParams(threshold=threshold, near=near, seed=seed)
     start = time.perf_counter()
-    documents = list(_texts(session, golden))
+    progress = progress or Progress()
+    progress.begin("reading the corpus", golden.documents)
+    documents: list[tuple[str, str]] = []
+    for row in _texts(session, golden):
+        documents.append(row)
+        if len(documents) % 5000 == 0:
+            progress.advance(5000)
+    progress.done = len(documents)
+    progress.begin("finding the near-duplicates", len(documents))
     result, low, kept, banded, sampled, candidate = detection(documents, params, per_band=per_band)
+    progress.begin("writing the pairs", len(kept))
     seconds = time.perf_counter() - start
     parameters: dict[str, Any] = dict(result.stats.parameters)
     parameters |= {"low": low, "per_band": per_band, "band_width": cal.BAND_WIDTH}
@@ -203,6 +224,8 @@ def detect_duplicates(
                 },
             ),
         )
+        progress.check()  # a cancel asked while the pairs were written: rolled back
+    progress.done = len(kept)
     session.refresh(run)
     return run
 

@@ -216,7 +216,9 @@
       }
     }
     // htmx fires this on each settled element (the new content), not only on the target.
-    settle([event.target, target]);
+    // A panel that refreshes itself (data-polled: a job's progress) never takes the focus.
+    const polled = event.target && event.target.closest && event.target.closest("[data-polled]");
+    if (!polled) settle([event.target, target]);
     announce(event.target);
   });
 
