@@ -104,9 +104,9 @@ class Settings(BaseSettings):
     #: A running job whose process wrote no heartbeat for this long is failed (its process
     #: was killed or restarted); the heartbeat is written every 2 s.
     job_stale_seconds: float = Field(default=20.0, ge=5.0)
-    #: A detection over a corpus of at least this many documents runs as a background job
-    #: (202 and its job); a smaller one inline (201 and its detector run).
-    detection_job_documents: int = Field(default=20_000, ge=1)
+    #: A detection or an apply over a corpus of at least this many documents runs as a
+    #: background job (202 and its job); over a smaller one inline.
+    job_documents: int = Field(default=20_000, ge=1)
     #: Allow webhooks and tracker URLs that resolve to loopback, private, link-local (cloud
     #: metadata) and other non-public addresses (GitLab's "allow requests to the local
     #: network"). Off: such URLs are refused when configured and again before each request.

@@ -7,23 +7,26 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.clock import Clock
-from app.models import GoldenSet, Job, JobState, User
+from app.models import DetectorRun, GoldenSet, Job, JobState, User
 from app.services import jobs
 from app.services.dedup import detector_runs
 from app.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
-Work = Callable[[Session, Job, jobs.Progress], dict[str, Any]]
+Work = Callable[[Session, Job, jobs.Progress, datetime], dict[str, Any]]
 
 
-def _detection(session: Session, job: Job, progress: jobs.Progress) -> dict[str, Any]:
+def _detection(
+    session: Session, job: Job, progress: jobs.Progress, now: datetime
+) -> dict[str, Any]:
     """A detection over a golden set's stored corpus (``detector_runs.detect_duplicates``)."""
     golden = session.get(GoldenSet, job.golden_set_id) if job.golden_set_id else None
     if golden is None:
@@ -35,7 +38,24 @@ def _detection(session: Session, job: Job, progress: jobs.Progress) -> dict[str,
     return {"detector_run_id": run.id}
 
 
-WORK: dict[str, Work] = {"detection": _detection}
+def _apply(session: Session, job: Job, progress: jobs.Progress, now: datetime) -> dict[str, Any]:
+    """A detector run applied at a threshold (``detector_runs.apply_threshold``)."""
+    run = session.get(DetectorRun, job.params.get("detector_run_id"))
+    if run is None:
+        raise ServiceError("its detector run was deleted", code="detector_run_not_found")
+    user = session.get(User, job.created_by_id) if job.created_by_id else None
+    applied = detector_runs.apply_threshold(
+        session=session,
+        run=run,
+        threshold=float(job.params["threshold"]),
+        user=user,
+        now=now,
+        progress=progress,
+    )
+    return {"detector_run_id": applied.id}
+
+
+WORK: dict[str, Work] = {"detection": _detection, "apply": _apply}
 
 #: What a job in flight when its service was stopped says.
 STOPPED_SERVICE = "the service was stopped while it ran: nothing of it was kept; start it again"
@@ -85,7 +105,7 @@ class JobRunner(threading.Thread):
             work = WORK.get(job.kind)
             if work is None:
                 raise ServiceError(f"unknown job kind {job.kind!r}", code="job_kind")
-            result = work(session, job, progress)
+            result = work(session, job, progress, self.clock.now())
         except jobs.Cancelled:
             if self.stopping.is_set():
                 state, error = JobState.FAILED, STOPPED_SERVICE

@@ -132,7 +132,7 @@ def detect_duplicates(
             raise Invalid(next(iter(fields.errors.values())), code="invalid_form")
         asked: dict[str, Any] = {"threshold": min(at, 1.0), "near": 0.2, "per_band": per, "seed": 1}
         detector_service.check_detection(golden=golden, **asked)
-        if golden.documents >= settings.detection_job_documents:
+        if golden.documents >= settings.job_documents:
             job = job_service.create_job(
                 session=session,
                 kind="detection",
@@ -307,12 +307,14 @@ def detector_run_page(
 def apply_threshold(
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     clock: ClockDep,
     principal: LeadDep,
     detector_run_id: Id,
     threshold: Annotated[str, Form()] = "",
 ) -> Response:
-    """Make the run's clusters at ``threshold`` the corpus's, then back to the run."""
+    """Make the run's clusters at ``threshold`` the corpus's, then back to the run; over a
+    large corpus, as a background job whose progress the golden set's page shows."""
     run = detector_service.get_detector_run(session=session, detector_run_id=detector_run_id)
     here = request.url_for("detector_run_page", detector_run_id=detector_run_id).path
     fields = Fields()
@@ -321,6 +323,24 @@ def apply_threshold(
         if fields.errors or at is None:
             raise Invalid(
                 fields.errors.get("threshold", "choose a threshold"), code="invalid_threshold"
+            )
+        detector_service.check_apply(run=run, threshold=min(at, 1.0))
+        golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
+        if golden.documents >= settings.job_documents:
+            job = job_service.create_job(
+                session=session,
+                kind="apply",
+                golden_set_id=golden.id,
+                params={"detector_run_id": run.id, "threshold": min(at, 1.0)},
+                user=principal.user,
+                total=0,
+                now=clock.now(),
+            )
+            return _back_to_golden_set(
+                request,
+                run.golden_set_id,
+                f"applying J >= {min(at, 1.0):.2f} in the background (job {job.id}): its "
+                "progress is below",
             )
         applied = detector_service.apply_threshold(
             session=session, run=run, threshold=min(at, 1.0), user=principal.user, now=clock.now()

@@ -1,4 +1,4 @@
-"""Detections over a large corpus as background jobs, against real servers on SQLite and
+"""Detections and applies over a large corpus as background jobs, against real servers on SQLite and
 PostgreSQL: the request answers 202 and the job, whose progress the API says while the
 service's own process runs it; a cancel stops it with nothing kept; a server killed with
 kill -9 mid-detection leaves a job that the next server fails with its reason (never
@@ -26,7 +26,7 @@ from tests.support.service import TEST_SECRET
 
 #: Documents of the corpus: a detection that takes some seconds (read, signed, verified).
 DOCUMENTS = 30_000
-ENV = {"MISSTRIAGE_DETECTION_JOB_DOCUMENTS": "1000", "MISSTRIAGE_JOB_STALE_SECONDS": "5"}
+ENV = {"MISSTRIAGE_JOB_DOCUMENTS": "1000", "MISSTRIAGE_JOB_STALE_SECONDS": "5"}
 DEADLINE_S = 180
 
 
@@ -150,6 +150,21 @@ def test_a_detection_killed_mid_way_fails_and_leaves_nothing(
             assert run.status_code == 200
             assert run.json()["pairs"] > 0
             assert _stored(engine, golden_id) == (1, run.json()["pairs"])
+            # applied, as a job too: the clusters live once it is done
+            applying = http.post(f"/api/v1/detector-runs/{run_id}/apply", json={"threshold": 0.8})
+            assert applying.status_code == 202, applying.text
+            assert applying.json()["kind"] == "apply"
+            applied = _wait(
+                "the apply done",
+                lambda: (
+                    (j := _job(http, applying.json()["id"]))["state"] in ("done", "failed") and j
+                ),
+            )
+            assert applied["state"] == "done", applied
+            assert applied["step"] == "measuring the runs again"
+            shown = http.get(f"/api/v1/detector-runs/{run_id}").json()
+            assert (shown["state"], shown["threshold"]) == ("applied", 0.8)
+            assert shown["clusters"] > 0
     finally:
         second.stop()
 

@@ -33,7 +33,7 @@ def server(database_url: str, tmp_path: Path) -> Iterator[LiveServer]:
         database_url,
         tmp_path,
         secret=TEST_SECRET,
-        env={"MISSTRIAGE_DETECTION_JOB_DOCUMENTS": "1000"},
+        env={"MISSTRIAGE_JOB_DOCUMENTS": "1000"},
     )
     yield live
     live.stop()
@@ -66,7 +66,8 @@ def test_a_detection_job_shows_its_progress_and_its_run(
     expect(page.locator(".flash, [role=status]").first).to_contain_text("in the background")
     row = page.locator("#jobs-table tr[data-job]").first
     expect(row).to_be_visible()
-    expect(row).to_have_attribute("data-state", "running", timeout=30_000)
+    # running (on a busy machine, maybe done by the page's first look)
+    expect(row).to_have_attribute("data-state", re.compile("running|done"), timeout=30_000)
     screenshot(page, "detection-job-running", folder=SHOTS)
     # the panel polls: the run's link appears without a reload
     expect(row).to_have_attribute("data-state", "done", timeout=120_000)

@@ -12,7 +12,7 @@ from app.api.responses import answer
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.http.uploads import saved_uploads
-from app.models import JobPublic
+from app.models import Job, JobPublic
 from app.models.dedup_public import DetectorRunPublic, PairEventPublic, PairPublic
 from app.readmodel import PageOf, paged
 from app.services import jobs
@@ -41,7 +41,7 @@ class DetectBody(BaseModel):
     responses={
         202: {
             "model": JobPublic,
-            "description": "a corpus of at least MISSTRIAGE_DETECTION_JOB_DOCUMENTS documents: "
+            "description": "a corpus of at least MISSTRIAGE_JOB_DOCUMENTS documents: "
             "the detection runs as a background job (its progress at Location)",
         }
     },
@@ -58,14 +58,14 @@ def detect(
     verified by its Jaccard similarity): every pair down to ``threshold - near`` is kept with
     its band, a stratified sample of ``per_band`` per band goes on the pair-review queue, and
     the candidate search's recall is measured against the exact similarity. Nothing is
-    applied until ``.../apply``. A corpus of ``MISSTRIAGE_DETECTION_JOB_DOCUMENTS`` documents
+    applied until ``.../apply``. A corpus of ``MISSTRIAGE_JOB_DOCUMENTS`` documents
     or more (20,000 by default) is detected by a background job: 202 and the job (``GET
     /api/v1/jobs/{id}``: its progress; its ``result.detector_run_id`` once done)."""
     body = body or DetectBody()
     golden = get_golden_set(session=session, golden_set_id=golden_set_id)
     asked = body.model_dump()
     service.check_detection(golden=golden, **asked)
-    if golden.documents >= settings.detection_job_documents:
+    if golden.documents >= settings.job_documents:
         job = jobs.create_job(
             session=session,
             kind="detection",
@@ -75,14 +75,19 @@ def detect(
             total=golden.documents,
             now=clock.now(),
         )
-        return Response(
-            content=jobs.public(job).model_dump_json(),
-            status_code=status.HTTP_202_ACCEPTED,
-            media_type="application/json",
-            headers={"Location": f"/api/v1/jobs/{job.id}"},
-        )
+        return _accepted(job)
     run = service.detect_duplicates(session=session, golden=golden, user=principal.user, **asked)
     return service.public(session=session, run=run)
+
+
+def _accepted(job: Job) -> Response:
+    """202 and the job, its address in Location."""
+    return Response(
+        content=jobs.public(job).model_dump_json(),
+        status_code=status.HTTP_202_ACCEPTED,
+        media_type="application/json",
+        headers={"Location": f"/api/v1/jobs/{job.id}"},
+    )
 
 
 @router.get("/jobs/{job_id}", response_model=JobPublic)
@@ -163,17 +168,47 @@ class ApplyBody(BaseModel):
     threshold: float = Field(gt=0.0, le=1.0)
 
 
-@router.post("/detector-runs/{detector_run_id}/apply", response_model=DetectorRunPublic)
+@router.post(
+    "/detector-runs/{detector_run_id}/apply",
+    response_model=DetectorRunPublic,
+    responses={
+        202: {
+            "model": JobPublic,
+            "description": "a corpus of at least MISSTRIAGE_JOB_DOCUMENTS documents: the "
+            "apply runs as a background job (its progress at Location)",
+        }
+    },
+)
 def apply(
-    session: SessionDep, clock: ClockDep, principal: LeadDep, detector_run_id: Id, body: ApplyBody
-) -> DetectorRunPublic:
+    session: SessionDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    principal: LeadDep,
+    detector_run_id: Id,
+    body: ApplyBody,
+) -> Response | DetectorRunPublic:
     """Make the run's clusters at ``threshold`` the corpus's (earlier runs kept): written
     while nobody reads them, then made live at once. Every judged run of the golden set is
     measured again with them (exact up to its kept head); a run that keeps no ranking of some
     query (a log run, a judged run's queries outside the golden set) stays on the clusters
     it was measured with and names their threshold. The estimated precision and recall
-    there. Existing triages keep the clusters they were made with."""
+    there. Existing triages keep the clusters they were made with. Over a corpus of
+    ``MISSTRIAGE_JOB_DOCUMENTS`` documents or more, a background job: 202 and the job (a
+    cancel stops it until the clusters are made live)."""
     run = service.get_detector_run(session=session, detector_run_id=detector_run_id)
+    service.check_apply(run=run, threshold=body.threshold)
+    golden = get_golden_set(session=session, golden_set_id=run.golden_set_id)
+    if golden.documents >= settings.job_documents:
+        job = jobs.create_job(
+            session=session,
+            kind="apply",
+            golden_set_id=golden.id,
+            params={"detector_run_id": run.id, "threshold": body.threshold},
+            user=principal.user,
+            total=0,
+            now=clock.now(),
+        )
+        return _accepted(job)
     applied = service.apply_threshold(
         session=session, run=run, threshold=body.threshold, user=principal.user, now=clock.now()
     )

@@ -420,13 +420,8 @@ def public(*, session: Session, run: DetectorRun, thresholds: bool = True) -> De
 # --- apply ----------------------------------------------------------------------------------
 
 
-def apply_threshold(
-    *, session: Session, run: DetectorRun, threshold: float, user: User | None, now: datetime
-) -> DetectorRun:
-    """Make the run's clusters at ``threshold`` the corpus's cluster ids, with the estimated
-    precision and recall there, and measure the golden set's runs with them again: the
-    clusters written as a clustering nobody reads yet, made live in one short transaction,
-    then each run measured again in a transaction of its own."""
+def check_apply(*, run: DetectorRun, threshold: float) -> None:
+    """What an apply refuses before it starts (inline or as a job)."""
     if run.source != DetectorSource.DETECTOR.value or run.low is None:
         raise Conflict(
             "imported cluster ids have no pairs to pick a threshold from: they are applied "
@@ -438,11 +433,31 @@ def apply_threshold(
             f"the threshold must be from {run.low:.2f} (the lowest similarity this run kept) to 1",
             code="invalid_threshold",
         )
+
+
+def apply_threshold(
+    *,
+    session: Session,
+    run: DetectorRun,
+    threshold: float,
+    user: User | None,
+    now: datetime,
+    progress: Progress | None = None,
+) -> DetectorRun:
+    """Make the run's clusters at ``threshold`` the corpus's cluster ids, with the estimated
+    precision and recall there, and measure the golden set's runs with them again: the
+    clusters written as a clustering nobody reads yet, made live in one short transaction,
+    then each run measured again in a transaction of its own. As a job, its ``progress``:
+    a cancel stops it until the clusters are made live (nothing changed), not after."""
+    check_apply(run=run, threshold=threshold)
+    progress = progress or Progress()
+    progress.begin("finding the clusters")
     # the run's pairs never change: its clusters at ``threshold`` are found before the write
     at = [(a, b) for a, b, s in _similarities(session, run) if s >= threshold - 1e-9]
     clusters = clusters_of_pairs(at)
     cluster_of = {doc: cid for cid, members in clusters.items() for doc in members}
     assert run.id is not None
+    progress.begin("writing the clusters", len(cluster_of))
     clustering = write_clustering(
         session=session,
         golden_set_id=run.golden_set_id,
@@ -450,6 +465,7 @@ def apply_threshold(
         threshold=round(threshold, 6),
         ids=cluster_frame(cluster_of),
         now=now,
+        written=progress.advance,
     )
     try:
         with writing(session):
@@ -479,12 +495,13 @@ def apply_threshold(
                 },
             ]
             session.add(run)
+            progress.check()
             make_live(session=session, golden=golden, clustering=clustering, now=now)
     except BaseException:
         assert clustering.id is not None
         drop_clustering(session=session, clustering_id=clustering.id)
         raise
-    measure_again(session=session, golden_set_id=run.golden_set_id)
+    measure_again(session=session, golden_set_id=run.golden_set_id, progress=progress)
     session.refresh(run)
     return run
 
@@ -581,7 +598,7 @@ def import_cluster_ids(
     return run
 
 
-def measure_again(*, session: Session, golden_set_id: int) -> int:
+def measure_again(*, session: Session, golden_set_id: int, progress: Progress | None = None) -> int:
     """Outside any transaction, after a clustering was made live: each judged run of the
     golden set not measured with the live clustering is measured again with it
     (``retrace``), in a transaction of its own holding the golden set's lock (a clustering
@@ -592,6 +609,8 @@ def measure_again(*, session: Session, golden_set_id: int) -> int:
             Run.golden_set_id == golden_set_id, Run.kind == JUDGED, col(Run.keep_depth) > 0
         )
     ).all()
+    if progress is not None:  # past the switch: no longer cancelled
+        progress.step, progress.done, progress.total = "measuring the runs again", 0, len(run_ids)
     if not run_ids:
         return 0
     from app.services.imports.golden_sets import eval_golden_set
@@ -602,6 +621,8 @@ def measure_again(*, session: Session, golden_set_id: int) -> int:
     judged = eval_golden_set(session=session, golden=golden).judgments.select("qid", "doc_id")
     again = 0
     for run_id in run_ids:
+        if progress is not None:
+            progress.done += 1
         with writing(session):
             if not locks.golden_set_for_clusters(session.connection(), golden_set_id=golden_set_id):
                 return again

@@ -13,7 +13,7 @@ killed) is deleted by the next write to the golden set's clusters once it is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 import polars as pl
@@ -81,10 +81,12 @@ def write_clustering(
     threshold: float | None,
     ids: pl.DataFrame,
     now: datetime,
+    written: Callable[[int], None] | None = None,
 ) -> Clustering:
     """Outside any transaction: a new clustering of ``ids`` written, not live, in
     transactions that never keep the database's writers waiting long. Clusterings of the
-    golden set abandoned by earlier writes are deleted first."""
+    golden set abandoned by earlier writes are deleted first. ``written`` is told the rows
+    written after each transaction (it may raise to stop: what was written is deleted)."""
     sqlite = session.get_bind().dialect.name == "sqlite"
     first = ids.head(SQLITE_SLICE_ROWS) if sqlite else ids
     with writing(session):
@@ -108,6 +110,8 @@ def write_clustering(
         session.add(clustering)
     assert clustering.id is not None
     try:
+        if written is not None:
+            written(first.height)
         for offset in range(first.height, ids.height, SQLITE_SLICE_ROWS):
             part = ids.slice(offset, SQLITE_SLICE_ROWS)
             with writing(session):
@@ -118,6 +122,8 @@ def write_clustering(
                         pl.lit(clustering.id, dtype=pl.Int64).alias("clustering_id"), pl.all()
                     ),
                 )
+            if written is not None:
+                written(part.height)
     except BaseException:
         drop_clustering(session=session, clustering_id=clustering.id)
         raise
