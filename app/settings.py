@@ -103,7 +103,7 @@ class Settings(BaseSettings):
     job_poll_seconds: float = 1.0
     #: A running job whose process wrote no heartbeat for this long is failed (its process
     #: was killed or restarted); the heartbeat is written every 2 s.
-    job_stale_seconds: float = Field(default=20.0, ge=5.0)
+    job_stale_seconds: float = Field(default=60.0, ge=5.0)
     #: A detection or an apply over a corpus of at least this many documents runs as a
     #: background job (202 and its job); over a smaller one inline.
     job_documents: int = Field(default=20_000, ge=1)

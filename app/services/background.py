@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.clock import Clock
+from app.db import writing
 from app.models import DetectorRun, GoldenSet, Job, JobState, User
 from app.services import jobs
 from app.services.dedup import detector_runs
@@ -55,7 +56,16 @@ def _apply(session: Session, job: Job, progress: jobs.Progress, now: datetime) -
     return {"detector_run_id": applied.id}
 
 
-WORK: dict[str, Work] = {"detection": _detection, "apply": _apply}
+def _measure(session: Session, job: Job, progress: jobs.Progress, now: datetime) -> dict[str, Any]:
+    """The golden set's runs measured again with its live clustering (the rest of an apply
+    stopped after its switch)."""
+    if job.golden_set_id is None:
+        raise ServiceError("its golden set was deleted", code="golden_set_not_found")
+    detector_runs.measure_again(session=session, golden_set_id=job.golden_set_id, progress=progress)
+    return {}
+
+
+WORK: dict[str, Work] = {"detection": _detection, "apply": _apply, "measure": _measure}
 
 #: What a job in flight when its service was stopped says.
 STOPPED_SERVICE = "the service was stopped while it ran: nothing of it was kept; start it again"
@@ -94,7 +104,7 @@ class JobRunner(threading.Thread):
 
     def _run(self, session: Session, job: Job) -> None:
         assert job.id is not None
-        progress = self.progress = jobs.Progress(total=job.total)
+        progress = self.progress = jobs.Progress(total=job.total, job_id=job.id)
         beating = threading.Event()
         heart = threading.Thread(
             target=self._beat, args=(job.id, progress, beating), daemon=True, name="job-beat"
@@ -121,6 +131,11 @@ class JobRunner(threading.Thread):
             heart.join(timeout=10)
             self.progress = None
         session.rollback()
+        if state != JobState.DONE and job.kind == "apply" and progress.step == jobs.MEASURING:
+            # its clusters are live: what it had left is a job of its own
+            with writing(session):
+                follow = jobs.finish_measuring(session, job, self.clock.now())
+            state, error = JobState.FAILED, jobs.STOPPED_LIVE.format(job=follow)
         jobs.finish(
             session=session,
             job_id=job.id,

@@ -27,7 +27,7 @@ from app.models import ENDED, Job, JobPublic, JobState, User
 from app.services.errors import Conflict, NotFound
 
 HEARTBEAT_SECONDS = 2.0
-STALE_SECONDS = 20.0
+STALE_SECONDS = 60.0
 #: What a job failed by a stopped process says.
 STOPPED = (
     "the process running it stopped (killed or restarted) before it finished: nothing of "
@@ -42,12 +42,28 @@ class Cancelled(Exception):
 @dataclass
 class Progress:
     """A running job's progress, kept in memory by its work and written by its heartbeat;
-    ``check`` raises ``Cancelled`` once a cancel was seen."""
+    ``check`` raises ``Cancelled`` once a cancel was seen. ``job_id``: the job it is the
+    progress of (None: work done inline, in a request)."""
 
     step: str = ""
     done: int = 0
     total: int = 0
     cancelled: threading.Event = field(default_factory=threading.Event)
+    job_id: int | None = None
+
+    def confirm(self, session: Session) -> None:
+        """Inside the work's last transaction, before it commits: the job is still running
+        and not cancelled (its row locked on PostgreSQL, so no process fails it until this
+        transaction ends); ``Cancelled`` (rolling it back) when not."""
+        self.check()
+        if self.job_id is None:
+            return
+        state = session.exec(
+            select(Job.state, Job.cancel_requested).where(Job.id == self.job_id).with_for_update()
+        ).first()
+        if state is None or state[0] != JobState.RUNNING.value or state[1]:
+            self.cancelled.set()
+            raise Cancelled
 
     def begin(self, step: str, total: int = 0) -> None:
         self.check()
@@ -103,41 +119,83 @@ def public(job: Job) -> JobPublic:
 
 def request_cancel(*, session: Session, job_id: int, now: datetime) -> Job:
     """A queued job is cancelled at once; a running one is asked to stop (its work stops at
-    its next step, within seconds); 409 ``job_ended`` for one that has ended."""
+    its next step: the near-duplicate search itself is not interrupted); 409 ``job_ended``
+    for one that has ended."""
     with writing(session):
         job = session.get(Job, job_id, populate_existing=True)
         if job is None:
             raise NotFound(f"no job {job_id}", code="job_not_found")
         if job.state in ENDED:
             raise Conflict(f"job {job_id} has ended ({job.state})", code="job_ended")
-        job.cancel_requested = True
-        if job.state == JobState.QUEUED.value:
-            job.state = JobState.CANCELLED.value
-            job.finished_at = now
-        session.add(job)
+        session.exec(update(Job).where(col(Job.id) == job_id).values(cancel_requested=True))
+        # a queued job ends now, unless a process claimed it meanwhile (it then stops at
+        # its next step)
+        session.exec(
+            update(Job)
+            .where(col(Job.id) == job_id, col(Job.state) == JobState.QUEUED.value)
+            .values(state=JobState.CANCELLED.value, finished_at=now)
+        )
     return get_job(session=session, job_id=job_id)
+
+
+#: The step of an apply past which its clusters are live (app/services/dedup).
+MEASURING = "measuring the runs again"
+#: What an apply stopped past that step says: the rest is a job of its own.
+STOPPED_LIVE = (
+    "stopped after its clusters were made live: they are the golden set's; the runs it had "
+    "not measured again yet are measured by job {job}"
+)
 
 
 def fail_stale(*, session: Session, now: datetime, stale_seconds: float = STALE_SECONDS) -> int:
     """Fail every running job whose heartbeat stopped ``stale_seconds`` ago (read first: a
-    poll writes nothing when there is none). Answers how many."""
+    poll writes nothing when there is none), with its reason; an apply stopped after its
+    clusters were made live queues the rest of its work (``finish_measuring``). Answers
+    how many."""
     cutoff = now - timedelta(seconds=stale_seconds)
     stale = session.exec(
-        select(Job.id).where(Job.state == JobState.RUNNING.value, col(Job.heartbeat_at) < cutoff)
+        select(Job).where(Job.state == JobState.RUNNING.value, col(Job.heartbeat_at) < cutoff)
     ).all()
-    if not stale:
-        return 0
-    with writing(session):
-        result = session.exec(
-            update(Job)
-            .where(
-                col(Job.id).in_(stale),
-                col(Job.state) == JobState.RUNNING.value,
-                col(Job.heartbeat_at) < cutoff,
+    failed = 0
+    for job in stale:
+        assert job.id is not None
+        with writing(session):
+            result = session.exec(
+                update(Job)
+                .where(
+                    col(Job.id) == job.id,
+                    col(Job.state) == JobState.RUNNING.value,
+                    col(Job.heartbeat_at) < cutoff,
+                )
+                .values(state=JobState.FAILED.value, error=STOPPED, finished_at=now)
             )
-            .values(state=JobState.FAILED.value, error=STOPPED, finished_at=now)
-        )
-    return int(result.rowcount or 0)
+            if not result.rowcount:  # it beat meanwhile
+                continue
+            if job.kind == "apply" and job.step == MEASURING:
+                follow = finish_measuring(session, job, now)
+                session.exec(
+                    update(Job)
+                    .where(col(Job.id) == job.id)
+                    .values(error=STOPPED_LIVE.format(job=follow))
+                )
+        failed += 1
+    return failed
+
+
+def finish_measuring(session: Session, job: Job, now: datetime) -> int:
+    """Inside a ``writing`` block: a job measuring the golden set's runs again with its live
+    clustering (what an apply stopped after the switch left to do); its id."""
+    follow = Job(
+        kind="measure",
+        golden_set_id=job.golden_set_id,
+        params={},
+        created_at=now,
+        created_by_id=job.created_by_id,
+    )
+    session.add(follow)
+    session.flush()
+    assert follow.id is not None
+    return follow.id
 
 
 def claim_next(*, session: Session, worker: str, now: datetime) -> Job | None:
@@ -163,7 +221,7 @@ def beat(*, session: Session, job_id: int, progress: Progress, now: datetime) ->
     """The running job's heartbeat and progress written; a cancel asked meanwhile is passed
     to its work (``progress.cancelled``)."""
     with writing(session):
-        session.exec(
+        beaten = session.exec(
             update(Job)
             .where(col(Job.id) == job_id, col(Job.state) == JobState.RUNNING.value)
             .values(
@@ -174,7 +232,8 @@ def beat(*, session: Session, job_id: int, progress: Progress, now: datetime) ->
             )
         )
         asked = session.exec(select(Job.cancel_requested).where(Job.id == job_id)).first()
-    if asked:
+    # asked to stop, or no longer running (failed by another process: its work stops)
+    if asked or not beaten.rowcount:
         progress.cancelled.set()
 
 

@@ -18,8 +18,10 @@ circle (PostgreSQL ends one of them with "deadlock detected" after a second):
 A write to a golden set's clusters (a detector run's apply, an import of cluster ids) takes
 no person's lock and no queue row: it takes the golden set's row first
 (``golden_set_for_clusters``: ``FOR NO KEY UPDATE``, which rows inserted beside it do not
-wait for), then writes the detector run, the documents and the runs' cluster figures, having
-read the detector run again under that lock. Two of them on one golden set run one after
+wait for), then writes the detector run and switches the golden set's clustering (its rows
+written before, in transactions of their own), having read the detector run again under
+that lock; the runs' cluster figures are measured again after, one transaction a run, each
+taking the golden set's row the same way. Two of them on one golden set run one after
 the other, each on what the other left, and nothing they wait for is held by a transaction
 that waits for them.
 

@@ -9,7 +9,7 @@ golden set's live clustering. A run's cluster figures name the clustering they w
 with (``run_cluster_totals.clustering_id``; NULL for figures measured before: the golden
 set's clustering of that detector run, as before).
 
-Revision ID: 5b1e7d3a2c90
+Revision ID: 6d2a9f4e8b51
 Revises: 3f8d2a7c9b14
 Create Date: 2026-12-07 23:30:00
 """
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "5b1e7d3a2c90"
+revision: str = "6d2a9f4e8b51"
 down_revision: str | Sequence[str] | None = "3f8d2a7c9b14"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
@@ -77,9 +77,11 @@ def upgrade() -> None:
                                 clusters, created_at, live_at)
         SELECT g.id, g.detector_run_id, r.threshold,
                (SELECT count(*) FROM document d
-                 WHERE d.golden_set_id = g.id AND d.cluster_id IS NOT NULL),
+                 WHERE d.golden_set_id = g.id AND d.cluster_id IS NOT NULL
+                   AND d.cluster_id <> ''),
                (SELECT count(DISTINCT d.cluster_id) FROM document d
-                 WHERE d.golden_set_id = g.id AND d.cluster_id IS NOT NULL),
+                 WHERE d.golden_set_id = g.id AND d.cluster_id IS NOT NULL
+                   AND d.cluster_id <> ''),
                CURRENT_TIMESTAMP, CURRENT_TIMESTAMP
           FROM golden_set g JOIN detector_run r ON r.id = g.detector_run_id
         """

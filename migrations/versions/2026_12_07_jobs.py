@@ -2,7 +2,7 @@
 large corpus), with its progress, a cancel and a defined end (app/models/jobs.py).
 
 Revision ID: 8c4f2e6b1a37
-Revises: 5b1e7d3a2c90
+Revises: 6d2a9f4e8b51
 Create Date: 2026-12-07 23:45:00
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "8c4f2e6b1a37"
-down_revision: str | Sequence[str] | None = "5b1e7d3a2c90"
+down_revision: str | Sequence[str] | None = "6d2a9f4e8b51"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

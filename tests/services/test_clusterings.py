@@ -85,6 +85,12 @@ def test_written_clusters_are_read_only_once_live(
             clusterings.make_live(session=session, golden=golden, clustering=written, now=NOW)
         assert refused.value.code == "clusters_changed"
         assert live_cluster_ids(session, golden.id) == live
+        # the clustering itself gone (deleted as abandoned): refused the same way
+        clusterings.drop_clustering(session=session, clustering_id=written.id)
+        with pytest.raises(Conflict) as gone, writing(session):
+            clusterings.make_live(session=session, golden=golden, clustering=written, now=NOW)
+        assert gone.value.code == "clusters_changed"
+        assert live_cluster_ids(session, golden.id) == live
 
 
 def test_an_abandoned_write_is_deleted_by_the_next(engine: Engine, tmp_path: Path) -> None:
@@ -128,3 +134,26 @@ def test_an_abandoned_write_is_deleted_by_the_next(engine: Engine, tmp_path: Pat
         assert abandoned.id is not None
         assert _rows(session, abandoned.id) == 0
         assert live_cluster_ids(session, golden.id) == {"d3": "b", "d4": "b"}
+
+
+def test_earlier_clusterings_no_run_rests_on_are_deleted(engine: Engine, tmp_path: Path) -> None:
+    with Session(engine, expire_on_commit=False) as session:
+        golden = _golden(session, tmp_path)
+        assert golden.id is not None
+        for i in range(3):
+            detector_runs.import_cluster_ids(
+                session=session,
+                golden=golden,
+                cluster_of={f"d{i}": "a", f"d{i + 10}": "a"},
+                file_name="ids.csv",
+                user=None,
+                now=NOW,
+            )
+        kept = session.exec(
+            select(Clustering.id)
+            .where(Clustering.golden_set_id == golden.id)
+            .order_by(col(Clustering.id))
+        ).all()
+        # the first went at the third write (the second's was live, the third's is)
+        assert len(kept) == 2
+        assert live_cluster_ids(session, golden.id) == {"d2": "a", "d12": "a"}

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from app.db import writing
 from app.models import JobState
 from app.services import jobs
 from app.services.errors import Conflict
@@ -88,3 +89,45 @@ def test_a_queued_job_is_cancelled_at_once(engine: Engine) -> None:
         assert cancelled.state == JobState.CANCELLED.value
         assert cancelled.finished_at is not None
         assert jobs.claim_next(session=session, worker="w", now=NOW) is None
+
+
+def test_a_job_failed_meanwhile_stops_its_work(engine: Engine) -> None:
+    (job_id,) = _queue(engine, 1)
+    with Session(engine, expire_on_commit=False) as session:
+        assert jobs.claim_next(session=session, worker="w", now=NOW) is not None
+        progress = jobs.Progress(step="writing the pairs", job_id=job_id)
+        stale = NOW + timedelta(seconds=jobs.STALE_SECONDS + 1)
+        assert jobs.fail_stale(session=session, now=stale) == 1
+        # its process was alive: its next heartbeat tells its work to stop, and its last
+        # transaction would not commit
+        jobs.beat(session=session, job_id=job_id, progress=progress, now=stale)
+        assert progress.cancelled.is_set()
+        with pytest.raises(jobs.Cancelled), writing(session):
+            jobs.Progress(job_id=job_id).confirm(session)
+
+
+def test_an_apply_stopped_after_its_switch_leaves_the_rest_to_a_job(engine: Engine) -> None:
+    with Session(engine, expire_on_commit=False) as session:
+        job = jobs.create_job(
+            session=session,
+            kind="apply",
+            golden_set_id=None,
+            params={},
+            user=None,
+            total=0,
+            now=NOW,
+        )
+        assert job.id is not None
+        assert jobs.claim_next(session=session, worker="w", now=NOW) is not None
+        progress = jobs.Progress(step=jobs.MEASURING, done=1, total=3)
+        jobs.beat(session=session, job_id=job.id, progress=progress, now=NOW)
+        stale = NOW + timedelta(seconds=jobs.STALE_SECONDS + 1)
+        assert jobs.fail_stale(session=session, now=stale) == 1
+        failed = jobs.get_job(session=session, job_id=job.id)
+        assert failed.state == JobState.FAILED.value
+        assert failed.error is not None
+        assert "after its clusters were made live" in failed.error
+        follow = jobs.claim_next(session=session, worker="w", now=stale)
+        assert follow is not None
+        assert follow.kind == "measure"
+        assert f"job {follow.id}" in failed.error

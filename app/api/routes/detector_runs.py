@@ -95,14 +95,18 @@ def get_job(session: SessionDep, principal: ReviewerDep, job_id: Id) -> JobPubli
     """A background job: its state (``queued``, ``running``, ``done``, ``failed``,
     ``cancelled``), its step and progress (``done`` of ``total``), when it started and ended,
     why it failed (``error``), and what it made (``result``). A job whose process was killed
-    or restarted is failed within a minute, with its reason; it left nothing."""
+    or restarted is failed once its heartbeat is ``MISSTRIAGE_JOB_STALE_SECONDS`` (60) old,
+    with its reason: a detection left nothing; an apply stopped after its clusters were made
+    live says so, and a job of its own measures the runs it had left."""
     return jobs.public(jobs.get_job(session=session, job_id=job_id))
 
 
 @router.post("/jobs/{job_id}/cancel", response_model=JobPublic)
 def cancel_job(session: SessionDep, clock: ClockDep, principal: LeadDep, job_id: Id) -> JobPublic:
-    """Cancel a job: a queued one at once; a running one stops at its next step (its state
-    says ``cancelled`` then, and it left nothing); 409 ``job_ended`` for one that ended."""
+    """Cancel a job: a queued one at once; a running one stops at its next step (the
+    near-duplicate search itself runs to its end first; its state says ``cancelled`` then,
+    and it left nothing; an apply whose clusters were made live is no longer cancelled);
+    409 ``job_ended`` for one that ended."""
     return jobs.public(jobs.request_cancel(session=session, job_id=job_id, now=clock.now()))
 
 

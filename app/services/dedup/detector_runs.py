@@ -27,7 +27,7 @@ import polars as pl
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
-from app.db import writing
+from app.db import end_reading, writing
 from app.eval import calibration as cal
 from app.eval.cluster_profile import ClusterCorpus, trace_ranking
 from app.eval.cluster_ranks import judged_cluster_ranks
@@ -77,7 +77,7 @@ from app.services.imports.clusterings import (
     write_clustering,
 )
 from app.services.imports.detector_refs import band_rows, estimates, live_ref
-from app.services.jobs import Progress
+from app.services.jobs import MEASURING, Progress
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
 #: measured on a sample of this many documents (the pairs among them).
@@ -176,6 +176,7 @@ def detect_duplicates(
         if len(documents) % 5000 == 0:
             progress.advance(5000)
     progress.done = len(documents)
+    end_reading(session)  # no transaction held open through the search
     progress.begin("finding the near-duplicates", len(documents))
     result, low, kept, banded, sampled, candidate = detection(documents, params, per_band=per_band)
     progress.begin("writing the pairs", len(kept))
@@ -224,7 +225,9 @@ def detect_duplicates(
                 },
             ),
         )
-        progress.check()  # a cancel asked while the pairs were written: rolled back
+        # a cancel asked while the pairs were written, or the job failed meanwhile by another
+        # process (its heartbeat late): rolled back
+        progress.confirm(session)
     progress.done = len(kept)
     session.refresh(run)
     return run
@@ -454,6 +457,7 @@ def apply_threshold(
     progress.begin("finding the clusters")
     # the run's pairs never change: its clusters at ``threshold`` are found before the write
     at = [(a, b) for a, b, s in _similarities(session, run) if s >= threshold - 1e-9]
+    end_reading(session)
     clusters = clusters_of_pairs(at)
     cluster_of = {doc: cid for cid, members in clusters.items() for doc in members}
     assert run.id is not None
@@ -467,6 +471,8 @@ def apply_threshold(
         now=now,
         written=progress.advance,
     )
+    assert clustering.id is not None
+    written_id = clustering.id  # the row may be gone when the switch is refused
     try:
         with writing(session):
             golden = _lock_golden_set(session, run.golden_set_id)
@@ -495,11 +501,10 @@ def apply_threshold(
                 },
             ]
             session.add(run)
-            progress.check()
+            progress.confirm(session)
             make_live(session=session, golden=golden, clustering=clustering, now=now)
     except BaseException:
-        assert clustering.id is not None
-        drop_clustering(session=session, clustering_id=clustering.id)
+        drop_clustering(session=session, clustering_id=written_id)
         raise
     measure_again(session=session, golden_set_id=run.golden_set_id, progress=progress)
     session.refresh(run)
@@ -569,6 +574,8 @@ def import_cluster_ids(
         ids=ids,
         now=now,
     )
+    assert clustering.id is not None
+    written_id = clustering.id  # the row may be gone when the switch is refused
     run = DetectorRun(
         golden_set_id=golden.id,
         source=DetectorSource.IMPORTED.value,
@@ -589,8 +596,7 @@ def import_cluster_ids(
             clustering.detector_run_id = run.id
             make_live(session=session, golden=golden, clustering=clustering, now=now)
     except BaseException:
-        assert clustering.id is not None
-        drop_clustering(session=session, clustering_id=clustering.id)
+        drop_clustering(session=session, clustering_id=written_id)
         raise
     assert golden.id is not None
     measure_again(session=session, golden_set_id=golden.id)
@@ -610,7 +616,7 @@ def measure_again(*, session: Session, golden_set_id: int, progress: Progress | 
         )
     ).all()
     if progress is not None:  # past the switch: no longer cancelled
-        progress.step, progress.done, progress.total = "measuring the runs again", 0, len(run_ids)
+        progress.step, progress.done, progress.total = MEASURING, 0, len(run_ids)
     if not run_ids:
         return 0
     from app.services.imports.golden_sets import eval_golden_set

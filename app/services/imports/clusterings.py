@@ -8,7 +8,7 @@ is there. Readers ask for the clustering they mean (the golden set's now, or the
 figures were measured with): a write never changes what they read, and an import of cluster
 ids stays all or nothing. A clustering never made live (its write failed, or the process was
 killed) is deleted by the next write to the golden set's clusters once it is
-``ABANDONED_AFTER`` old.
+``ABANDONED_AFTER`` old; so is an earlier live one that no run's figures rest on.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqlalchemy import delete, func
 from sqlmodel import Session, col, select
 
 from app.db import writing
-from app.models import Clustering, Document, DocumentCluster, GoldenSet
+from app.models import Clustering, Document, DocumentCluster, GoldenSet, RunClusterTotals
 from app.services.errors import Conflict
 from app.services.imports.bulk import bulk_insert
 
@@ -97,6 +97,23 @@ def write_clustering(
                 col(Clustering.created_at) < now - ABANDONED_AFTER,
             )
         )
+        # earlier live ones no run's figures rest on (the live one stays)
+        session.exec(
+            delete(Clustering).where(
+                col(Clustering.golden_set_id) == golden_set_id,
+                col(Clustering.live_at).is_not(None),
+                col(Clustering.id).not_in(
+                    select(GoldenSet.clustering_id).where(
+                        GoldenSet.id == golden_set_id, col(GoldenSet.clustering_id).is_not(None)
+                    )
+                ),
+                col(Clustering.id).not_in(
+                    select(RunClusterTotals.clustering_id).where(
+                        col(RunClusterTotals.clustering_id).is_not(None)
+                    )
+                ),
+            )
+        )
         clustering = add_clustering(
             session=session,
             golden_set_id=golden_set_id,
@@ -154,7 +171,7 @@ def make_live(
         .select_from(DocumentCluster)
         .where(col(DocumentCluster.clustering_id) == clustering.id)
     ).one()
-    stored = session.get(Clustering, clustering.id)
+    stored = session.get(Clustering, clustering.id, populate_existing=True)
     if stored is None or rows != clustering.clustered_documents:
         raise Conflict(
             "the cluster ids being written were deleted before they were made live (a write "
