@@ -130,21 +130,22 @@ class JobRunner(threading.Thread):
             beating.set()
             heart.join(timeout=10)
             self.progress = None
-        session.rollback()
-        if state != JobState.DONE and job.kind == "apply" and progress.step == jobs.MEASURING:
-            # its clusters are live: what it had left is a job of its own
-            with writing(session):
-                follow = jobs.finish_measuring(session, job, self.clock.now())
-            state, error = JobState.FAILED, jobs.STOPPED_LIVE.format(job=follow)
-        jobs.finish(
-            session=session,
-            job_id=job.id,
-            state=state,
-            now=self.clock.now(),
-            progress=progress,
-            result=result,
-            error=error,
-        )
+        # written with a session of its own: the work's may hold a failed transaction
+        with Session(self.engine, expire_on_commit=False) as ending:
+            if state != JobState.DONE and job.kind == "apply" and progress.step == jobs.MEASURING:
+                # its clusters are live: what it had left is a job of its own
+                with writing(ending):
+                    follow = jobs.finish_measuring(ending, job, self.clock.now())
+                state, error = JobState.FAILED, jobs.STOPPED_LIVE.format(job=follow)
+            jobs.finish(
+                session=ending,
+                job_id=job.id,
+                state=state,
+                now=self.clock.now(),
+                progress=progress,
+                result=result,
+                error=error,
+            )
 
     def _beat(self, job_id: int, progress: jobs.Progress, ended: threading.Event) -> None:
         while not ended.wait(jobs.HEARTBEAT_SECONDS):

@@ -65,7 +65,7 @@ class Progress:
             self.cancelled.set()
             raise Cancelled
 
-    def begin(self, step: str, total: int = 0) -> None:
+    def start(self, step: str, total: int = 0) -> None:
         self.check()
         self.step, self.done, self.total = step, 0, total
 

@@ -12,7 +12,7 @@ from app.api.responses import answer
 from app.http.deps import ClockDep, LeadDep, ReviewerDep, SessionDep, SettingsDep
 from app.http.params import Id, Page, PerPage
 from app.http.uploads import saved_uploads
-from app.models import Job, JobPublic
+from app.models import JobPublic
 from app.models.dedup_public import DetectorRunPublic, PairEventPublic, PairPublic
 from app.readmodel import PageOf, paged
 from app.services import jobs
@@ -75,15 +75,15 @@ def detect(
             total=golden.documents,
             now=clock.now(),
         )
-        return _accepted(job)
+        return _accepted(jobs.public(job))
     run = service.detect_duplicates(session=session, golden=golden, user=principal.user, **asked)
     return service.public(session=session, run=run)
 
 
-def _accepted(job: Job) -> Response:
+def _accepted(job: JobPublic) -> Response:
     """202 and the job, its address in Location."""
     return Response(
-        content=jobs.public(job).model_dump_json(),
+        content=job.model_dump_json(),
         status_code=status.HTTP_202_ACCEPTED,
         media_type="application/json",
         headers={"Location": f"/api/v1/jobs/{job.id}"},
@@ -212,7 +212,7 @@ def apply(
             total=0,
             now=clock.now(),
         )
-        return _accepted(job)
+        return _accepted(jobs.public(job))
     applied = service.apply_threshold(
         session=session, run=run, threshold=body.threshold, user=principal.user, now=clock.now()
     )

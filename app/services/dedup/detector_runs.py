@@ -169,7 +169,7 @@ def detect_duplicates(
     params = DedupParams(threshold=threshold, near=near, seed=seed)
     start = time.perf_counter()
     progress = progress or Progress()
-    progress.begin("reading the corpus", golden.documents)
+    progress.start("reading the corpus", golden.documents)
     documents: list[tuple[str, str]] = []
     for row in _texts(session, golden):
         documents.append(row)
@@ -177,9 +177,9 @@ def detect_duplicates(
             progress.advance(5000)
     progress.done = len(documents)
     end_reading(session)  # no transaction held open through the search
-    progress.begin("finding the near-duplicates", len(documents))
+    progress.start("finding the near-duplicates", len(documents))
     result, low, kept, banded, sampled, candidate = detection(documents, params, per_band=per_band)
-    progress.begin("writing the pairs", len(kept))
+    progress.start("writing the pairs", len(kept))
     seconds = time.perf_counter() - start
     parameters: dict[str, Any] = dict(result.stats.parameters)
     parameters |= {"low": low, "per_band": per_band, "band_width": cal.BAND_WIDTH}
@@ -454,14 +454,14 @@ def apply_threshold(
     a cancel stops it until the clusters are made live (nothing changed), not after."""
     check_apply(run=run, threshold=threshold)
     progress = progress or Progress()
-    progress.begin("finding the clusters")
+    progress.start("finding the clusters")
     # the run's pairs never change: its clusters at ``threshold`` are found before the write
     at = [(a, b) for a, b, s in _similarities(session, run) if s >= threshold - 1e-9]
     end_reading(session)
     clusters = clusters_of_pairs(at)
     cluster_of = {doc: cid for cid, members in clusters.items() for doc in members}
     assert run.id is not None
-    progress.begin("writing the clusters", len(cluster_of))
+    progress.start("writing the clusters", len(cluster_of))
     clustering = write_clustering(
         session=session,
         golden_set_id=run.golden_set_id,
