@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -29,9 +30,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app.main import create_app
 from app.models import Role
+from app.services import jobs as job_service
 from app.settings import Settings
 from tests.support.samples import CORPUS, QRELS, QUERIES, RUN
 from tests.support.service import Account
@@ -121,6 +124,19 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             json={"same": True, "version": pair["version"]},
         )
         assert judged.status_code == 200, judged.text
+        # a job, cancelled while queued (a detection over a large corpus would make one)
+        with Session(engine, expire_on_commit=False) as session:
+            job = job_service.create_job(
+                session=session,
+                kind="detection",
+                golden_set_id=golden,
+                params={},
+                user=None,
+                total=0,
+                now=datetime.now(UTC),
+            )
+            assert job.id is not None
+            job_service.request_cancel(session=session, job_id=job.id, now=datetime.now(UTC))
         spare = client.post("/api/v1/tokens", headers=admin.headers, json={"name": "spare"})
         lead_id = client.get("/api/v1/me", headers=lead.headers).json()["id"]
     yield Seeded(
@@ -132,6 +148,7 @@ def seeded(settings: Settings, engine: Engine, accounts: dict[Role, Account]) ->
             "miss_id": miss["id"],
             "detector_run_id": detector,
             "pair_id": pair["id"],
+            "job_id": job.id,
             "token_id": spare.json()["id"],
             "user_id": lead_id,
             "name": "main",  # the series both runs belong to

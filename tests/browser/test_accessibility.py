@@ -97,13 +97,16 @@ def test_every_page_route_is_checked(tmp_path: Path) -> None:
 def test_what_is_not_a_page_answers_no_page(
     site: DemoSite, paths: dict[str, str], contexts: dict[str, BrowserContext]
 ) -> None:
-    """The non-pages of NOT_PAGES really answer a redirect or plain text, not HTML."""
+    """The non-pages of NOT_PAGES really answer a redirect, plain text or a fragment of a
+    page (the golden set's jobs panel: no page of its own)."""
     request = contexts["lead"].request
     for name, answer in NOT_PAGES.items():
-        path = paths[name].replace("{import_id}", "nothing")
+        path = paths[name].replace("{import_id}", "nothing").replace("{golden_set_id}", "1")
         response = request.get(site.url + path, max_redirects=0)
         if isinstance(answer, int):
             assert response.status == answer, name
         else:
             assert response.status == httpx.codes.OK, name
             assert response.headers["content-type"].startswith(answer), name
+            if answer == "text/html":
+                assert "<html" not in response.text(), f"{name} answers a whole page"

@@ -178,6 +178,8 @@ PAGES = [
 NOT_PAGES = {
     "home": 303,  # a redirect to the golden sets
     "import_progress": "text/plain",  # the upload form's status line
+    # the golden-set page's jobs panel, polled while a job runs (checked on that page)
+    "jobs_panel": "text/html",
     # the form after an admin's password reset; without one pending, a redirect to the account
     # page (tests/web/test_account_pages.py shows the form to a user who must use it)
     "set_password_page": 303,
