@@ -6,7 +6,7 @@ app.services.dedup; this module reads no table."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, Response
@@ -130,27 +130,22 @@ def detect_duplicates(
     try:
         if fields.errors:
             raise Invalid(next(iter(fields.errors.values())), code="invalid_form")
-        asked: dict[str, Any] = {"threshold": min(at, 1.0), "near": 0.2, "per_band": per, "seed": 1}
-        detector_service.check_detection(golden=golden, **asked)
-        if golden.documents >= settings.job_documents:
-            job = job_service.create_job(
-                session=session,
-                kind="detection",
-                golden_set_id=golden.id,
-                params=asked,
-                user=principal.user,
-                total=golden.documents,
-                now=clock.now(),
-            )
+        made = detector_service.detect_or_queue(
+            session=session,
+            golden=golden,
+            user=principal.user,
+            now=clock.now(),
+            job_documents=settings.job_documents,
+            asked={"threshold": min(at, 1.0), "near": 0.2, "per_band": per, "seed": 1},
+        )
+        if isinstance(made, JobPublic):
             return _back_to_golden_set(
                 request,
                 golden_set_id,
                 f"finding duplicates among {copy.count(golden.documents, 'document')} in the "
-                f"background (job {job.id}): its progress is below",
+                f"background (job {made.id}): its progress is below",
             )
-        run = detector_service.detect_duplicates(
-            session=session, golden=golden, user=principal.user, **asked
-        )
+        run = made
     except ServiceError as exc:
         return _back_to_golden_set(
             request, golden_set_id, f"duplicates not searched: {exc.message}", error_code=exc.code
@@ -324,27 +319,21 @@ def apply_threshold(
             raise Invalid(
                 fields.errors.get("threshold", "choose a threshold"), code="invalid_threshold"
             )
-        detector_service.check_apply(run=run, threshold=min(at, 1.0))
-        golden = golden_service.get_golden_set(session=session, golden_set_id=run.golden_set_id)
-        if golden.documents >= settings.job_documents:
-            job = job_service.create_job(
-                session=session,
-                kind="apply",
-                golden_set_id=golden.id,
-                params={"detector_run_id": run.id, "threshold": min(at, 1.0)},
-                user=principal.user,
-                total=0,
-                now=clock.now(),
-            )
+        applied = detector_service.apply_or_queue(
+            session=session,
+            run=run,
+            threshold=min(at, 1.0),
+            user=principal.user,
+            now=clock.now(),
+            job_documents=settings.job_documents,
+        )
+        if isinstance(applied, JobPublic):
             return _back_to_golden_set(
                 request,
                 run.golden_set_id,
-                f"applying J >= {min(at, 1.0):.2f} in the background (job {job.id}): its "
-                "progress is below",
+                f"applying J >= {min(at, 1.0):.2f} in the background (job {applied.id}): "
+                "its progress is below",
             )
-        applied = detector_service.apply_threshold(
-            session=session, run=run, threshold=min(at, 1.0), user=principal.user, now=clock.now()
-        )
     except ServiceError as exc:
         response = redirect(request, here, flash=f"not applied: {exc.message}", kind="error")
         response.headers["X-Error-Code"] = exc.code

@@ -63,21 +63,17 @@ def detect(
     /api/v1/jobs/{id}``: its progress; its ``result.detector_run_id`` once done)."""
     body = body or DetectBody()
     golden = get_golden_set(session=session, golden_set_id=golden_set_id)
-    asked = body.model_dump()
-    service.check_detection(golden=golden, **asked)
-    if golden.documents >= settings.job_documents:
-        job = jobs.create_job(
-            session=session,
-            kind="detection",
-            golden_set_id=golden.id,
-            params=asked,
-            user=principal.user,
-            total=golden.documents,
-            now=clock.now(),
-        )
-        return _accepted(jobs.public(job))
-    run = service.detect_duplicates(session=session, golden=golden, user=principal.user, **asked)
-    return service.public(session=session, run=run)
+    made = service.detect_or_queue(
+        session=session,
+        golden=golden,
+        user=principal.user,
+        now=clock.now(),
+        job_documents=settings.job_documents,
+        asked=body.model_dump(),
+    )
+    if isinstance(made, JobPublic):
+        return _accepted(made)
+    return service.public(session=session, run=made)
 
 
 def _accepted(job: JobPublic) -> Response:
@@ -200,22 +196,16 @@ def apply(
     ``MISSTRIAGE_JOB_DOCUMENTS`` documents or more, a background job: 202 and the job (a
     cancel stops it until the clusters are made live)."""
     run = service.get_detector_run(session=session, detector_run_id=detector_run_id)
-    service.check_apply(run=run, threshold=body.threshold)
-    golden = get_golden_set(session=session, golden_set_id=run.golden_set_id)
-    if golden.documents >= settings.job_documents:
-        job = jobs.create_job(
-            session=session,
-            kind="apply",
-            golden_set_id=golden.id,
-            params={"detector_run_id": run.id, "threshold": body.threshold},
-            user=principal.user,
-            total=0,
-            now=clock.now(),
-        )
-        return _accepted(jobs.public(job))
-    applied = service.apply_threshold(
-        session=session, run=run, threshold=body.threshold, user=principal.user, now=clock.now()
+    applied = service.apply_or_queue(
+        session=session,
+        run=run,
+        threshold=body.threshold,
+        user=principal.user,
+        now=clock.now(),
+        job_documents=settings.job_documents,
     )
+    if isinstance(applied, JobPublic):
+        return _accepted(applied)
     return service.public(session=session, run=applied)
 
 

@@ -49,6 +49,7 @@ from app.models import (
     DocPair,
     Document,
     GoldenSet,
+    JobPublic,
     Run,
     RunClusterQuery,
     RunClusterTotals,
@@ -77,7 +78,8 @@ from app.services.imports.clusterings import (
     write_clustering,
 )
 from app.services.imports.detector_refs import band_rows, estimates, live_ref
-from app.services.jobs import MEASURING, Progress
+from app.services.jobs import MEASURING, Progress, create_job
+from app.services.jobs import public as public_job
 
 #: Documents compared pair by pair for the candidate search's recall; a larger corpus is
 #: measured on a sample of this many documents (the pairs among them).
@@ -231,6 +233,33 @@ def detect_duplicates(
     progress.done = len(kept)
     session.refresh(run)
     return run
+
+
+def detect_or_queue(
+    *,
+    session: Session,
+    golden: GoldenSet,
+    user: User | None,
+    now: datetime,
+    job_documents: int,
+    asked: dict[str, Any],
+) -> DetectorRun | JobPublic:
+    """A detection (``asked``: threshold, near, per_band, seed), inline over a corpus of
+    fewer than ``job_documents`` documents (the detector run), else queued as a background
+    job (its read model): the one place that says which."""
+    check_detection(golden=golden, **asked)
+    if golden.documents >= job_documents:
+        job = create_job(
+            session=session,
+            kind="detection",
+            golden_set_id=golden.id,
+            params=asked,
+            user=user,
+            total=golden.documents,
+            now=now,
+        )
+        return public_job(job)
+    return detect_duplicates(session=session, golden=golden, user=user, **asked)
 
 
 def detection(
@@ -436,6 +465,36 @@ def check_apply(*, run: DetectorRun, threshold: float) -> None:
             f"the threshold must be from {run.low:.2f} (the lowest similarity this run kept) to 1",
             code="invalid_threshold",
         )
+
+
+def apply_or_queue(
+    *,
+    session: Session,
+    run: DetectorRun,
+    threshold: float,
+    user: User | None,
+    now: datetime,
+    job_documents: int,
+) -> DetectorRun | JobPublic:
+    """An apply, inline over a corpus of fewer than ``job_documents`` documents (the run
+    applied), else queued as a background job (its read model): the one place that says
+    which."""
+    check_apply(run=run, threshold=threshold)
+    golden = session.get(GoldenSet, run.golden_set_id)
+    if golden is None:
+        raise NotFound(f"no golden set {run.golden_set_id}", code="golden_set_not_found")
+    if golden.documents >= job_documents:
+        job = create_job(
+            session=session,
+            kind="apply",
+            golden_set_id=golden.id,
+            params={"detector_run_id": run.id, "threshold": threshold},
+            user=user,
+            total=0,
+            now=now,
+        )
+        return public_job(job)
+    return apply_threshold(session=session, run=run, threshold=threshold, user=user, now=now)
 
 
 def apply_threshold(
