@@ -157,3 +157,35 @@ def test_earlier_clusterings_no_run_rests_on_are_deleted(engine: Engine, tmp_pat
         # the first went at the third write (the second's was live, the third's is)
         assert len(kept) == 2
         assert live_cluster_ids(session, golden.id) == {"d2": "a", "d12": "a"}
+
+
+# SQLite writes the ids in slices, a transaction each; PostgreSQL in one (no moment between)
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_golden_set_deleted_while_its_ids_are_written_answers_409(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(clusterings, "SQLITE_SLICE_ROWS", 7)
+    with Session(engine, expire_on_commit=False) as session:
+        golden = _golden(session, tmp_path)
+        assert golden.id is not None
+        golden_id = golden.id
+
+        def delete_the_golden_set(rows: int) -> None:
+            # after the first transaction: the golden set goes, its clustering with it
+            with Session(engine) as other, writing(other):
+                other.exec(
+                    GoldenSet.__table__.delete().where(GoldenSet.__table__.c.id == golden_id)
+                )  # type: ignore[attr-defined]
+
+        with pytest.raises(Conflict) as refused:
+            clusterings.write_clustering(
+                session=session,
+                golden_set_id=golden_id,
+                detector_run_id=None,
+                threshold=None,
+                ids=cluster_frame({f"d{i}": f"c{i // 2}" for i in range(50)}),
+                now=NOW,
+                written=delete_the_golden_set,
+            )
+        assert refused.value.code == "clusters_changed"
+        assert session.exec(select(func.count()).select_from(DocumentCluster)).one() == 0

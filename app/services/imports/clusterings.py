@@ -13,11 +13,14 @@ killed) is deleted by the next write to the golden set's clusters once it is
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 import polars as pl
+import psycopg
 from sqlalchemy import delete, func
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app.db import writing
@@ -126,6 +129,7 @@ def write_clustering(
         clustering.clusters = ids.get_column("cluster_id").n_unique() if ids.height else 0
         session.add(clustering)
     assert clustering.id is not None
+    written_id = clustering.id  # the row may be gone after a rollback (deleted meanwhile)
     try:
         if written is not None:
             written(first.height)
@@ -136,13 +140,21 @@ def write_clustering(
                     session,
                     DocumentCluster,
                     part.select(
-                        pl.lit(clustering.id, dtype=pl.Int64).alias("clustering_id"), pl.all()
+                        pl.lit(written_id, dtype=pl.Int64).alias("clustering_id"), pl.all()
                     ),
                 )
             if written is not None:
                 written(part.height)
+    except (IntegrityError, sqlite3.IntegrityError, psycopg.IntegrityError):
+        # the golden set (its clustering with it) deleted between two slices; bulk_insert
+        # writes through the driver's cursor, so the driver's error too
+        drop_clustering(session=session, clustering_id=written_id)
+        raise Conflict(
+            "the golden set was deleted while its cluster ids were written: nothing was kept",
+            code="clusters_changed",
+        ) from None
     except BaseException:
-        drop_clustering(session=session, clustering_id=clustering.id)
+        drop_clustering(session=session, clustering_id=written_id)
         raise
     return clustering
 
